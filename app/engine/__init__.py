@@ -1,0 +1,45 @@
+"""The engine: torch + transformers only, no Qt.
+
+Token ids in, events out. The CLI, the GUI worker and the tests all use the same API::
+
+    from app.engine import Engine, GenerationConfig
+    engine = Engine.load(target="default", draft="lookup")
+    result = engine.generate([{"role": "user", "content": "Hi"}], GenerationConfig())
+
+Names are imported lazily so that the pure-data modules (``events``, ``config``, ``compare``)
+can be used without importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Engine": "session",
+    "LOOKUP": "session",
+    "GenerationConfig": "config",
+    "StepEvent": "events",
+    "TokenInfo": "events",
+    "RunStats": "events",
+    "RunResult": "events",
+    "Comparison": "compare",
+    "compare_runs": "compare",
+    "SpecChatError": "errors",
+    "ModelLoadError": "errors",
+    "IncompatibleModelsError": "errors",
+    "InvalidSettingError": "errors",
+    "PromptError": "errors",
+    "LoadedModel": "loading",
+    "load_model": "loading",
+    "check_compatible": "loading",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'app.engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,0 +1,94 @@
+"""Drafters: cheap proposers of the next few tokens, behind one small interface.
+
+A drafter sees the whole token sequence so far (prompt + answer) and proposes up to ``k``
+tokens. A model drafter also returns its distribution per proposed token (needed by the
+standard acceptance rule); prompt lookup has none, so its drafts count as point masses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from .acceptance import Rule
+from .kv import CachedModel
+
+
+@dataclass(frozen=True)
+class Proposal:
+    tokens: list[int]
+    q: torch.Tensor | None  # [m, V] draft distribution per proposed token; None = point mass
+    p_draft: list[float | None]  # draft probability of each proposed token (for display)
+    passes: int  # draft forward passes spent
+
+
+class Drafter(Protocol):
+    name: str
+
+    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal: ...
+
+    def reset(self) -> None: ...
+
+
+class PromptLookupDrafter:
+    """n-gram lookup (Saxena 2023; llama.cpp's and HF's prompt lookup): find the latest
+    earlier occurrence of the sequence's last n tokens and propose what followed it. Shines
+    when the answer quotes the prompt (editing, summarising, code)."""
+
+    name = "prompt lookup"
+
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1) -> None:
+        self.max_ngram = max_ngram
+        self.min_ngram = min_ngram
+
+    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
+        for n in range(self.max_ngram, self.min_ngram - 1, -1):
+            continuation = _latest_continuation(tokens, n, k)
+            if continuation:
+                return Proposal(continuation, None, [None] * len(continuation), passes=0)
+        return Proposal([], None, [], passes=0)
+
+    def reset(self) -> None:
+        pass
+
+
+def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
+    """Up to ``k`` tokens that followed the latest earlier occurrence of the last ``n`` tokens."""
+    if len(tokens) <= n:
+        return []
+    tail = tokens[-n:]
+    first = tail[0]
+    for start in range(len(tokens) - n - 1, -1, -1):
+        if tokens[start] == first and tokens[start : start + n] == tail:
+            return tokens[start + n : start + n + k]
+    return []
+
+
+class ModelDrafter:
+    """A small causal LM with its own KV cache, drafting one token per forward pass."""
+
+    def __init__(self, runner: CachedModel, name: str) -> None:
+        self.runner = runner
+        self.name = f"draft model: {name}"
+
+    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
+        logits = self.runner.continue_from(tokens)[-1]  # [V]; catches up on what it missed
+        passes = 1
+        drafts: list[int] = []
+        rows: list[torch.Tensor] = []
+        for i in range(k):
+            token, q = rule.choose_draft(logits, len(tokens) + i)
+            if confidence_threshold and float(q[token]) < confidence_threshold:
+                break  # not sure enough: let the target decide from here
+            drafts.append(token)
+            rows.append(q)
+            if i + 1 < k:
+                logits = self.runner.forward([token], last_only=True)[-1]
+                passes += 1
+        q_all = torch.stack(rows) if rows else None
+        return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)
+
+    def reset(self) -> None:
+        self.runner.reset()

@@ -1,0 +1,156 @@
+"""``Engine``: a target model, an optional drafter, and the conversation's KV caches.
+
+This is the one API the CLI, the GUI worker and the tests call::
+
+    engine = Engine.load(target="default", draft=LOOKUP)
+    for step in engine.stream(messages, GenerationConfig(k=4)):
+        ...                                  # one StepEvent per target pass
+    result = engine.generate(messages, GenerationConfig(speculative=False))
+
+Each call applies the chat template and prefills only what the caches do not already hold,
+so a follow-up turn costs just its new tokens. An Engine is used from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict
+
+import torch
+
+from .config import GenerationConfig
+from .decode import decode
+from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from .errors import PromptError, SpecChatError
+from .events import RunResult, StepEvent
+from .kv import CachedModel
+from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
+
+LOOKUP = "lookup"  # draft source meaning prompt lookup (no draft model)
+
+Conversation = str | Sequence[Mapping[str, str]]
+
+
+class Engine:
+    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False) -> None:
+        if draft is not None:
+            check_compatible(target, draft)
+        self.target = target
+        self.draft = draft
+        vocab = min(target.vocab_size, draft.vocab_size) if draft is not None else target.vocab_size
+        self._target_kv = CachedModel(target.model, vocab)
+        self._drafter: Drafter | None = None
+        if draft is not None:
+            self._drafter = ModelDrafter(CachedModel(draft.model, vocab), draft.name)
+        elif lookup:
+            self._drafter = PromptLookupDrafter()
+
+    @classmethod
+    def load(
+        cls,
+        target: str = DEFAULT_SOURCE,
+        draft: str | None = LOOKUP,
+        *,
+        device: str | None = "auto",
+        dtype: str | None = "auto",
+        draft_dtype: str | None = None,
+        allow_pickle: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> Engine:
+        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None."""
+        loaded = load_model(target, device=device, dtype=dtype, allow_pickle=allow_pickle, progress=progress)
+        if draft is None or draft == LOOKUP:
+            return cls(loaded, lookup=draft == LOOKUP)
+        draft_model = load_model(
+            draft, device=device, dtype=draft_dtype or dtype, allow_pickle=allow_pickle, progress=progress
+        )
+        return cls(loaded, draft_model)
+
+    @property
+    def target_name(self) -> str:
+        return self.target.name
+
+    @property
+    def drafter_name(self) -> str:
+        return self._drafter.name if self._drafter is not None else "none"
+
+    @property
+    def has_drafter(self) -> bool:
+        return self._drafter is not None
+
+    def prompt_ids(self, conversation: Conversation) -> list[int]:
+        """The conversation as token ids, through the model's chat template when it has one."""
+        messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
+        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        if not last_user.strip():
+            raise PromptError("The prompt is empty: write something to send.")
+        tokenizer = self.target.tokenizer
+        if tokenizer.chat_template:
+            encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
+        else:
+            ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
+        ids = [int(i) for i in ids]
+        if len(ids) >= self.target.context_length:
+            raise PromptError(
+                f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
+                f"{self.target.context_length} tokens: shorten it or start a new chat."
+            )
+        return ids
+
+    def reset(self) -> None:
+        """Forget the caches of earlier turns (the next call prefills everything)."""
+        self._target_kv.reset()
+        if self._drafter is not None:
+            self._drafter.reset()
+
+    def stream(
+        self, conversation: Conversation, config: GenerationConfig, cancel: threading.Event | None = None
+    ) -> Iterator[StepEvent]:
+        """Answer the conversation, yielding one ``StepEvent`` per target pass."""
+        prompt = self.prompt_ids(conversation)
+        drafter = self._drafter if config.speculative else None
+        try:
+            yield from decode(
+                self._target_kv,
+                drafter,
+                prompt,
+                config,
+                self.target.tokenizer,
+                frozenset(self.target.eos_token_ids),
+                self.target.context_length,
+                cancel,
+            )
+        except torch.OutOfMemoryError as exc:
+            self.reset()
+            raise SpecChatError(
+                f"Out of memory while generating on {self.target.device}: try a shorter "
+                "conversation, a smaller k, or a smaller model."
+            ) from exc
+        except GeneratorExit:  # the consumer stopped early; caches are consistent between steps
+            raise
+        except BaseException:
+            self.reset()  # a half-finished pass leaves the caches in an unknown state
+            raise
+
+    def generate(
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
+    ) -> RunResult:
+        """Answer the conversation and return the whole run."""
+        steps = []
+        for step in self.stream(conversation, config, cancel):
+            steps.append(step)
+            if on_step is not None:
+                on_step(step)
+        speculative = config.speculative and self.has_drafter
+        return RunResult.from_steps(
+            steps,
+            speculative=speculative,
+            drafter=self.drafter_name if speculative else "none",
+            config=asdict(config),
+        )

@@ -1,0 +1,57 @@
+"""Shared fixtures: tiny random models saved to folders and loaded through the app's own
+loading code (no weights, no network)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from tiny_models import build_model, build_tokenizer, perturbed_copy, save  # noqa: E402
+
+# name -> how to build it: (architecture, seed, draft noise or None)
+TINY = {
+    "llama": ("llama", 0, None),
+    "llama-draft": ("llama", 0, 0.05),  # well matched: the target plus a little noise
+    "llama-other": ("llama", 7, None),  # mismatched: an unrelated random model
+    "qwen2": ("qwen2", 1, None),
+    "qwen2-draft": ("qwen2", 1, 0.05),
+    "qwen2-other": ("qwen2", 8, None),
+}
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory, tokenizer) -> dict[str, Path]:
+    """Folders of tiny models, keyed by the names in ``TINY``."""
+    root = tmp_path_factory.mktemp("tiny-models")
+    folders = {}
+    for name, (arch, seed, noise) in TINY.items():
+        model = build_model(arch, tokenizer, seed=seed, scale=30.0)
+        if noise is not None:
+            model = perturbed_copy(model, noise, seed=seed + 100)
+        folders[name] = save(model, tokenizer, root / name)
+    return folders
+
+
+@pytest.fixture(scope="session")
+def load_tiny(tiny_models):
+    """Load a tiny model through ``load_model`` once per session."""
+    from app.engine.loading import load_model
+
+    cache = {}
+
+    def load(name: str):
+        if name not in cache:
+            cache[name] = load_model(str(tiny_models[name]), device="cpu", dtype="float32")
+        return cache[name]
+
+    return load

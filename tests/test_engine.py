@@ -1,0 +1,238 @@
+"""The engine's promises: lossless greedy speculation on two architectures, exact KV
+rollback, the stopping rules, the shared loop without a drafter."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+import torch
+
+from app.engine import Engine, GenerationConfig
+from app.engine.errors import InvalidSettingError, PromptError
+from app.engine.kv import CachedModel
+
+PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
+GREEDY = GenerationConfig(max_new_tokens=48, k=4)
+
+
+def hf_greedy(engine: Engine, prompt: str, max_new_tokens: int) -> list[int]:
+    ids = torch.tensor([engine.prompt_ids(prompt)])
+    out = engine.target.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=list(engine.target.eos_token_ids),
+        pad_token_id=engine.target.tokenizer.pad_token_id,
+    )
+    return out[0, ids.shape[1] :].tolist()
+
+
+DRAFTERS = ["well-matched", "mismatched", "self", "lookup"]
+
+
+def make_engine(load_tiny, arch: str, drafter: str) -> Engine:
+    target = load_tiny(arch)
+    if drafter == "lookup":
+        return Engine(target, lookup=True)
+    draft = {"well-matched": f"{arch}-draft", "mismatched": f"{arch}-other", "self": arch}[drafter]
+    return Engine(target, load_tiny(draft))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_greedy_speculation_equals_target_alone_and_hf_generate(load_tiny, arch, drafter):
+    engine = make_engine(load_tiny, arch, drafter)
+    for prompt in PROMPTS:
+        spec = engine.generate(prompt, GREEDY)
+        base = engine.generate(prompt, replace(GREEDY, speculative=False))
+        assert spec.token_ids == base.token_ids
+        assert spec.token_ids == hf_greedy(engine, prompt, GREEDY.max_new_tokens)
+        assert spec.text == base.text
+        assert spec.stats.proposed > 0
+
+
+def test_drafter_quality_shows_in_acceptance(load_tiny):
+    rates = {}
+    for drafter in ["self", "well-matched", "mismatched"]:
+        result = make_engine(load_tiny, "llama", drafter).generate(PROMPTS[0], GREEDY)
+        rates[drafter] = result.stats.acceptance_rate
+    assert rates["self"] == 1.0  # the target as its own draft: everything accepted
+    assert 0.3 < rates["well-matched"] < 1.0
+    assert rates["mismatched"] < 0.2
+    self_run = make_engine(load_tiny, "llama", "self").generate(PROMPTS[0], GREEDY)
+    # all k drafts plus a bonus per pass (the prefill pass yields one token)
+    assert self_run.stats.target_passes <= 1 + -(-(GREEDY.max_new_tokens - 1) // (GREEDY.k + 1))
+
+
+def test_without_speculation_every_token_costs_one_target_pass(load_tiny):
+    result = make_engine(load_tiny, "llama", "lookup").generate(PROMPTS[0], replace(GREEDY, speculative=False))
+    assert result.stats.target_passes == result.stats.new_tokens == len(result.tokens)
+    assert result.stats.proposed == result.stats.draft_passes == 0
+    assert all(t.source == "target" for t in result.tokens)
+    assert result.drafter == "none" and not result.speculative
+
+
+def test_events_account_for_every_token(load_tiny):
+    engine = make_engine(load_tiny, "llama", "well-matched")
+    steps = list(engine.stream(PROMPTS[0], GREEDY))
+    tokens = [t for s in steps for t in s.tokens]
+    last = steps[-1].stats
+    assert len(steps) == last.target_passes
+    assert len(tokens) == last.new_tokens
+    assert sum(len(s.accepted) for s in steps) == last.accepted == sum(t.source == "draft" for t in tokens)
+    assert sum(len(s.accepted) + len(s.rejected) for s in steps) == last.proposed
+    assert any(s.rejected for s in steps) and any(s.target_kind == "bonus" for s in steps)
+    for s in steps[1:]:
+        # a correction follows a rejection; a bonus follows a fully accepted block
+        assert (s.target_kind == "correction") == bool(s.rejected)
+    assert all(0.0 <= t.p_target <= 1.0 and t.margin >= 0.0 for t in tokens)
+    assert all(t.p_draft is not None for t in tokens if t.source == "draft")
+    assert steps[-1].stop_reason == "max_new_tokens" and all(s.stop_reason is None for s in steps[:-1])
+
+
+def test_eos_inside_an_accepted_block_ends_the_answer_there(load_tiny):
+    target = load_tiny("llama")
+    plain = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False))
+    eos = plain.token_ids[6]  # pretend the 7th token is an end-of-sequence token
+    first = plain.token_ids.index(eos)
+    target_eos = replace(target, eos_token_ids=(eos,))
+    result = Engine(target_eos, replace(target, eos_token_ids=(eos,))).generate(PROMPTS[0], replace(GREEDY, k=8))
+    assert result.token_ids == plain.token_ids[: first + 1]
+    assert result.stop_reason == "eos"
+    last = result.steps[-1]
+    assert last.target is None and last.accepted[-1].id == eos  # stopped inside the accepted block
+
+
+def test_max_new_tokens_cuts_inside_an_accepted_block(load_tiny):
+    target = load_tiny("llama")
+    for n in (1, 2, 7, 11):
+        result = Engine(target, target).generate(PROMPTS[1], replace(GREEDY, max_new_tokens=n, k=8))
+        assert len(result.tokens) == result.stats.new_tokens == n
+        assert result.stop_reason == "max_new_tokens"
+
+
+def test_stop_string_ends_the_answer_after_it(load_tiny):
+    engine = make_engine(load_tiny, "llama", "self")
+    full = engine.generate(PROMPTS[0], GREEDY)
+    stop = full.text[10:13]
+    cut = engine.generate(PROMPTS[0], replace(GREEDY, stop_strings=(stop,)))
+    assert cut.stop_reason == "stop_string"
+    assert cut.text.endswith(stop) or stop in cut.text[-len(stop) - 8 :]
+    assert full.text.startswith(cut.text) and stop not in cut.text[: -len(stop)]
+
+
+def test_kv_rollback_restores_exactly_the_cache_of_the_kept_prefix(load_tiny):
+    target = load_tiny("llama")
+    sequence = target.tokenizer.encode(PROMPTS[0])
+    fresh = CachedModel(target.model, target.vocab_size)
+    expected = fresh.forward(sequence)[-1]
+
+    runner = CachedModel(target.model, target.vocab_size)
+    runner.forward(sequence[:-3])
+    runner.forward(sequence[-3:-1] + [5, 6, 7])  # two good tokens, three rejected drafts
+    runner.truncate(len(sequence) - 1)
+    assert runner.tokens == sequence[:-1]
+    assert runner._cache.get_seq_length() == len(sequence) - 1
+    torch.testing.assert_close(runner.forward(sequence[-1:])[-1], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_follow_up_turn_prefills_only_new_tokens(load_tiny):
+    engine = make_engine(load_tiny, "llama", "well-matched")
+    first = engine.generate(PROMPTS[0], GREEDY)
+    conversation = [
+        {"role": "user", "content": PROMPTS[0]},
+        {"role": "assistant", "content": first.text},
+        {"role": "user", "content": "And then?"},
+    ]
+    second = engine.generate(conversation, GREEDY)
+    assert second.stats.reused_prompt_tokens >= len(engine.prompt_ids(PROMPTS[0]))
+    fresh = make_engine(load_tiny, "llama", "well-matched")
+    fresh.reset()
+    assert second.token_ids == fresh.generate(conversation, GREEDY).token_ids
+
+
+def test_cancel_stops_within_one_target_pass(load_tiny):
+    engine = make_engine(load_tiny, "llama", "well-matched")
+    cancel = threading.Event()
+    steps = []
+    for step in engine.stream(PROMPTS[0], replace(GREEDY, max_new_tokens=200), cancel):
+        steps.append(step)
+        if step.index == 2:
+            cancel.set()
+    assert steps[-1].stop_reason == "cancelled"
+    assert len(steps) == 4 and steps[-1].tokens == ()
+    # the engine is still usable and consistent afterwards
+    again = engine.generate(PROMPTS[0], GREEDY)
+    assert again.token_ids == engine.generate(PROMPTS[0], replace(GREEDY, speculative=False)).token_ids
+
+
+def test_adaptive_k_grows_after_full_acceptance(load_tiny):
+    target = load_tiny("llama")
+    result = Engine(target, target).generate(PROMPTS[0], replace(GREEDY, k=2, adaptive_k=True, k_max=6))
+    ks = [s.k for s in result.steps[1:] if s.k]
+    assert ks[:5] == [2, 3, 4, 5, 6]
+
+
+def test_adaptive_k_shrinks_after_rejections(load_tiny):
+    engine = make_engine(load_tiny, "llama", "mismatched")
+    result = engine.generate(PROMPTS[0], replace(GREEDY, k=6, adaptive_k=True))
+    ks = [s.k for s in result.steps[1:] if s.k]
+    assert ks[0] == 6 and min(ks) == 1
+
+
+def test_confidence_threshold_stops_drafting_early(load_tiny):
+    engine = make_engine(load_tiny, "llama", "mismatched")
+    eager = engine.generate(PROMPTS[0], GREEDY)
+    careful = engine.generate(PROMPTS[0], replace(GREEDY, confidence_threshold=0.9))
+    assert careful.stats.proposed < eager.stats.proposed
+    assert careful.token_ids == eager.token_ids
+
+
+def test_lookup_drafts_come_from_earlier_text(load_tiny):
+    engine = make_engine(load_tiny, "llama", "lookup")
+    result = engine.generate(PROMPTS[0], GREEDY)
+    assert result.stats.draft_passes == 0 and result.stats.proposed > 0
+    assert all(t.p_draft is None for t in result.tokens)
+
+
+def test_empty_prompt_is_refused(load_tiny):
+    engine = make_engine(load_tiny, "llama", "lookup")
+    with pytest.raises(PromptError, match="empty"):
+        engine.generate("   ", GREEDY)
+
+
+def test_prompt_longer_than_the_context_is_refused(load_tiny):
+    engine = make_engine(load_tiny, "llama", "lookup")
+    with pytest.raises(PromptError, match="512 tokens"):
+        engine.generate("fox " * 600, GREEDY)
+
+
+def test_answer_stops_at_the_end_of_the_context(load_tiny):
+    engine = make_engine(load_tiny, "llama", "self")
+    prompt = "fox " * 240
+    room = engine.target.context_length - len(engine.prompt_ids(prompt))
+    result = engine.generate(prompt, replace(GREEDY, max_new_tokens=400))
+    assert len(result.tokens) == room and result.stop_reason == "max_new_tokens"
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"k": 0},
+        {"top_p": 0.0},
+        {"top_p": 1.5},
+        {"temperature": -0.1},
+        {"temperature": float("nan")},
+        {"max_new_tokens": 0},
+        {"top_k": -1},
+        {"confidence_threshold": 1.0},
+        {"sampling": "beam"},
+    ],
+)
+def test_absurd_settings_are_refused_with_a_message(setting):
+    with pytest.raises(InvalidSettingError) as error:
+        GenerationConfig(**setting)
+    assert str(error.value) and "\n" not in str(error.value)
