@@ -1,0 +1,178 @@
+"""A conversation as the app keeps it: messages, and for each answer the tokens with their
+provenance, so a restored answer keeps its highlighting. Pure data; JSON in and out."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+
+RecordKind = Literal["draft", "target", "rejected"]
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """One token as shown: an accepted draft, a target token, or a rejected draft (shown only
+    on request, where it was proposed). ``step`` is the target pass that decided it."""
+
+    text: str
+    kind: RecordKind
+    step: int
+    id: int = -1
+    p_target: float | None = None
+    p_draft: float | None = None
+    margin: float | None = None
+
+    def to_json(self) -> list[Any]:
+        return [self.text, self.kind, self.step, self.id, self.p_target, self.p_draft, self.margin]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> TokenRecord:
+        text, kind, step, id_, p_target, p_draft, margin = data
+        return cls(text, kind, int(step), int(id_), p_target, p_draft, margin)
+
+    def token_info(self) -> TokenInfo:
+        source = "draft" if self.kind == "draft" else "target"
+        return TokenInfo(self.id, self.text, source, self.p_target, self.p_draft, self.margin)
+
+
+def records_from_step(step: StepEvent) -> list[TokenRecord]:
+    """Accepted drafts, then the rejected drafts (where they were proposed), then the target's
+    own token that replaced them."""
+
+    def record(t: TokenInfo, kind: RecordKind) -> TokenRecord:
+        return TokenRecord(t.text, kind, step.index, t.id, t.p_target, t.p_draft, t.margin)
+
+    records = [record(t, "draft" if t.source == "draft" else "target") for t in step.accepted]
+    records += [record(t, "rejected") for t in step.rejected]
+    if step.target is not None:
+        records.append(record(step.target, "draft" if step.target.source == "draft" else "target"))
+    return records
+
+
+@dataclass(eq=False)  # identity: two turns with the same text are still two turns
+class Message:
+    """A turn. Answers also carry how they were made (tokens, stats, config, drafter)."""
+
+    role: Role
+    content: str
+    records: list[TokenRecord] = field(default_factory=list)
+    stats: dict[str, Any] | None = None  # RunStats fields
+    config: dict[str, Any] | None = None  # GenerationConfig fields
+    speculative: bool = False
+    drafter: str = "none"
+    stop_reason: str | None = None
+    error: str | None = None
+    result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
+
+    @property
+    def run_stats(self) -> RunStats:
+        known = RunStats.__dataclass_fields__
+        return RunStats(**{k: v for k, v in (self.stats or {}).items() if k in known})
+
+    def add_step(self, step: StepEvent) -> None:
+        self.records.extend(records_from_step(step))
+        self.content += step.text
+        self.stats = _stats_fields(step.stats)
+        if step.stop_reason:
+            self.stop_reason = step.stop_reason
+
+    def finish(self, result: RunResult) -> None:
+        """Take the final word from the engine's result (text, stats, stop reason)."""
+        self.result = result
+        self.content = result.text
+        self.stats = _stats_fields(result.stats)
+        self.stop_reason = result.stop_reason
+        self.speculative = result.speculative
+        self.drafter = result.drafter
+
+    def run_result(self) -> RunResult:
+        """The engine's result if this session made it, else one rebuilt from what was saved."""
+        if self.result is not None:
+            return self.result
+        tokens = tuple(r.token_info() for r in self.records if r.kind != "rejected")
+        return RunResult(
+            text=self.content,
+            tokens=tokens,
+            steps=(),
+            stats=self.run_stats,
+            stop_reason=self.stop_reason or "cancelled",  # type: ignore[arg-type]
+            speculative=self.speculative,
+            drafter=self.drafter,
+            config=dict(self.config or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.role == "assistant":
+            data.update(
+                records=[r.to_json() for r in self.records],
+                stats=self.stats,
+                config=self.config,
+                speculative=self.speculative,
+                drafter=self.drafter,
+                stop_reason=self.stop_reason,
+                error=self.error,
+            )
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        return cls(
+            role=data["role"],
+            content=data.get("content", ""),
+            records=[TokenRecord.from_json(r) for r in data.get("records") or []],
+            stats=data.get("stats"),
+            config=data.get("config"),
+            speculative=bool(data.get("speculative", False)),
+            drafter=data.get("drafter", "none"),
+            stop_reason=data.get("stop_reason"),
+            error=data.get("error"),
+        )
+
+
+@dataclass(eq=False)
+class Conversation:
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    title: str = ""
+    system_prompt: str = ""
+    messages: list[Message] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+
+    def prompt(self, upto: int | None = None) -> list[dict[str, str]]:
+        """What the engine gets: the system prompt, then the turns before ``upto``."""
+        turns = self.messages if upto is None else self.messages[:upto]
+        chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt.strip() else []
+        chat += [{"role": m.role, "content": m.content} for m in turns if m.content or m.role == "user"]
+        return chat
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "id": self.id,
+            "title": self.title,
+            "system_prompt": self.system_prompt,
+            "created": self.created,
+            "updated": self.updated,
+            "messages": [m.to_json() for m in self.messages],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Conversation:
+        return cls(
+            id=str(data["id"]),
+            title=data.get("title", ""),
+            system_prompt=data.get("system_prompt", ""),
+            messages=[Message.from_json(m) for m in data.get("messages", [])],
+            created=float(data.get("created", 0.0)),
+            updated=float(data.get("updated", 0.0)),
+        )
+
+
+def _stats_fields(stats: RunStats) -> dict[str, Any]:
+    return {name: getattr(stats, name) for name in RunStats.__dataclass_fields__}

@@ -1,0 +1,144 @@
+"""Persistent settings: ONE typed wrapper over ``QSettings``.
+
+``AppSettings`` is a frozen dataclass (what the person chose); ``SettingsStore`` reads and
+writes it, plus window geometry. Organisation and application names are set once, in
+``configure_application``; every ``QSettings()`` after that lands in the same place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, TypeVar
+
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
+
+from app.engine.config import GenerationConfig
+
+ORGANIZATION = "SpecChat"
+APPLICATION = "SpecChat"
+
+TargetKind = Literal["default", "folder", "gguf", "hub"]
+DraftKind = Literal["lookup", "none", "default", "folder", "gguf", "hub"]
+DEVICES = ("auto", "cpu", "cuda", "mps")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+_Settings = TypeVar("_Settings", "ModelSettings", "AppSettings")
+
+
+def configure_application(app: QCoreApplication) -> None:
+    """Names used by ``QSettings()`` and ``QStandardPaths``; call once, before either."""
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which models to load and how. Changing any of these reloads the models."""
+
+    target_kind: TargetKind = "default"
+    target_path: str = ""  # folder, .gguf file or hub id, depending on the kind
+    draft_kind: DraftKind = "lookup"
+    draft_path: str = ""
+    device: str = "auto"
+    dtype: str = "auto"
+    allow_pickle: bool = False
+
+    @property
+    def target_source(self) -> str:
+        return model_source(self.target_kind, self.target_path) or "default"
+
+    @property
+    def draft_source(self) -> str | None:
+        """What ``Engine.load(draft=...)`` takes: "lookup", None (no drafter) or a source."""
+        return model_source(self.draft_kind, self.draft_path)
+
+
+def model_source(kind: str, path: str) -> str | None:
+    if kind == "none":
+        return None
+    if kind in ("default", "lookup"):
+        return kind
+    return path
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """Everything the settings dialog edits; applied to the next message."""
+
+    models: ModelSettings = ModelSettings()
+    speculative: bool = True
+    k: int = 5
+    adaptive_k: bool = False
+    k_max: int = 16
+    confidence_threshold: float = 0.0
+    sampling: bool = False  # False: greedy
+    temperature: float = 0.7
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    sampling_mode: str = "standard"  # or "seed-invariant"
+    max_new_tokens: int = 256
+    show_rejected: bool = False
+
+    def generation_config(self) -> GenerationConfig:
+        """Raises ``InvalidSettingError`` on an absurd combination."""
+        return GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            speculative=self.speculative,
+            k=self.k,
+            adaptive_k=self.adaptive_k,
+            k_max=max(self.k_max, self.k),
+            confidence_threshold=self.confidence_threshold,
+            temperature=self.temperature if self.sampling else 0.0,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            seed=self.seed,
+            sampling=self.sampling_mode,  # type: ignore[arg-type]
+        )
+
+
+class SettingsStore:
+    """Reads and writes ``AppSettings`` (and geometry) through ``QSettings``."""
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        self._qs = settings if settings is not None else QSettings()
+
+    def load(self) -> AppSettings:
+        models = _read(self._qs, "models", ModelSettings())
+        top = _read(self._qs, "generation", AppSettings())
+        return replace(top, models=models)
+
+    def save(self, settings: AppSettings) -> None:
+        _write(self._qs, "models", settings.models)
+        _write(self._qs, "generation", settings)
+        self._qs.sync()
+
+    def geometry(self, key: str) -> QByteArray | None:
+        value = self._qs.value(f"geometry/{key}")
+        return value if isinstance(value, QByteArray) and not value.isEmpty() else None
+
+    def set_geometry(self, key: str, value: QByteArray) -> None:
+        self._qs.setValue(f"geometry/{key}", value)
+        self._qs.sync()
+
+
+def _read(qs: QSettings, group: str, defaults: _Settings) -> _Settings:
+    """Read the scalar fields of a settings dataclass, each with its own type and default."""
+    values: dict[str, Any] = {}
+    for f in fields(defaults):
+        default = getattr(defaults, f.name)
+        if not isinstance(default, (bool, int, float, str)):
+            continue
+        key = f"{group}/{f.name}"
+        try:
+            values[f.name] = qs.value(key, default, type=type(default))
+        except (TypeError, ValueError):
+            values[f.name] = default
+    return replace(defaults, **values)
+
+
+def _write(qs: QSettings, group: str, data: ModelSettings | AppSettings) -> None:
+    for f in fields(data):
+        value = getattr(data, f.name)
+        if isinstance(value, (bool, int, float, str)):
+            qs.setValue(f"{group}/{f.name}", value)

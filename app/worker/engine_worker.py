@@ -1,0 +1,267 @@
+"""The one bridge between the engine and the GUI.
+
+One worker thread owns the models and runs every forward pass; the GUI thread only queues
+requests and receives signals. Like superqt's generator workers: the cancel flag is checked
+by the engine before every target pass, and any exception becomes one ``failed`` signal
+instead of a dead thread.
+
+Step events are batched: the engine thread only appends them to a queue; a timer on the GUI
+thread drains it every ``BATCH_INTERVAL_S`` while a run is active and emits one
+``events_ready`` per run and tick. So a fast model cannot flood the GUI thread, and a slow
+one never holds a token back until its next pass. The end of a run drains the queue first,
+then emits ``finished`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+
+from app.engine.config import GenerationConfig
+from app.engine.errors import SpecChatError
+from app.engine.events import RunResult, StepEvent
+
+BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
+PROGRESS_INTERVAL_S = 0.05
+log = logging.getLogger(__name__)
+
+Conversation = list[dict[str, str]]
+EngineLoader = Callable[..., Any]  # Engine.load's signature
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    target: str
+    draft: str | None  # "lookup", None (no drafter) or a model source
+    device: str = "auto"
+    dtype: str = "auto"
+    allow_pickle: bool = False
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    run_id: int
+    conversation: Conversation
+    config: GenerationConfig
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _load_engine(**kwargs: Any) -> Any:
+    from app.engine import LOOKUP, Engine  # torch is imported here, on the worker thread
+
+    if kwargs.get("draft") == "lookup":
+        kwargs["draft"] = LOOKUP
+    return Engine.load(**kwargs)
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("EngineWorker", text)
+
+
+class EngineWorker(QObject):
+    events_ready = Signal(int, object)  # run id, [StepEvent, ...] (object: no QVariant copy)
+    finished = Signal(int, object)  # run id, RunResult (stop_reason "cancelled" when stopped)
+    failed = Signal(int, str)  # run id, readable message (events already sent are kept)
+    load_started = Signal(str)  # target source
+    load_progress = Signal(str, float)  # message, fraction in [0, 1] or -1 when unknown
+    loaded = Signal(str, str)  # target name, drafter name
+    load_failed = Signal(str)  # readable message; the previous models stay loaded
+    _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
+
+    def __init__(self, loader: EngineLoader | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._loader = loader or _load_engine
+        self._jobs: queue.Queue[LoadRequest | GenerateRequest | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._run_ids = itertools.count(1)
+        self._cancels: dict[int, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._load_future: asyncio.Future[tuple[str, str]] | None = None
+        self._steps: deque[tuple[int, StepEvent]] = deque()  # filled by the engine thread
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(round(BATCH_INTERVAL_S * 1000))
+        self._flush_timer.timeout.connect(self._flush)
+        self._run_ended.connect(self._on_run_ended)
+        # owned by the worker thread
+        self._engine: Any = None
+        self._load_error: str | None = None
+        self.finished.connect(self._on_finished)
+        self.failed.connect(self._on_failed)
+        self.loaded.connect(self._on_loaded)
+        self.load_failed.connect(self._on_load_failed)
+
+    # ---- GUI-thread API ---------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="specchat-engine", daemon=True)
+            self._thread.start()
+
+    def request_load(
+        self,
+        target: str,
+        draft: str | None,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        allow_pickle: bool = False,
+    ) -> None:
+        """Queue a (re)load; the current models keep serving until the new ones are ready."""
+        self.start()
+        self._jobs.put(LoadRequest(target, draft, device, dtype, allow_pickle))
+
+    def request_generate(self, conversation: Conversation, config: GenerationConfig) -> int:
+        """Queue a run (after any queued load); returns its id for the signals."""
+        self.start()
+        request = GenerateRequest(next(self._run_ids), conversation, config)
+        with self._lock:
+            self._cancels[request.run_id] = request.cancel
+        self._jobs.put(request)
+        self._flush_timer.start()
+        return request.run_id
+
+    def cancel(self, run_id: int | None = None) -> None:
+        """Stop one run (or all) before its next target pass; the partial answer is kept."""
+        with self._lock:
+            events = list(self._cancels.values()) if run_id is None else [self._cancels.get(run_id)]
+        for event in events:
+            if event is not None:
+                event.set()
+
+    def shutdown(self, timeout: float = 1.5) -> bool:
+        """Cancel everything and stop the thread; True if it ended within ``timeout``."""
+        self.cancel()
+        if self._thread is None:
+            return True
+        self._jobs.put(None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    async def load(self, target: str, draft: str | None, **options: Any) -> tuple[str, str]:
+        """``await``-able load (qasync): (target name, drafter name); raises SpecChatError."""
+        self._load_future = asyncio.get_running_loop().create_future()
+        self.request_load(target, draft, **options)
+        return await self._load_future
+
+    async def generate(self, conversation: Conversation, config: GenerationConfig) -> RunResult:
+        """``await``-able run (qasync); raises SpecChatError with the readable message."""
+        future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
+        run_id = self.request_generate(conversation, config)
+        self._futures[run_id] = future
+        return await future
+
+    # ---- GUI thread: batches out, then the end of the run -----------------------------
+    def _flush(self) -> None:
+        """Emit what the engine produced since the last tick, one batch per run."""
+        batches: dict[int, list[StepEvent]] = {}
+        while self._steps:
+            run_id, step = self._steps.popleft()
+            batches.setdefault(run_id, []).append(step)
+        for run_id, steps in batches.items():
+            self.events_ready.emit(run_id, steps)
+
+    def _on_run_ended(self, run_id: int, result: RunResult | None, error: str) -> None:
+        self._flush()
+        with self._lock:
+            if not self._cancels:
+                self._flush_timer.stop()
+        if error:
+            self.failed.emit(run_id, error)
+        else:
+            self.finished.emit(run_id, result)
+
+    # ---- futures, resolved on the GUI thread -------------------------------------------
+    def _on_finished(self, run_id: int, result: RunResult) -> None:
+        future = self._futures.pop(run_id, None)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    def _on_failed(self, run_id: int, message: str) -> None:
+        future = self._futures.pop(run_id, None)
+        if future is not None and not future.done():
+            future.set_exception(SpecChatError(message))
+
+    def _on_loaded(self, target: str, drafter: str) -> None:
+        if self._load_future is not None and not self._load_future.done():
+            self._load_future.set_result((target, drafter))
+
+    def _on_load_failed(self, message: str) -> None:
+        if self._load_future is not None and not self._load_future.done():
+            self._load_future.set_exception(SpecChatError(message))
+
+    # ---- worker thread -------------------------------------------------------------------
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if isinstance(job, LoadRequest):
+                self._load(job)
+                continue
+            result, error = self._generate(job)
+            with self._lock:
+                self._cancels.pop(job.run_id, None)
+            self._run_ended.emit(job.run_id, result, error)
+
+    def _load(self, request: LoadRequest) -> None:
+        self.load_started.emit(request.target)
+        last_time, last_message = 0.0, ""
+
+        def progress(message: str, fraction: float | None) -> None:
+            nonlocal last_time, last_message
+            now = time.monotonic()
+            if message != last_message or now - last_time >= PROGRESS_INTERVAL_S:
+                last_time, last_message = now, message
+                self.load_progress.emit(message, -1.0 if fraction is None else float(fraction))
+
+        try:
+            engine = self._loader(
+                target=request.target,
+                draft=request.draft,
+                device=request.device,
+                dtype=request.dtype,
+                allow_pickle=request.allow_pickle,
+                progress=progress,
+            )
+        except Exception as e:  # noqa: BLE001 - every failure must reach the person
+            self._load_error = _describe(e)
+            self.load_failed.emit(self._load_error)
+            return
+        self._engine, self._load_error = engine, None
+        self.loaded.emit(engine.target_name, engine.drafter_name)
+
+    def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
+        """(result, "") or (None, readable error); steps go to the queue as they come."""
+        if self._engine is None:
+            reason = self._load_error or _tr("the model is not loaded")
+            return None, _tr("No model is loaded: {0}").format(reason)
+
+        def on_step(step: StepEvent) -> None:
+            self._steps.append((request.run_id, step))
+
+        try:
+            result = self._engine.generate(
+                request.conversation, request.config, cancel=request.cancel, on_step=on_step
+            )
+        except Exception as e:  # noqa: BLE001 - every failure must reach the person
+            return None, _describe(e)
+        return result, ""
+
+
+def _describe(error: Exception) -> str:
+    """One readable sentence for any failure; unexpected ones are logged with a traceback."""
+    if isinstance(error, SpecChatError):
+        return str(error)
+    if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
+        return _tr("Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU.")
+    log.exception("unexpected error in the engine thread", exc_info=error)
+    return _tr("Unexpected error in the engine ({0}: {1}). The app keeps running.").format(
+        type(error).__name__, error
+    )

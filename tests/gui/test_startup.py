@@ -1,0 +1,55 @@
+"""Launch: the window is usable at once, the model loads behind it with progress, and the
+UI layer never imports torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from gui_helpers import (
+    ANSWER_TIMEOUT_MS,
+    LOAD_TIMEOUT_MS,
+    PROMPT,
+    document_tokens,
+    send_and_wait,
+    tiny_settings,
+)
+
+
+def test_a_message_sent_while_the_model_loads_is_answered_after_it(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models), wait_loaded=False)
+    progress: list[str] = []
+    window.worker.load_progress.connect(lambda message, _fraction: progress.append(message))
+    with qtbot.waitSignal(window.worker.loaded, timeout=LOAD_TIMEOUT_MS):
+        window.start()
+        assert window.progress.isVisible()
+        qtbot.keyClicks(window.composer, PROMPT)  # typing works while loading
+        with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS):
+            assert window.send_message(window.composer.toPlainText())
+            assert "Waiting for the model" in window.chat_view.answers[-1].status.text()
+    assert progress and not window.progress.isVisible()
+    assert "llama" in window.model_label.text()
+
+
+def test_the_ui_and_the_worker_never_import_torch():
+    code = (
+        "import sys, app.gui, app.ui.main_window, app.worker;"
+        "bad = [m for m in ('torch', 'transformers') if m in sys.modules];"
+        "sys.exit(f'imported {bad}' if bad else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+@pytest.mark.slow
+def test_with_nothing_configured_the_bundled_model_and_prompt_lookup_answer(open_window, qtbot):
+    window = open_window()  # no settings saved: the defaults
+    assert "prompt lookup" in window.model_label.text()
+    window.apply_settings(replace(window.settings, max_new_tokens=24))
+    result = send_and_wait(qtbot, window, "Repeat exactly: the cat sat on the mat, the cat sat on the mat.")
+    assert result.drafter == "prompt lookup"
+    assert "draft" in {kind for _, kind in document_tokens(window.chat_view.answers[-1].view)}

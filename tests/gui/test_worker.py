@@ -1,0 +1,148 @@
+"""The bridge alone, with a scripted engine: batching, failures, loads and the asyncio API."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from app.engine.config import GenerationConfig
+from app.engine.errors import ModelLoadError, SpecChatError
+from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+from app.worker import BATCH_INTERVAL_S, EngineWorker
+
+
+class ScriptedEngine:
+    """Yields ``steps`` steps ``delay`` seconds apart, like ``Engine.generate``."""
+
+    target_name = "scripted"
+    drafter_name = "prompt lookup"
+    has_drafter = True
+
+    def __init__(
+        self,
+        steps: int = 200,
+        delay: float = 0.001,
+        error: Exception | None = None,
+        delays: list[float] | None = None,
+    ) -> None:
+        self.steps, self.delay, self.error = steps, delay, error
+        self.delays = delays or []
+        self.produced: dict[int, float] = {}
+
+    def generate(self, conversation, config, cancel=None, on_step=None):  # type: ignore[no-untyped-def]
+        events = []
+        for i in range(self.steps):
+            if self.error is not None and i == self.steps // 2:
+                raise self.error
+            cancelled = cancel is not None and cancel.is_set()
+            last = cancelled or i == self.steps - 1
+            token = None if cancelled else TokenInfo(i, "x", "target")
+            reason = ("cancelled" if cancelled else "eos") if last else None
+            stats = RunStats(new_tokens=i + (0 if cancelled else 1))
+            step = StepEvent(i, (), token, (), "plain", 0, 0.0, 0.0, stats, stop_reason=reason)
+            events.append(step)
+            self.produced[i] = time.monotonic()
+            on_step(step)
+            if last:
+                break
+            time.sleep(self.delays[i] if i < len(self.delays) else self.delay)
+        return RunResult.from_steps(events, True, self.drafter_name, {})
+
+
+def _worker(qtbot, engines: list) -> EngineWorker:  # type: ignore[no-untyped-def]
+    queue = list(engines)
+
+    def load(**_kwargs):  # type: ignore[no-untyped-def]
+        engine = queue.pop(0)
+        if isinstance(engine, Exception):
+            raise engine
+        return engine
+
+    worker = EngineWorker(loader=load)
+    with qtbot.waitSignal(worker.loaded, timeout=5000):
+        worker.request_load("t", "lookup")
+    return worker
+
+
+def test_events_are_batched_not_one_signal_per_step(qtbot):
+    worker = _worker(qtbot, [ScriptedEngine(steps=200, delay=0.001)])
+    batches: list[int] = []
+    worker.events_ready.connect(lambda _run, steps: batches.append(len(steps)))
+    start = time.monotonic()
+    with qtbot.waitSignal(worker.finished, timeout=10_000) as done:
+        worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+    elapsed = time.monotonic() - start
+    worker.shutdown()
+    assert sum(batches) == 200 and done.args[1].stats.new_tokens == 200
+    assert len(batches) <= elapsed / BATCH_INTERVAL_S + 2  # one per tick at most, not 200
+
+
+def test_a_step_reaches_the_gui_without_waiting_for_the_next_pass(qtbot):
+    engine = ScriptedEngine(steps=3, delays=[0.0, 1.5])  # the third pass is slow
+    worker = _worker(qtbot, [engine])
+    arrived: dict[int, float] = {}
+    worker.events_ready.connect(
+        lambda _run, steps: arrived.update({s.index: time.monotonic() for s in steps})
+    )
+    with qtbot.waitSignal(worker.finished, timeout=10_000):
+        worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+    worker.shutdown()
+    assert arrived[1] < engine.produced[2]  # step 1 was shown while step 2 was computed
+
+
+def test_an_engine_exception_becomes_one_failed_signal_and_the_thread_lives_on(qtbot):
+    worker = _worker(qtbot, [ScriptedEngine(steps=10, error=ValueError("bad"))])
+    with qtbot.waitSignal(worker.failed, timeout=5000) as failed:
+        worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+    assert "ValueError: bad" in failed.args[1]
+    worker._engine.error = None
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+    assert worker.shutdown()
+
+
+def test_a_failed_reload_keeps_the_previous_models(qtbot):
+    worker = _worker(qtbot, [ScriptedEngine(steps=3), ModelLoadError("no such model: x")])
+    with qtbot.waitSignal(worker.load_failed, timeout=5000) as failed:
+        worker.request_load("x", None)
+    assert failed.args[0] == "no such model: x"
+    with qtbot.waitSignal(worker.finished, timeout=5000):
+        worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+    assert worker.shutdown()
+
+
+def test_cancel_stops_a_run_and_shutdown_joins_the_thread(qtbot):
+    worker = _worker(qtbot, [ScriptedEngine(steps=100_000, delay=0.001)])
+    with qtbot.waitSignal(worker.finished, timeout=5000) as done:
+        with qtbot.waitSignal(worker.events_ready, timeout=5000):
+            run = worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
+        worker.cancel(run)
+    assert done.args[1].stop_reason == "cancelled"
+    assert worker.shutdown(1.0)
+    assert not any(t.name == "specchat-engine" and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_asyncio_api_awaits_results_and_raises_readable_errors(qtbot, qapp):
+    import qasync
+
+    worker = EngineWorker(loader=lambda **_kw: ScriptedEngine(steps=5))
+
+    async def scenario() -> tuple[tuple[str, str], RunResult]:
+        names = await worker.load("t", "lookup")
+        result = await worker.generate([{"role": "user", "content": "hi"}], GenerationConfig())
+        worker._engine.error, worker._engine.steps = RuntimeError("x"), 4
+        with pytest.raises(SpecChatError):
+            await worker.generate([{"role": "user", "content": "hi"}], GenerationConfig())
+        return names, result
+
+    loop = qasync.QEventLoop(qapp)
+    try:
+        names, result = loop.run_until_complete(asyncio.wait_for(scenario(), 10))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+    worker.shutdown()
+    assert names == ("scripted", "prompt lookup") and result.stats.new_tokens == 5
