@@ -1,0 +1,337 @@
+"""Benchmark: our baseline and speculative runs against Hugging Face ``generate()``.
+
+For every prompt and repeat, four runs on the same models and prompt ids — ours without
+speculation, ours with it, HF plain greedy, HF assisted greedy (``assistant_model`` for a draft
+model, ``prompt_lookup_num_tokens`` for prompt lookup) — in an order rotated each round, so a
+noisy machine slows all four alike. Every run is timed by the wall clock around the whole
+call, and ours start from an empty KV cache (``engine.reset()``) so they prefill like HF's.
+
+HF runs are greedy only: with temperature > 0 they are skipped (their random streams differ
+from ours, so neither their text nor the comparison would mean much).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from app.engine.config import GenerationConfig
+
+if TYPE_CHECKING:
+    from app.engine import Engine
+    from app.engine.events import RunStats
+
+BASELINE, SPECULATIVE, HF_PLAIN, HF_ASSISTED = "baseline", "speculative", "hf_plain", "hf_assisted"
+METHOD = {
+    "tps": "total generated tokens / total wall-clock seconds over all runs of that kind",
+    "speedup": "median over rounds of (speculative / baseline tokens per second): robust to a round slowed "
+    "by other load on the machine",
+    "speedup_of_totals": "speculative_tps / baseline_tps",
+    "ratio_vs_hf_assisted": "speculative_tps / hf_assisted_tps",
+    "ratio_vs_hf_assisted_median_of_runs": "median over rounds of (speculative / hf_assisted tokens/s)",
+    "prompts": "per prompt: medians over repeats",
+    "order": "each round runs baseline, speculative, hf_plain, hf_assisted, rotated by one per round",
+    "tokens": "generated ids, including the EOS a run stops on",
+}
+HF_SKIPPED = "Hugging Face runs skipped: they are compared greedy only (temperature 0)"
+
+Conversation = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timed run: the ids it generated and the wall-clock seconds of the whole call."""
+
+    ids: tuple[int, ...]
+    seconds: float
+    text: str
+    stats: RunStats | None = None  # ours only
+
+    @property
+    def tokens(self) -> int:
+        return len(self.ids)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "tokens_per_s": self.tokens_per_s,
+            "text": self.text,
+        }
+        if self.stats is not None:
+            data.update(
+                target_passes=self.stats.target_passes,
+                acceptance_rate=self.stats.acceptance_rate,
+                tokens_per_pass=self.stats.tokens_per_pass,
+            )
+        return data
+
+
+def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) -> Timing:
+    engine.reset()  # prefill the whole prompt, as HF does
+    start = time.perf_counter()
+    result = engine.generate(messages, config)
+    seconds = time.perf_counter() - start
+    return Timing(tuple(result.token_ids), seconds, result.text, result.stats)
+
+
+class HuggingFaceRunner:
+    """Hugging Face ``generate()`` on the engine's own (already loaded) models, greedy."""
+
+    def __init__(self, engine: Engine, config: GenerationConfig) -> None:
+        self.engine = engine
+        self.config = config
+
+    def run(self, prompt_ids: list[int], assisted: bool, max_new_tokens: int) -> Timing:
+        import torch
+
+        target = self.engine.target
+        ids = torch.tensor([prompt_ids], device=target.device)  # [1, T]
+        pad = target.tokenizer.pad_token_id
+        kwargs: dict[str, Any] = {
+            "attention_mask": torch.ones_like(ids),
+            "do_sample": False,
+            "max_new_tokens": max_new_tokens,
+            "eos_token_id": list(target.eos_token_ids),
+            "pad_token_id": target.eos_token_ids[0] if pad is None else pad,
+        }
+        if self.config.stop_strings:
+            kwargs.update(stop_strings=list(self.config.stop_strings), tokenizer=target.tokenizer)
+        if assisted and self.engine.draft is not None:
+            kwargs.update(assistant_model=self.engine.draft.model)
+        elif assisted:
+            kwargs.update(prompt_lookup_num_tokens=self.config.k)
+        with torch.inference_mode(), self._assistant_settings() if assisted else nullcontext():
+            start = time.perf_counter()
+            output = target.model.generate(ids, **kwargs)  # [1, T + new]
+            seconds = time.perf_counter() - start
+        new = output[0, ids.shape[1] :].tolist()  # with the EOS it stops on, as ours
+        return Timing(tuple(new), seconds, target.tokenizer.decode(new, skip_special_tokens=True))
+
+    @contextmanager
+    def _assistant_settings(self) -> Iterator[None]:
+        """Our k, constant (HF's heuristic schedule with --adaptive), our confidence threshold
+        (0: off; HF's default is 0.4), on the draft's generation config for one call."""
+        if self.engine.draft is None:
+            yield
+            return
+        settings = self.engine.draft.model.generation_config
+        names = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
+        saved = {name: getattr(settings, name, None) for name in names}
+        settings.num_assistant_tokens = self.config.k
+        settings.num_assistant_tokens_schedule = (
+            "heuristic_transient" if self.config.adaptive_k else "constant"
+        )
+        settings.assistant_confidence_threshold = self.config.confidence_threshold
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(settings, name, value)
+
+
+def rotated(kinds: list[str], shift: int) -> list[str]:
+    shift %= len(kinds)
+    return kinds[shift:] + kinds[:shift]
+
+
+def run(
+    engine: Engine,
+    prompts: list[str],
+    conversations: list[Conversation],
+    config: GenerationConfig,
+    repeat: int = 1,
+    on_round: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Time every kind on every prompt ``repeat`` times; returns {"runs", "prompts", "summary"}."""
+    with_hf = config.greedy
+    kinds = [BASELINE, SPECULATIVE] + ([HF_PLAIN, HF_ASSISTED] if with_hf else [])
+    baseline_config = replace(config, speculative=False)
+    hf = HuggingFaceRunner(engine, config)
+
+    def time_kind(kind: str, messages: Conversation, prompt_ids: list[int], max_new_tokens: int) -> Timing:
+        if kind in (BASELINE, SPECULATIVE):
+            ours = baseline_config if kind == BASELINE else config
+            return time_ours(engine, messages, replace(ours, max_new_tokens=max_new_tokens))
+        return hf.run(prompt_ids, kind == HF_ASSISTED, max_new_tokens)
+
+    # One short untimed round first: first calls pay for allocations and lazy initialisation.
+    for kind in kinds:
+        time_kind(kind, conversations[0], engine.prompt_ids(conversations[0]), min(8, config.max_new_tokens))
+    runs: list[dict[str, Any]] = []
+    timings: dict[str, list[Timing]] = {kind: [] for kind in kinds}
+    total = len(conversations) * repeat
+    for index, messages in enumerate(conversations):
+        prompt_ids = engine.prompt_ids(messages)
+        for r in range(repeat):
+            order = rotated(kinds, len(runs))
+            measured = {kind: time_kind(kind, messages, prompt_ids, config.max_new_tokens) for kind in order}
+            for kind, timing in measured.items():
+                timings[kind].append(timing)
+            runs.append(_run_entry(index, prompts[index], r, order, measured))
+            if on_round is not None:
+                on_round(len(runs), total)
+    per_prompt = [
+        _prompt_medians(i, prompt, [r for r in runs if r["prompt_index"] == i])
+        for i, prompt in enumerate(prompts)
+    ]
+    return {"runs": runs, "prompts": per_prompt, "summary": _summary(runs, timings, engine, config)}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    return _median([r[key] for r in runs if r.get(key) is not None])
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _total_tps(timings: list[Timing]) -> float | None:
+    seconds = sum(t.seconds for t in timings)
+    return sum(t.tokens for t in timings) / seconds if seconds > 0 else None
+
+
+def _run_entry(
+    index: int, prompt: str, repeat: int, order: list[str], measured: dict[str, Timing]
+) -> dict[str, Any]:
+    base, spec = measured[BASELINE], measured[SPECULATIVE]
+    entry: dict[str, Any] = {"prompt_index": index, "prompt": prompt, "repeat": repeat, "order": order}
+    entry.update({kind: measured[kind].to_dict() for kind in order})
+    entry["speedup"] = _ratio(spec.tokens_per_s, base.tokens_per_s)
+    entry["identical"] = spec.ids == base.ids
+    if HF_ASSISTED in measured:
+        entry["hf_plain_identical"] = measured[HF_PLAIN].ids == base.ids
+        entry["hf_assisted_identical"] = measured[HF_ASSISTED].ids == spec.ids
+        entry["ratio_vs_hf_assisted"] = _ratio(spec.tokens_per_s, measured[HF_ASSISTED].tokens_per_s)
+    return entry
+
+
+def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def median_of(kind: str, key: str = "tokens_per_s") -> float | None:
+        return _median([r[kind][key] for r in runs if kind in r])
+
+    with_hf = HF_ASSISTED in runs[0]
+    return {
+        "prompt_index": index,
+        "prompt": prompt,
+        "tokens": median_of(SPECULATIVE, "tokens"),
+        "baseline_tps": median_of(BASELINE),
+        "speculative_tps": median_of(SPECULATIVE),
+        "hf_plain_tps": median_of(HF_PLAIN),
+        "hf_assisted_tps": median_of(HF_ASSISTED),
+        "speedup": _median_of(runs, "speedup"),
+        "acceptance_rate": median_of(SPECULATIVE, "acceptance_rate"),
+        "tokens_per_pass": median_of(SPECULATIVE, "tokens_per_pass"),
+        "identical": all(r["identical"] for r in runs),
+        "hf_assisted_identical": all(r["hf_assisted_identical"] for r in runs) if with_hf else None,
+    }
+
+
+def _summary(
+    runs: list[dict[str, Any]], timings: dict[str, list[Timing]], engine: Engine, config: GenerationConfig
+) -> dict[str, Any]:
+    tps = {kind: _total_tps(timings.get(kind, [])) for kind in (BASELINE, SPECULATIVE, HF_PLAIN, HF_ASSISTED)}
+    spec_stats = [t.stats for t in timings[SPECULATIVE] if t.stats is not None]
+    proposed = sum(s.proposed for s in spec_stats)
+    passes = sum(s.target_passes for s in spec_stats)
+    with_hf = HF_ASSISTED in timings
+    return {
+        "baseline_tps": tps[BASELINE],
+        "speculative_tps": tps[SPECULATIVE],
+        "speedup": _median_of(runs, "speedup"),
+        "speedup_of_totals": _ratio(tps[SPECULATIVE], tps[BASELINE]),
+        "hf_plain_tps": tps[HF_PLAIN],
+        "hf_assisted_tps": tps[HF_ASSISTED],
+        "ratio_vs_hf_assisted": _ratio(tps[SPECULATIVE], tps[HF_ASSISTED]),
+        "ratio_vs_hf_assisted_median_of_runs": _median_of(runs, "ratio_vs_hf_assisted"),
+        "acceptance_rate": sum(s.accepted for s in spec_stats) / proposed if proposed else 0.0,
+        "tokens_per_pass": sum(s.new_tokens for s in spec_stats) / passes if passes else 0.0,
+        "all_identical": all(r["identical"] for r in runs),
+        "hf_plain_identical": all(r["hf_plain_identical"] for r in runs) if with_hf else None,
+        "hf_assisted_identical": all(r["hf_assisted_identical"] for r in runs) if with_hf else None,
+        "runs": len(runs),
+        "target": engine.target.name,
+        "drafter": engine.drafter_name,
+        "device": str(engine.target.device),
+        "k": config.k,
+        "adaptive": config.adaptive_k,
+        "max_new_tokens": config.max_new_tokens,
+        "temperature": config.temperature,
+        "method": METHOD,
+        "note": None if with_hf else HF_SKIPPED,
+    }
+
+
+# --- the table -------------------------------------------------------------------------------
+
+
+def _cell(value: float | None, spec: str, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _yes(value: bool | None) -> str:
+    return "yes" if value else "NO"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The per-prompt table (medians over repeats, tokens per second) and the summary."""
+    header = (
+        f"{'#':>2}  {'prompt':<30} {'tokens':>6} {'base':>6} {'spec':>6} {'speedup':>7} {'accept':>6} "
+        f"{'tok/pass':>8} {'hf':>6} {'hf-asst':>7}  same"
+    )
+    lines = ["tokens per second (medians over repeats)", header]
+    for row in report["prompts"]:
+        lines.append(
+            f"{row['prompt_index'] + 1:>2}  {_short(row['prompt'], 30):<30} {_cell(row['tokens'], '6.0f')} "
+            f"{_cell(row['baseline_tps'], '6.1f')} {_cell(row['speculative_tps'], '6.1f')} "
+            f"{_cell(row['speedup'], '6.2f', 'x')} {_cell(row['acceptance_rate'], '6.0%')} "
+            f"{_cell(row['tokens_per_pass'], '8.2f')} {_cell(row['hf_plain_tps'], '6.1f')} "
+            f"{_cell(row['hf_assisted_tps'], '7.1f')}  {_yes(row['identical'])}"
+        )
+    s = report["summary"]
+
+    def tps(key: str) -> str:
+        return _cell(s[key], ".1f")
+
+    def times(key: str) -> str:
+        return _cell(s[key], ".2f", "x")
+
+    adaptive = " adaptive" if s["adaptive"] else ""
+    lines.append("")
+    lines.append(
+        f"{s['runs']} rounds, {s['drafter']}, k={s['k']}{adaptive}, {s['device']}; "
+        "tokens/s = total tokens / total seconds"
+    )
+    lines.append(
+        f"ours: baseline {tps('baseline_tps')} tok/s, speculative {tps('speculative_tps')} tok/s, "
+        f"speedup {times('speedup')} (median of rounds; {times('speedup_of_totals')} from totals); "
+        f"acceptance {s['acceptance_rate']:.0%}, {s['tokens_per_pass']:.2f} tokens/pass; "
+        f"answers identical: {_yes(s['all_identical'])}"
+    )
+    if s["hf_assisted_tps"] is not None:
+        lines.append(
+            f"Hugging Face generate(): plain {tps('hf_plain_tps')} tok/s, assisted {tps('hf_assisted_tps')} "
+            f"tok/s; ours / HF assisted {times('ratio_vs_hf_assisted')} from totals "
+            f"({times('ratio_vs_hf_assisted_median_of_runs')} median of rounds); same answers as HF: "
+            f"plain {_yes(s['hf_plain_identical'])}, assisted {_yes(s['hf_assisted_identical'])}"
+        )
+    if s["note"]:
+        lines.append(s["note"])
+    return "\n".join(lines) + "\n"

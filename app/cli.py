@@ -1,0 +1,576 @@
+"""Headless front over the engine: ``generate``, ``compare`` and ``bench``.
+
+    python -m app generate --prompt "Hi"                 # prompt lookup drafter on the default model
+    python -m app compare --draft SRC --prompt "Hi"      # with and without speculation, diffed
+    python -m app bench --prompts-file F --json          # ours vs Hugging Face generate(), interleaved
+
+Every failure the engine can describe (``SpecChatError``) and every bad option ends as one line
+on stderr and exit code 2; Ctrl-C ends quietly with 130. torch is imported only once a command
+runs, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from app.engine.config import GenerationConfig
+from app.engine.errors import SpecChatError
+
+if TYPE_CHECKING:
+    from app.engine import Engine
+    from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+
+COMMANDS = ("generate", "compare", "bench")
+DEFAULT_PROMPTS_FILE = Path(__file__).resolve().parent.parent / "resources" / "bench_prompts.txt"
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+Conversation = list[dict[str, str]]
+
+
+class UsageError(Exception):
+    """A bad command line: reported as one line, exit code 2."""
+
+
+# --- argument parsing -------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr (raised, so ``main`` returns a code)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _bounded(
+    kind: type,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> Callable[[str], Any]:
+    """An argparse ``type`` that parses ``kind`` and checks it lies in [low, high]."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        too_low = low is not None and (value <= low if open_low else value < low)
+        too_high = high is not None and (value >= high if open_high else value > high)
+        if too_low or too_high:
+            left = "(" if open_low else "["
+            right = ")" if open_high else "]"
+            span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+            raise argparse.ArgumentTypeError(f"must be in {span}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def _non_empty(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    models = common.add_argument_group("models")
+    models.add_argument(
+        "--target",
+        default="default",
+        metavar="SRC",
+        help="target model: 'default', a folder, a .gguf file or a Hub id (default: default)",
+    )
+    models.add_argument("--draft", metavar="SRC", help="draft model (same tokenizer as the target)")
+    models.add_argument(
+        "--lookup",
+        action="store_true",
+        help="draft by prompt lookup (n-gram copy from the conversation); the default",
+    )
+    models.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    models.add_argument(
+        "--dtype", default="auto", metavar="X", help="target dtype: auto, float32, bfloat16, float16"
+    )
+    models.add_argument(
+        "--draft-dtype", metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
+    )
+    models.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="allow loading pickle (.bin/.pt) checkpoints, which can run code",
+    )
+
+    prompt = common.add_argument_group("prompt")
+    prompt.add_argument("--prompt", metavar="TEXT", help="the user message ('-' reads it from stdin)")
+    prompt.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
+
+    gen = common.add_argument_group("generation")
+    gen.add_argument("--max-new-tokens", type=_bounded(int, 1), default=256, metavar="N")
+    gen.add_argument("--k", type=_bounded(int, 1, 64), default=5, help="draft length (default: 5)")
+    gen.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="adapt k: grow after a fully accepted draft, shrink after a rejection",
+    )
+    gen.add_argument(
+        "--confidence-threshold",
+        type=_bounded(float, 0.0, 1.0, open_high=True),
+        default=0.0,
+        metavar="F",
+        help="the draft model stops drafting below this probability (default: 0, off)",
+    )
+    gen.add_argument(
+        "--temperature", type=_bounded(float, 0.0), default=0.0, metavar="T", help="0 (default) is greedy"
+    )
+    gen.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, open_low=True), default=1.0, metavar="P")
+    gen.add_argument("--top-k", type=_bounded(int, 0), default=0, metavar="K", help="0 (default) is off")
+    gen.add_argument("--seed", type=int, default=0, metavar="S")
+    gen.add_argument(
+        "--sampling",
+        choices=("standard", "seed-invariant"),
+        default="standard",
+        help="seed-invariant: same seed, same text with and without speculation",
+    )
+    gen.add_argument(
+        "--stop",
+        type=_non_empty,
+        action="append",
+        default=[],
+        metavar="STR",
+        help="stop when the answer contains STR (repeatable)",
+    )
+    common.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_options()
+    parser = _Parser(
+        prog="python -m app",
+        description="SpecChat: speculative decoding you can see. Without a command it opens the desktop app.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    generate = commands.add_parser(
+        "generate",
+        parents=[common],
+        help="answer one prompt",
+        description="Answer one prompt; draft tokens are marked on a terminal.",
+    )
+    generate.add_argument("--no-spec", action="store_true", help="no drafter: the target alone (baseline)")
+    commands.add_parser(
+        "compare",
+        parents=[common],
+        help="answer with and without speculation and diff them",
+        description="Answer the prompt with and without speculation, then diff the answers.",
+    )
+    bench = commands.add_parser(
+        "bench",
+        parents=[common],
+        help="time ours and Hugging Face generate() on a set of prompts",
+        description="Time our baseline and speculative runs and Hugging Face generate() (plain and assisted) "
+        "on the same prompts, interleaved so a noisy machine affects all alike.",
+    )
+    bench.add_argument(
+        "--prompts-file",
+        type=Path,
+        metavar="F",
+        help="one prompt per line, the two characters \\n standing for a newline "
+        f"(default: {DEFAULT_PROMPTS_FILE.name}; --prompt runs one prompt instead)",
+    )
+    bench.add_argument(
+        "--repeat", type=_bounded(int, 1), default=1, metavar="N", help="runs per prompt (default: 1)"
+    )
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    if args.draft is not None and args.lookup:
+        raise UsageError("give --draft or --lookup, not both")
+    return args
+
+
+# --- from options to engine inputs ----------------------------------------------------------
+
+
+def generation_config(args: argparse.Namespace, *, speculative: bool = True) -> GenerationConfig:
+    """Raises ``InvalidSettingError`` (a ``SpecChatError``) for settings argparse let through."""
+    defaults = GenerationConfig()
+    return GenerationConfig(
+        max_new_tokens=args.max_new_tokens,
+        speculative=speculative,
+        k=args.k,
+        adaptive_k=args.adaptive,
+        k_max=max(defaults.k_max, args.k),
+        confidence_threshold=args.confidence_threshold,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        sampling=args.sampling,
+        stop_strings=tuple(args.stop),
+    )
+
+
+def conversation(prompt: str, system: str | None) -> Conversation:
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    messages = [{"role": "system", "content": system}] if system else []
+    return messages + [{"role": "user", "content": prompt}]
+
+
+def read_prompt(args: argparse.Namespace) -> str:
+    if args.prompt is None:
+        raise UsageError("--prompt is required")
+    return sys.stdin.read() if args.prompt == "-" else args.prompt
+
+
+def read_prompts_file(path: Path) -> list[str]:
+    """One prompt per non-blank line; the two characters ``\\n`` stand for a newline."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UsageError(f"no prompts file at {path}")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read the prompts file {path}: {getattr(error, 'strerror', None) or error}")
+    prompts = [line.replace("\\n", "\n") for line in lines if line.strip()]
+    if not prompts:
+        raise UsageError(f"the prompts file {path} has no prompts")
+    return prompts
+
+
+def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
+    from app.engine import LOOKUP, Engine
+
+    draft = (args.draft or LOOKUP) if drafter else None
+    return Engine.load(
+        args.target,
+        draft,
+        device=args.device,
+        dtype=args.dtype,
+        draft_dtype=args.draft_dtype,
+        allow_pickle=args.allow_pickle,
+        progress=_progress_printer(sys.stderr),
+    )
+
+
+@contextmanager
+def _quiet_libraries() -> Iterator[None]:
+    """No tqdm bars or library warnings on stderr while a command runs: it carries our
+    progress and error lines only. Restored after, for callers that run ``main`` in-process."""
+    if not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")  # plain tqdm bars (GGUF conversion); read at import
+    from transformers.utils import logging
+
+    bars, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def _progress_printer(stream: TextIO) -> Callable[[str, float | None], None] | None:
+    """Loading progress on a terminal only: piped stderr stays clean for the one error line."""
+    if not stream.isatty():
+        return None
+
+    def show(message: str, fraction: float | None) -> None:
+        percent = "" if fraction is None else f" {fraction:4.0%}"
+        stream.write(f"\r\033[K{message}{percent}")
+        stream.flush()
+
+    return show
+
+
+def _clear_progress(stream: TextIO) -> None:
+    if stream.isatty():
+        stream.write("\r\033[K")
+        stream.flush()
+
+
+# --- JSON shapes -----------------------------------------------------------------------------
+
+
+def _number(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def token_dict(token: TokenInfo) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "text": token.text,
+        "source": token.source,
+        "p_target": _number(token.p_target),
+        "p_draft": _number(token.p_draft),
+        "margin": _number(token.margin),
+    }
+
+
+def step_dict(step: StepEvent) -> dict[str, Any]:
+    return {
+        "index": step.index,
+        "accepted": [t.id for t in step.accepted],
+        "rejected": [t.id for t in step.rejected],
+        "target": None if step.target is None else step.target.id,
+        "kind": step.target_kind,
+        "k": step.k,
+        "draft_s": step.draft_s,
+        "verify_s": step.verify_s,
+        "text": step.text,
+    }
+
+
+def run_dict(result: RunResult, target_name: str) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "tokens": [token_dict(t) for t in result.tokens],
+        "steps": [step_dict(s) for s in result.steps],
+        "stats": result.stats.to_dict(),
+        "stop_reason": result.stop_reason,
+        "speculative": result.speculative,
+        "drafter": result.drafter,
+        "target": target_name,
+        "config": result.config,
+    }
+
+
+def _print_json(data: dict[str, Any], out: TextIO) -> None:
+    json.dump(data, out, ensure_ascii=False, indent=2, default=str)
+    out.write("\n")
+
+
+# --- readable output -------------------------------------------------------------------------
+
+GREEN, DIM, RESET = "\033[32m", "\033[2m", "\033[0m"
+
+
+def _use_colour(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+class TokenPrinter:
+    """Writes tokens as they arrive; accepted draft tokens in green on a colour terminal."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.colour = _use_colour(out)
+
+    def __call__(self, step: StepEvent) -> None:
+        for token in step.tokens:
+            if self.colour and token.source == "draft" and token.text:
+                self.out.write(f"{GREEN}{token.text}{RESET}")
+            else:
+                self.out.write(token.text)
+        self.out.flush()
+
+
+def stats_line(stats: RunStats, drafter: str, stop_reason: str | None = None) -> str:
+    wall = stats.prefill_s + stats.decode_s
+    parts = [
+        f"{stats.new_tokens} tokens in {wall:.2f} s ({stats.tokens_per_s:.1f} tok/s)",
+        f"{stats.target_passes} target passes ({stats.tokens_per_pass:.2f} tokens/pass)",
+    ]
+    if stats.proposed:
+        parts.append(f"accepted {stats.accepted}/{stats.proposed} drafts ({stats.acceptance_rate:.0%})")
+    parts.append(f"drafter: {drafter}")
+    if stop_reason:
+        parts.append(f"stop: {stop_reason}")
+    return " · ".join(parts)
+
+
+def _snippet(text: str, start: int, width: int = 60) -> str:
+    piece = text[start : start + width]
+    return repr(piece + ("…" if len(text) > start + width else ""))
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def run_generate(args: argparse.Namespace, out: TextIO) -> int:
+    speculative = not args.no_spec
+    config = generation_config(args, speculative=speculative)
+    messages = conversation(read_prompt(args), args.system)
+    engine = load_engine(args, drafter=speculative)
+    _clear_progress(sys.stderr)
+    if args.json:
+        result = engine.generate(messages, config)
+        _print_json(run_dict(result, engine.target.name), out)
+        return 0
+    printer = TokenPrinter(out)
+    result = engine.generate(messages, config, on_step=printer)
+    out.write("\n")
+    if printer.colour and result.stats.accepted:
+        out.write(f"{DIM}(green: draft tokens the target accepted){RESET}\n")
+    out.write(stats_line(result.stats, result.drafter, result.stop_reason) + "\n")
+    return 0
+
+
+def run_compare(args: argparse.Namespace, out: TextIO) -> int:
+    from app.engine import compare_runs
+
+    spec_config = generation_config(args, speculative=True)
+    base_config = replace(spec_config, speculative=False)
+    messages = conversation(read_prompt(args), args.system)
+    engine = load_engine(args, drafter=True)
+    _clear_progress(sys.stderr)
+    _warm_up(engine, messages, spec_config)
+    # Speculative first: whatever warm-up is left then counts against speculation, not for it.
+    engine.reset()
+    speculative = engine.generate(messages, spec_config)
+    engine.reset()
+    baseline = engine.generate(messages, base_config)
+    comparison = compare_runs(speculative, baseline)
+    if args.json:
+        data = {
+            "speculative": run_dict(speculative, engine.target.name),
+            "baseline": run_dict(baseline, engine.target.name),
+            **comparison.to_dict(),
+        }
+        _print_json(data, out)
+        return 0
+    out.write(speculative.text + "\n\n")
+    out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
+    out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
+    out.write(_verdict_line(comparison) + "\n")
+    first = comparison.first_difference
+    if first is not None:
+        out.write(f"  speculative from there: {_snippet(speculative.text, first.char_index)}\n")
+        out.write(f"  baseline from there:    {_snippet(baseline.text, first.char_index)}\n")
+    return 0
+
+
+VERDICTS = {
+    "near_tie": "a near-tie in the target's logits: batched verification numerics, not an acceptance bug",
+    "sampling": "expected when sampling: only the distribution is the same (try --sampling seed-invariant)",
+    "divergence": "the target was not close to a tie there: this looks like a bug",
+}
+
+
+def _verdict_line(comparison: Any) -> str:
+    speed = f"speculation was {comparison.speedup:.2f}x as fast as the target alone"
+    first = comparison.first_difference
+    if first is None:
+        return f"verdict: identical answers; {speed}"
+    margin = "unknown" if first.margin is None else f"{first.margin:.4f}"
+    where = (
+        f"they part at token {first.token_index} (character {first.char_index}), top-2 logit margin {margin}"
+    )
+    explanation = VERDICTS[comparison.verdict]
+    return f"verdict: {comparison.verdict}; {where}; {explanation}; {speed}"
+
+
+def _warm_up(engine: Engine, messages: Conversation, config: GenerationConfig) -> None:
+    """One short untimed run, so first-call costs (allocations, lazy init) land in no timing."""
+    engine.reset()
+    engine.generate(messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)))
+
+
+# --- bench -----------------------------------------------------------------------------------
+
+
+def run_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from app import bench
+
+    config = generation_config(args, speculative=True)
+    if args.prompt is not None and args.prompts_file is not None:
+        raise UsageError("give --prompt or --prompts-file, not both")
+    if args.prompt is not None:
+        prompts = [read_prompt(args)]
+    else:
+        prompts = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
+    conversations = [conversation(p, args.system) for p in prompts]
+    engine = load_engine(args, drafter=True)
+    _clear_progress(sys.stderr)
+    report = bench.run(
+        engine, prompts, conversations, config, args.repeat, on_round=_bench_progress(sys.stderr)
+    )
+    _clear_progress(sys.stderr)
+    if args.json:
+        _print_json(report, out)
+    else:
+        out.write(bench.format_report(report))
+    return 0
+
+
+def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        if stream.isatty():
+            stream.write(f"\r\033[Kbench: {done}/{total} rounds")
+            stream.flush()
+
+    return show
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+_RUNNERS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "generate": run_generate,
+    "compare": run_compare,
+    "bench": run_bench,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code. Never lets a known failure out as a traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(argv)
+        with _quiet_libraries():
+            return _RUNNERS[args.command](args, sys.stdout)
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 0
+    except (UsageError, SpecChatError) as error:
+        return _fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        _clear_progress(sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. piped into head
+        _silence_stdout()
+        return EXIT_FAILURE
+    except Exception as error:
+        if type(error).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, without importing torch
+            return _fail(
+                "out of memory: try a smaller model, --dtype bfloat16, --device cpu or fewer "
+                "--max-new-tokens",
+                EXIT_FAILURE,
+            )
+        raise
+
+
+def _fail(message: str, code: int) -> int:
+    _clear_progress(sys.stderr)
+    first_line = " ".join(message.split()) or "unknown error"
+    sys.stderr.write(f"specchat: error: {first_line}\n")
+    return code
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

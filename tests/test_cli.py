@@ -1,0 +1,358 @@
+"""The command line, run in-process on tiny random models saved to folders (no weights, no network).
+
+Each test states the property it proves: the JSON shapes the issue specifies, that compare
+finds greedy speculation lossless, that bench reports against Hugging Face, and that every
+bad input ends as exit code 2 and exactly one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tiny_models import build_model, build_tokenizer, perturbed_copy, save
+
+from app.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+PROMPT = "def add(a, b):\n    return a + b\nThe quick brown fox jumps over the lazy dog."
+GENERATE_KEYS = {"text", "tokens", "steps", "stats", "stop_reason", "drafter", "target"}
+TOKEN_KEYS = {"id", "text", "source"}
+STEP_KEYS = {"index", "accepted", "rejected", "target", "kind", "k", "draft_s", "verify_s"}
+STATS_KEYS = {
+    "new_tokens",
+    "target_passes",
+    "draft_passes",
+    "proposed",
+    "accepted",
+    "acceptance_rate",
+    "tokens_per_pass",
+    "prefill_s",
+    "decode_s",
+    "tokens_per_s",
+}
+SUMMARY_KEYS = {
+    "baseline_tps",
+    "speculative_tps",
+    "speedup",
+    "hf_plain_tps",
+    "hf_assisted_tps",
+    "acceptance_rate",
+    "tokens_per_pass",
+    "all_identical",
+    "hf_assisted_identical",
+    "ratio_vs_hf_assisted",
+}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A tiny target, a draft that mostly agrees with it, a model with another tokenizer, and
+    a folder that is not a model."""
+    root = tmp_path_factory.mktemp("models")
+    tokenizer = build_tokenizer()
+    target = build_model("llama", tokenizer, seed=1, scale=30.0)
+    draft = perturbed_copy(target, noise=0.05, seed=2)
+    other_tokenizer = build_tokenizer(vocab_size=300)
+    other = build_model("llama", other_tokenizer, seed=3)
+    not_a_model = root / "not_a_model"
+    not_a_model.mkdir()
+    (not_a_model / "notes.txt").write_text("hello")
+    return {
+        "target": str(save(target, tokenizer, root / "target")),
+        "draft": str(save(draft, tokenizer, root / "draft")),
+        "other_tokenizer": str(save(other, other_tokenizer, root / "other_tokenizer")),
+        "not_a_model": str(not_a_model),
+    }
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def tiny(models: dict[str, str], *extra: str) -> list[str]:
+    return ["--target", models["target"], "--max-new-tokens", "12", *extra]
+
+
+# --- generate ------------------------------------------------------------------------------
+
+
+def assert_generate_shape(run: dict) -> None:
+    assert GENERATE_KEYS <= run.keys()
+    assert STATS_KEYS <= run["stats"].keys()
+    assert all(TOKEN_KEYS <= t.keys() and t["source"] in ("draft", "target") for t in run["tokens"])
+    assert all(STEP_KEYS <= s.keys() for s in run["steps"])
+    assert "".join(t["text"] for t in run["tokens"]) == run["text"]
+    assert len(run["tokens"]) == run["stats"]["new_tokens"]
+    assert len(run["steps"]) == run["stats"]["target_passes"]
+
+
+def test_generate_json_tokens_spell_the_text_and_steps_account_for_every_token(models, capsys):
+    run = run_json(
+        capsys, "generate", *tiny(models, "--draft", models["draft"], "--k", "3"), "--prompt", PROMPT
+    )
+    assert_generate_shape(run)
+    assert run["stats"]["new_tokens"] >= 1
+    step_ids = [
+        i for s in run["steps"] for i in s["accepted"] + ([s["target"]] if s["target"] is not None else [])
+    ]
+    assert step_ids == [t["id"] for t in run["tokens"]]
+    assert sum(len(s["accepted"]) for s in run["steps"]) == run["stats"]["accepted"]
+    assert [t["source"] for t in run["tokens"]].count("draft") == run["stats"]["accepted"]
+    assert run["drafter"].startswith("draft model") and run["target"]
+
+
+def test_generate_defaults_to_prompt_lookup_and_no_spec_runs_the_target_alone(models, capsys):
+    lookup = run_json(capsys, "generate", *tiny(models), "--prompt", PROMPT)
+    plain = run_json(capsys, "generate", *tiny(models), "--no-spec", "--prompt", PROMPT)
+    assert lookup["drafter"] == "prompt lookup"
+    assert plain["drafter"] == "none"
+    assert plain["stats"]["proposed"] == 0
+    assert plain["stats"]["target_passes"] == plain["stats"]["new_tokens"]
+    assert plain["text"] == lookup["text"]  # greedy: speculation does not change the answer
+
+
+def test_generate_options_reach_the_engine(models, capsys):
+    run = run_json(
+        capsys,
+        "generate",
+        *tiny(models, "--draft", models["draft"]),
+        "--k",
+        "2",
+        "--temperature",
+        "0.8",
+        "--top-p",
+        "0.9",
+        "--top-k",
+        "20",
+        "--seed",
+        "7",
+        "--sampling",
+        "seed-invariant",
+        "--adaptive",
+        "--system",
+        "Be brief.",
+        "--prompt",
+        PROMPT,
+    )
+    config = run["config"]
+    assert (config["k"], config["temperature"], config["top_p"], config["top_k"]) == (2, 0.8, 0.9, 20)
+    assert (config["seed"], config["sampling"], config["adaptive_k"]) == (7, "seed-invariant", True)
+    assert config["max_new_tokens"] == 12
+
+
+def test_generate_stop_string_ends_the_answer(models, capsys):
+    first = run_json(capsys, "generate", *tiny(models), "--no-spec", "--prompt", PROMPT)
+    visible = first["text"].strip()
+    assert visible, "the tiny model should answer with visible text"
+    stop = visible[0]
+    run = run_json(capsys, "generate", *tiny(models), "--no-spec", "--stop", stop, "--prompt", PROMPT)
+    assert run["stop_reason"] == "stop_string"
+    assert stop in run["text"]
+    assert len(run["tokens"]) <= len(first["tokens"])
+
+
+def test_generate_text_output_prints_the_answer_and_a_stats_line(models, capsys):
+    run = run_json(capsys, "generate", *tiny(models), "--prompt", PROMPT)
+    code, out, err = run_cli(capsys, "generate", *tiny(models), "--prompt", PROMPT)
+    assert code == 0, err
+    assert out.startswith(run["text"])
+    assert "\x1b[" not in out  # not a terminal: no colour codes
+    assert f"{run['stats']['new_tokens']} tokens in" in out.splitlines()[-1]
+    assert "drafter: prompt lookup" in out
+
+
+# --- compare -------------------------------------------------------------------------------
+
+
+def test_compare_json_finds_greedy_speculation_identical(models, capsys):
+    data = run_json(
+        capsys, "compare", *tiny(models, "--draft", models["draft"], "--k", "4"), "--prompt", PROMPT
+    )
+    assert {"speculative", "baseline", "identical", "first_difference", "speedup", "verdict"} <= data.keys()
+    assert_generate_shape(data["speculative"])
+    assert_generate_shape(data["baseline"])
+    assert data["speculative"]["drafter"].startswith("draft model")
+    assert data["baseline"]["drafter"] == "none"
+    assert data["speculative"]["stats"]["proposed"] > 0
+    assert data["identical"] is True and data["first_difference"] is None and data["verdict"] == "identical"
+    assert data["speculative"]["text"] == data["baseline"]["text"]
+    assert data["speedup"] > 0
+
+
+def test_compare_text_output_states_the_verdict(models, capsys):
+    code, out, err = run_cli(capsys, "compare", *tiny(models), "--prompt", PROMPT)
+    assert code == 0, err
+    assert "verdict: identical" in out
+    assert "speculative" in out and "baseline" in out
+
+
+# --- bench ---------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def prompts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "prompts.txt"
+    path.write_text("Add type hints:\\ndef add(a, b):\\n    return a + b\n\nThe quick brown fox\n")
+    return path
+
+
+def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, capsys, prompts_file):
+    data = run_json(
+        capsys,
+        "bench",
+        *tiny(models, "--draft", models["draft"], "--k", "3"),
+        "--prompts-file",
+        str(prompts_file),
+        "--repeat",
+        "2",
+    )
+    summary = data["summary"]
+    assert SUMMARY_KEYS <= summary.keys()
+    assert len(data["runs"]) == 4  # 2 prompts (the blank line skipped) x 2 repeats
+    assert data["runs"][0]["prompt"] == "Add type hints:\ndef add(a, b):\n    return a + b"
+    assert [len(set(r["order"])) for r in data["runs"]] == [4, 4, 4, 4]
+    assert len({tuple(r["order"]) for r in data["runs"]}) == 4  # the order rotates
+    for kind in ("baseline", "speculative", "hf_plain", "hf_assisted"):
+        assert summary[f"{kind}_tps"] > 0
+    assert summary["all_identical"] is True
+    assert summary["hf_plain_identical"] is True  # our target-only loop = HF greedy
+    assert summary["hf_assisted_identical"] is True
+    assert summary["ratio_vs_hf_assisted"] == pytest.approx(
+        summary["speculative_tps"] / summary["hf_assisted_tps"]
+    )
+    assert summary["speedup_of_totals"] == pytest.approx(summary["speculative_tps"] / summary["baseline_tps"])
+    assert summary["speedup"] == pytest.approx(statistics.median(r["speedup"] for r in data["runs"]))
+    assert 0 < summary["acceptance_rate"] <= 1
+    assert [p["prompt_index"] for p in data["prompts"]] == [0, 1]
+
+
+def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):
+    code, out, err = run_cli(capsys, "bench", *tiny(models), "--prompt", PROMPT)
+    assert code == 0, err
+    assert "prompt lookup" in out
+    assert "Hugging Face generate()" in out
+    assert out.count("\n 1  ") == 1
+
+
+def test_bench_skips_hugging_face_when_sampling(models, capsys):
+    data = run_json(capsys, "bench", *tiny(models), "--temperature", "0.7", "--prompt", PROMPT)
+    assert data["summary"]["hf_assisted_tps"] is None
+    assert "greedy only" in data["summary"]["note"]
+    assert set(data["runs"][0]["order"]) == {"baseline", "speculative"}
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def bad_inputs(models: dict[str, str], tmp: Path) -> dict[str, list[str]]:
+    corrupt = tmp / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF\x03\x00\x00\x00 this is not a model")
+    empty = tmp / "empty.txt"
+    empty.write_text("\n  \n")
+    target = ["--target", models["target"]]
+    return {
+        "missing path": ["generate", "--target", str(tmp / "nowhere"), "--prompt", "hi"],
+        "not a model folder": ["generate", "--target", models["not_a_model"], "--prompt", "hi"],
+        "corrupt gguf": ["generate", "--target", str(corrupt), "--prompt", "hi"],
+        "incompatible draft": ["compare", *target, "--draft", models["other_tokenizer"], "--prompt", "hi"],
+        "empty prompt": ["generate", *target, "--prompt", "   "],
+        "no prompt": ["generate", *target],
+        "prompt longer than the context": ["generate", *target, "--prompt", "fox " * 600],
+        "k below 1": ["generate", *target, "--k", "0", "--prompt", "hi"],
+        "top-p above 1": ["generate", *target, "--top-p", "1.5", "--prompt", "hi"],
+        "top-p of 0": ["compare", *target, "--top-p", "0", "--prompt", "hi"],
+        "negative temperature": ["generate", *target, "--temperature", "-1", "--prompt", "hi"],
+        "not a number": ["generate", *target, "--temperature", "warm", "--prompt", "hi"],
+        "draft and lookup": ["generate", *target, "--draft", models["target"], "--lookup", "--prompt", "hi"],
+        "unknown dtype": ["generate", *target, "--dtype", "float3", "--prompt", "hi"],
+        "missing prompts file": ["bench", *target, "--prompts-file", str(tmp / "none.txt")],
+        "empty prompts file": ["bench", *target, "--prompts-file", str(empty)],
+        "no command": [],
+    }
+
+
+BAD_INPUT_NAMES = [
+    "missing path",
+    "not a model folder",
+    "corrupt gguf",
+    "incompatible draft",
+    "empty prompt",
+    "no prompt",
+    "prompt longer than the context",
+    "k below 1",
+    "top-p above 1",
+    "top-p of 0",
+    "negative temperature",
+    "not a number",
+    "draft and lookup",
+    "unknown dtype",
+    "missing prompts file",
+    "empty prompts file",
+    "no command",
+]
+
+
+@pytest.mark.parametrize("name", BAD_INPUT_NAMES)
+def test_bad_input_exits_2_with_one_line_on_stderr(name, models, capsys, tmp_path):
+    argv = bad_inputs(models, tmp_path)[name]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.endswith("\n"), err
+    assert err.startswith("specchat: error: ")
+    assert "Traceback" not in err
+
+
+def test_keyboard_interrupt_exits_130_quietly(models, capsys, monkeypatch):
+    from app.engine import Engine
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "generate", interrupted)
+    assert run_cli(capsys, "generate", *tiny(models), "--prompt", PROMPT) == (130, "", "")
+
+
+def test_python_m_app_opens_the_gui_without_a_command_and_the_cli_with_one(monkeypatch, capsys):
+    import types
+
+    from app.__main__ import main as app_main
+
+    seen: list[list[str]] = []
+    fake_gui = types.ModuleType("app.gui")
+    fake_gui.main = lambda argv: seen.append(list(argv)) or 7
+    monkeypatch.setitem(sys.modules, "app.gui", fake_gui)
+    assert app_main([]) == 7
+    assert app_main(["--some-gui-flag"]) == 7
+    assert app_main(["gui", "--x"]) == 7
+    assert seen == [[], ["--some-gui-flag"], ["--x"]]
+    assert app_main(["generate", "--k", "0", "--prompt", "hi"]) == 2
+    assert capsys.readouterr().err.startswith("specchat: error: argument --k")
+    assert seen == [[], ["--some-gui-flag"], ["--x"]]
+
+
+def test_help_runs_as_a_module_without_loading_torch():
+    probe = (
+        "import runpy, sys; sys.argv = ['app', 'generate', '--help']\n"
+        "try:\n    runpy.run_module('app', run_name='__main__')\nexcept SystemExit as e:\n"
+        "    print('exit', e.code, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], check=False, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert "--prompts-file" not in done.stdout  # generate's own help, not bench's
+    assert "--no-spec" in done.stdout and "--max-new-tokens" in done.stdout
+    assert done.stdout.strip().endswith("exit 0 False"), done.stdout + done.stderr
