@@ -172,14 +172,14 @@ def test_cancel_stops_within_one_target_pass(load_tiny):
 def test_adaptive_k_grows_after_full_acceptance(load_tiny):
     target = load_tiny("llama")
     result = Engine(target, target).generate(PROMPTS[0], replace(GREEDY, k=2, adaptive_k=True, k_max=6))
-    ks = [s.k for s in result.steps[1:] if s.k]
+    ks = [s.k for s in result.steps if s.k]
     assert ks[:5] == [2, 3, 4, 5, 6]
 
 
 def test_adaptive_k_shrinks_after_rejections(load_tiny):
     engine = make_engine(load_tiny, "llama", "mismatched")
     result = engine.generate(PROMPTS[0], replace(GREEDY, k=6, adaptive_k=True))
-    ks = [s.k for s in result.steps[1:] if s.k]
+    ks = [s.k for s in result.steps if s.k]
     assert ks[0] == 6 and min(ks) == 1
 
 
@@ -236,3 +236,13 @@ def test_absurd_settings_are_refused_with_a_message(setting):
     with pytest.raises(InvalidSettingError) as error:
         GenerationConfig(**setting)
     assert str(error.value) and "\n" not in str(error.value)
+
+
+def test_first_drafts_are_verified_in_the_prompt_pass(load_tiny):
+    """Drafting before the prefill saves a target pass per answer (as HF assisted does)."""
+    target = load_tiny("llama")
+    result = Engine(target, target).generate(PROMPTS[0], GREEDY)
+    first = result.steps[0]
+    assert first.target_kind == "prefill" and first.k == GREEDY.k
+    assert len(first.accepted) == GREEDY.k and first.target is not None
+    assert first.stats.target_passes == 1

@@ -3,9 +3,8 @@
 Without a drafter the same loop verifies zero drafts per pass, which is plain decoding, so
 both paths share sampling, stopping and detokenisation and a comparison is fair.
 
-    prefill:  target([prompt])            → first token (pass 0)
     step:     drafter(tokens) → d1..dm     (m ≤ k; m = 0 without a drafter)
-              target([last, d1..dm])      → rows [m+1, V]
+              target([last, d1..dm])      → rows [m+1, V]   (pass 0: [prompt, d1..dm])
               rule.verify(rows, drafts)   → n accepted + the target's own next token
               target cache cropped to tokens + d1..dn
 
@@ -95,7 +94,7 @@ def _verify_step(
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
-    logits = target.continue_from(tokens + drafts, last_only=False)[-(len(drafts) + 1) :]  # [m+1, V]
+    logits = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
     verdict = rule.verify(logits, drafts, proposal.q, first_position=len(tokens))
     n = verdict.n_accepted
     target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
@@ -129,7 +128,7 @@ def _verify_step(
 def _target_kind(index: int, drafted: bool, accepted: int, proposed: int) -> TargetKind:
     if index == 0:
         return "prefill"
-    if not drafted:
+    if not drafted or proposed == 0:  # no drafter, or it found nothing to propose
         return "plain"
     return "bonus" if accepted == proposed else "correction"
 
@@ -172,7 +171,8 @@ def decode(
             return
         started = time.perf_counter()
         k_now = min(k, limit - out.count - 1, context_length - len(tokens))
-        use_drafter = drafter is not None and index > 0 and k_now > 0
+        # drafting before the prefill folds the first verification into the prompt's pass
+        use_drafter = drafter is not None and k_now > 0
         proposal = drafter.propose(tokens, k_now, rule, config.confidence_threshold) if use_drafter else NO_PROPOSAL
         drafted = time.perf_counter()
         step = _verify_step(target, rule, tokens, proposal, out)

@@ -52,28 +52,29 @@ class CachedModel:
         return i
 
     @torch.inference_mode()
-    def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
-        """Feed ``ids`` after the cached positions; logits for each fed position.  [T, V]"""
+    def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
+        """Feed ``ids`` after the cached positions; logits of the last ``keep`` fed positions
+        (0: all of them).  [keep or T, V]"""
         if self._cache is None:
             self._cache = DynamicCache(config=self.model.config)
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         out = self.model(
             input_ids=input_ids,
             use_cache=True,
-            logits_to_keep=1 if last_only else 0,
+            logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
             **{self._cache_kwarg: self._cache},
         )
         self.tokens.extend(ids)
         return out.logits[0, :, : self.vocab_size]
 
-    def continue_from(self, sequence: list[int], last_only: bool = True) -> torch.Tensor:
-        """Make the cache hold ``sequence`` and return the logits after its last token.
+    def continue_from(self, sequence: list[int], rows: int = 1) -> torch.Tensor:
+        """Make the cache hold ``sequence``; return the logits of its last ``rows`` positions.
 
-        Rolls back to the common prefix and feeds the rest (always at least one token, so
-        there is a fresh row to read).  [T, V] with T = 1 if last_only
+        Rolls back to the common prefix and feeds the rest (always at least ``rows`` tokens,
+        so every returned row is fresh).  [rows, V]
         """
-        keep = min(self.common_prefix(sequence), len(sequence) - 1)
-        self.truncate(keep)
-        if len(self.tokens) != keep:  # rollback was not possible: start over
-            keep = 0
-        return self.forward(sequence[keep:], last_only=last_only)
+        start = max(0, min(self.common_prefix(sequence), len(sequence) - rows))
+        self.truncate(start)
+        if len(self.tokens) != start:  # rollback was not possible: start over
+            start = 0
+        return self.forward(sequence[start:], keep=rows)
