@@ -34,7 +34,20 @@ async def run_app(app: QApplication) -> int:
     return 0 if worker.shutdown(0.0) else -1
 
 
+def _no_display() -> bool:
+    """On Linux, Qt aborts the process when it finds no screen; say so in one line instead."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if _no_display():
+        sys.stderr.write(
+            "specchat: error: no display found (DISPLAY and WAYLAND_DISPLAY are unset); the "
+            "commands generate, compare and bench work without one\n"
+        )
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app = QApplication.instance() or QApplication(["specchat", *(argv or [])])
     configure_application(app)  # type: ignore[arg-type]

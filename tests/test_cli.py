@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -356,3 +357,12 @@ def test_help_runs_as_a_module_without_loading_torch():
     assert "--prompts-file" not in done.stdout  # generate's own help, not bench's
     assert "--no-spec" in done.stdout and "--max-new-tokens" in done.stdout
     assert done.stdout.strip().endswith("exit 0 False"), done.stdout + done.stderr
+
+
+def test_the_app_without_a_display_says_so_in_one_line():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app"], check=False, cwd=REPO, capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "no display" in done.stderr
