@@ -440,7 +440,7 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     messages = conversation(read_prompt(args), args.system)
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
-    _warm_up(engine, messages, spec_config)
+    engine.warm_up()
     # Speculative first: whatever warm-up is left then counts against speculation, not for it.
     engine.reset()
     speculative = engine.generate(messages, spec_config)
@@ -484,12 +484,6 @@ def _verdict_line(comparison: Any) -> str:
     )
     explanation = VERDICTS[comparison.verdict]
     return f"verdict: {comparison.verdict}; {where}; {explanation}; {speed}"
-
-
-def _warm_up(engine: Engine, messages: Conversation, config: GenerationConfig) -> None:
-    """One short untimed run, so first-call costs (allocations, lazy init) land in no timing."""
-    engine.reset()
-    engine.generate(messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)))
 
 
 # --- bench -----------------------------------------------------------------------------------

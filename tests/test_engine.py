@@ -246,3 +246,12 @@ def test_first_drafts_are_verified_in_the_prompt_pass(load_tiny):
     assert first.target_kind == "prefill" and first.k == GREEDY.k
     assert len(first.accepted) == GREEDY.k and first.target is not None
     assert first.stats.target_passes == 1
+
+
+def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
+    engine = make_engine(load_tiny, "llama", "well-matched")
+    before = engine.generate(PROMPTS[0], GREEDY)
+    engine.warm_up()
+    after = engine.generate(PROMPTS[0], GREEDY)
+    assert after.stats.reused_prompt_tokens == 0  # the caches were emptied, not polluted
+    assert after.token_ids == before.token_ids

@@ -67,6 +67,17 @@ class Engine:
         )
         return cls(loaded, draft_model)
 
+    def warm_up(self) -> None:
+        """Run each model once on the shapes decoding uses (a prompt, one token, a draft
+        block): the first forward passes of a process pay one-off kernel set-up (~1.5 s on
+        2 CPU cores), which would otherwise land on the first answer and skew a comparison."""
+        models = [self._target_kv] + ([self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else [])
+        for runner in models:
+            runner.forward([0] * 16, keep=1)
+            runner.forward([0], keep=1)
+            runner.forward([0] * 6)
+            runner.reset()
+
     @property
     def target_name(self) -> str:
         return self.target.name

@@ -61,7 +61,11 @@ def _load_engine(**kwargs: Any) -> Any:
 
     if kwargs.get("draft") == "lookup":
         kwargs["draft"] = LOOKUP
-    return Engine.load(**kwargs)
+    engine = Engine.load(**kwargs)
+    if kwargs.get("progress") is not None:
+        kwargs["progress"](_tr("Warming up…"), None)
+    engine.warm_up()  # so the first answer (and its comparison) is not slowed by kernel set-up
+    return engine
 
 
 def _tr(text: str) -> str:
