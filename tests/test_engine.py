@@ -104,6 +104,17 @@ def test_eos_inside_an_accepted_block_ends_the_answer_there(load_tiny):
     assert result.stop_reason == "eos"
     last = result.steps[-1]
     assert last.target is None and last.accepted[-1].id == eos  # stopped inside the accepted block
+    # the drafter stopped drafting at the end of sequence instead of filling k = 8
+    assert [len(s.accepted) + len(s.rejected) for s in result.steps] == [first + 1]
+
+
+def test_prompt_lookup_does_not_draft_past_an_end_of_sequence():
+    from app.engine.acceptance import Rule
+    from app.engine.drafters import PromptLookupDrafter
+
+    tokens = [5, 6, 7, 2, 9, 9, 5, 6]  # 2 ends a sequence
+    proposal = PromptLookupDrafter(frozenset({2})).propose(tokens, 5, Rule(GREEDY), 0.0)
+    assert proposal.tokens == [7, 2]
 
 
 def test_max_new_tokens_cuts_inside_an_accepted_block(load_tiny):

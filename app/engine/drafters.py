@@ -39,7 +39,14 @@ class PromptLookupDrafter:
 
     name = "prompt lookup"
 
-    def __init__(self, max_ngram: int = 3, min_ngram: int = 1, single_token_match_drafts: int = 2) -> None:
+    def __init__(
+        self,
+        eos_ids: frozenset[int] = frozenset(),
+        max_ngram: int = 3,
+        min_ngram: int = 1,
+        single_token_match_drafts: int = 2,
+    ) -> None:
+        self.eos_ids = eos_ids
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         # A match on the last token alone is a weak signal: propose fewer tokens after it.
@@ -50,13 +57,21 @@ class PromptLookupDrafter:
     def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
         for n in range(self.max_ngram, self.min_ngram - 1, -1):
             limit = min(k, self.single_token_match_drafts) if n == 1 else k
-            continuation = _latest_continuation(tokens, n, limit)
+            continuation = _until_eos(_latest_continuation(tokens, n, limit), self.eos_ids)
             if continuation:
                 return Proposal(continuation, None, [None] * len(continuation), passes=0)
         return Proposal([], None, [], passes=0)
 
     def reset(self) -> None:
         pass
+
+
+def _until_eos(drafts: list[int], eos_ids: frozenset[int]) -> list[int]:
+    """Nothing follows an end of sequence: drafting past one is wasted verification."""
+    for i, token in enumerate(drafts):
+        if token in eos_ids:
+            return drafts[: i + 1]
+    return drafts
 
 
 def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
@@ -74,9 +89,10 @@ def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
 class ModelDrafter:
     """A small causal LM with its own KV cache, drafting one token per forward pass."""
 
-    def __init__(self, runner: CachedModel, name: str) -> None:
+    def __init__(self, runner: CachedModel, name: str, eos_ids: frozenset[int] = frozenset()) -> None:
         self.runner = runner
         self.name = f"draft model: {name}"
+        self.eos_ids = eos_ids
 
     def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
         logits = self.runner.continue_from(tokens)[-1]  # [V]; catches up on what it missed
@@ -89,6 +105,8 @@ class ModelDrafter:
                 break  # not sure enough: let the target decide from here
             drafts.append(token)
             rows.append(q)
+            if token in self.eos_ids:
+                break  # nothing follows an end of sequence
             if i + 1 < k:
                 logits = self.runner.forward([token], keep=1)[-1]
                 passes += 1

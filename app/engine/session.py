@@ -40,11 +40,12 @@ class Engine:
         self.draft = draft
         vocab = min(target.vocab_size, draft.vocab_size) if draft is not None else target.vocab_size
         self._target_kv = CachedModel(target.model, vocab)
+        eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
         if draft is not None:
-            self._drafter = ModelDrafter(CachedModel(draft.model, vocab), draft.name)
+            self._drafter = ModelDrafter(CachedModel(draft.model, vocab), draft.name, eos_ids)
         elif lookup:
-            self._drafter = PromptLookupDrafter()
+            self._drafter = PromptLookupDrafter(eos_ids)
 
     @classmethod
     def load(
