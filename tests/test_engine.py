@@ -266,3 +266,13 @@ def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
     after = engine.generate(PROMPTS[0], GREEDY)
     assert after.stats.reused_prompt_tokens == 0  # the caches were emptied, not polluted
     assert after.token_ids == before.token_ids
+
+
+def test_an_int8_target_is_refused_for_speculation_but_runs_alone(tiny_models):
+    from app.engine.loading import load_model
+
+    target = load_model(str(tiny_models["llama"]), device="cpu", dtype="int8")
+    with pytest.raises(InvalidSettingError, match="int8"):
+        Engine(target, lookup=True)
+    result = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False, max_new_tokens=8))
+    assert len(result.tokens) == 8

@@ -22,7 +22,7 @@ import torch
 from .config import GenerationConfig
 from .decode import decode
 from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
-from .errors import PromptError, SpecChatError
+from .errors import InvalidSettingError, PromptError, SpecChatError
 from .events import RunResult, StepEvent
 from .kv import CachedModel
 from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
@@ -34,6 +34,14 @@ Conversation = str | Sequence[Mapping[str, str]]
 
 class Engine:
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False) -> None:
+        if target.dtype == "int8" and (draft is not None or lookup):
+            # dynamic int8 scales activations per tensor, i.e. over the whole verified block,
+            # so a block's logits differ from one-token decoding: speculation would be lossy
+            raise InvalidSettingError(
+                f"The target '{target.name}' in int8 cannot be verified losslessly (int8 scales a "
+                "whole block of tokens together, so its answers would change with speculation): "
+                "use int8 for the draft model instead, or turn speculation off."
+            )
         if draft is not None:
             check_compatible(target, draft)
         self.target = target
