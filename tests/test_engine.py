@@ -276,3 +276,14 @@ def test_an_int8_target_is_refused_for_speculation_but_runs_alone(tiny_models):
         Engine(target, lookup=True)
     result = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False, max_new_tokens=8))
     assert len(result.tokens) == 8
+
+
+@pytest.mark.parametrize("keep", [0, 1, 3, 9])
+def test_isolating_the_first_token_changes_no_logit_shape_or_value_in_fp32(load_tiny, keep):
+    target = load_tiny("llama")
+    ids = target.tokenizer.encode(PROMPTS[0])[:9]
+    plain = CachedModel(target.model, target.vocab_size).forward(ids, keep=keep)
+    isolated = CachedModel(target.model, target.vocab_size, isolate_first_token=True)
+    rows = isolated.forward(ids, keep=keep)
+    assert rows.shape == plain.shape and isolated.tokens == ids
+    torch.testing.assert_close(rows, plain, rtol=1e-4, atol=1e-4)

@@ -21,8 +21,13 @@ def _cache_kwarg(model: PreTrainedModel) -> str:
 
 
 class CachedModel:
-    def __init__(self, model: PreTrainedModel, vocab_size: int) -> None:
+    def __init__(self, model: PreTrainedModel, vocab_size: int, isolate_first_token: bool = False) -> None:
         self.model = model
+        # Dynamic int8 scales activations per tensor, and the first token of a sequence (the
+        # attention sink) has outlier activations: prefilled together with the prompt it
+        # crushes the precision of every other position. Fed alone first, the int8 draft's
+        # agreement with the target on a bench prompt rose from 66% to 77%.
+        self.isolate_first_token = isolate_first_token
         self.vocab_size = vocab_size  # logits beyond the tokenizer (padding rows) are dropped
         self.device = model.device
         self.tokens: list[int] = []
@@ -57,6 +62,10 @@ class CachedModel:
         (0: all of them).  [keep or T, V]"""
         if self._cache is None:
             self._cache = DynamicCache(config=self.model.config)
+        if self.isolate_first_token and not self.tokens and len(ids) > 1:
+            first = self.forward(ids[:1], keep=1)  # [1, V]
+            rest = self.forward(ids[1:], keep=min(keep, len(ids) - 1))
+            return torch.cat([first, rest]) if keep in (0, len(ids)) else rest
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         out = self.model(
             input_ids=input_ids,

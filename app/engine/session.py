@@ -51,7 +51,8 @@ class Engine:
         eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
         if draft is not None:
-            self._drafter = ModelDrafter(CachedModel(draft.model, vocab), draft.name, eos_ids)
+            runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
+            self._drafter = ModelDrafter(runner, draft.name, eos_ids)
         elif lookup:
             self._drafter = PromptLookupDrafter(eos_ids)
 
