@@ -17,18 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import model_settings, open_window, send_and_wait, start_app
+from harness import PROMPT, model_settings, open_window, send_and_wait, start_app
 
 from app.ui.latency import GuiLatencyProbe
 from app.ui.settings import AppSettings
-
-PROMPT = (
-    "Fix the spelling mistakes in this paragraph and write it out again:\n\n"
-    "Speculative decoding lets a smal draft model propose several tokens, and the large "
-    "target model checks all of them in a single forward pass. When the guesses are rigth, "
-    "several tokens come out of one pass, so the answer arrives faster but stays exactly the "
-    "same as the target model would have writen alone."
-)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,15 @@ from app.ui.settings import AppSettings, ModelSettings, SettingsStore, configure
 from app.ui.storage import DATA_DIR_ENV, ConversationStore
 from app.worker import EngineWorker
 
+# A prompt that shows prompt lookup at its best: the answer quotes the question.
+PROMPT = (
+    "Fix the spelling mistakes in this paragraph and write it out again:\n\n"
+    "Speculative decoding lets a smal draft model propose several tokens, and the large "
+    "target model checks all of them in a single forward pass. When the guesses are rigth, "
+    "several tokens come out of one pass, so the answer arrives faster but stays exactly the "
+    "same as the target model would have writen alone."
+)
+
 
 def start_app() -> QApplication:
     """A QApplication whose settings and conversations live in a fresh temporary folder."""

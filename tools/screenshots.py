@@ -20,18 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import model_settings, open_window, send_and_wait, start_app, wait_for
+from harness import PROMPT, model_settings, open_window, send_and_wait, start_app, wait_for
 
 from app.ui.settings import AppSettings
 from app.ui.storage import ConversationStore
-
-PROMPT = (
-    "Fix the spelling mistakes in this paragraph and write it out again:\n\n"
-    "Speculative decoding lets a smal draft model propose several tokens, and the large "
-    "target model checks all of them in a single forward pass. When the guesses are rigth, "
-    "several tokens come out of one pass, so the answer arrives faster but stays exactly the "
-    "same as the target model would have writen alone."
-)
 
 
 def warm_up(settings: AppSettings, prompt: str) -> None:
