@@ -3,7 +3,6 @@ switch, rejected drafts, hover details, keys, Stop, and closing mid-answer."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 from gui_helpers import (
@@ -124,12 +123,10 @@ def test_closing_the_window_mid_answer_stops_the_engine_thread_quickly(open_wind
     window = open_window(tiny_settings(tiny_models, max_new_tokens=300))
     with qtbot.waitSignal(window.worker.events_ready, timeout=ANSWER_TIMEOUT_MS):
         window.send_message(PROMPT)
-    start = time.monotonic()
     window.close()
-    elapsed = time.monotonic() - start
 
+    # close() joins the engine thread with a 1.5 s timeout: alive now means it missed it
     assert not window.worker._thread.is_alive()
-    assert elapsed < 2.0
     saved = window.controller.conversation.messages[-1]
     assert saved.role == "assistant" and saved.content  # the partial answer was kept
 
