@@ -327,6 +327,7 @@ class MainWindow(QMainWindow):
             models.draft_source,
             device=models.device,
             dtype=models.dtype,
+            draft_dtype=models.draft_dtype_option,
             allow_pickle=models.allow_pickle,
         )
 

@@ -21,6 +21,8 @@ TargetKind = Literal["default", "folder", "gguf", "hub"]
 DraftKind = Literal["lookup", "none", "default", "folder", "gguf", "hub"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+# The draft may also run in int8 (CPU): a cheaper drafter; the target cannot (not lossless).
+DRAFT_DTYPES = ("same as target", "int8", "float32", "float16", "bfloat16")
 
 _Settings = TypeVar("_Settings", "ModelSettings", "AppSettings")
 
@@ -41,11 +43,17 @@ class ModelSettings:
     draft_path: str = ""
     device: str = "auto"
     dtype: str = "auto"
+    draft_dtype: str = "same as target"
     allow_pickle: bool = False
 
     @property
     def target_source(self) -> str:
         return model_source(self.target_kind, self.target_path) or "default"
+
+    @property
+    def draft_dtype_option(self) -> str | None:
+        """What ``Engine.load(draft_dtype=...)`` takes: None means the target's dtype."""
+        return None if self.draft_dtype not in DRAFT_DTYPES[1:] else self.draft_dtype
 
     @property
     def draft_source(self) -> str | None:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from app.engine.errors import InvalidSettingError
 
 from .model_sources import cached_hub_models
-from .settings import DEVICES, DTYPES, AppSettings, ModelSettings
+from .settings import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
 
 
 class ModelSourcePicker(QWidget):
@@ -135,11 +135,16 @@ class SettingsDialog(QDialog):
         self.device.addItems(list(DEVICES))
         self.dtype = QComboBox(page)
         self.dtype.addItems(list(DTYPES))
+        self.draft_dtype = QComboBox(page)
+        self.draft_dtype.addItem(self.tr("same as target"), DRAFT_DTYPES[0])
+        for option in DRAFT_DTYPES[1:]:
+            self.draft_dtype.addItem(option, option)
         self.allow_pickle = QCheckBox(self.tr("Allow pickle checkpoints (can run arbitrary code)"), page)
         form.addRow(self.tr("Target model:"), self.target)
         form.addRow(self.tr("Draft source:"), self.draft)
         form.addRow(self.tr("Device:"), self.device)
         form.addRow(self.tr("Data type:"), self.dtype)
+        form.addRow(self.tr("Draft data type:"), self.draft_dtype)
         form.addRow("", self.allow_pickle)
         note = QLabel(self.tr("Changing a model reloads it in the background; the chat stays usable."), page)
         note.setWordWrap(True)
@@ -204,6 +209,7 @@ class SettingsDialog(QDialog):
         self.draft.set_value(m.draft_kind, m.draft_path)
         self.device.setCurrentText(m.device)
         self.dtype.setCurrentText(m.dtype)
+        self.draft_dtype.setCurrentIndex(max(self.draft_dtype.findData(m.draft_dtype), 0))
         self.allow_pickle.setChecked(m.allow_pickle)
         self.speculative.setChecked(s.speculative)
         self.k.setValue(s.k)
@@ -229,6 +235,7 @@ class SettingsDialog(QDialog):
             draft_path=draft_path,
             device=self.device.currentText(),
             dtype=self.dtype.currentText(),
+            draft_dtype=self.draft_dtype.currentData(),
             allow_pickle=self.allow_pickle.isChecked(),
         )
         return replace(

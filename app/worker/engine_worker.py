@@ -45,6 +45,7 @@ class LoadRequest:
     draft: str | None  # "lookup", None (no drafter) or a model source
     device: str = "auto"
     dtype: str = "auto"
+    draft_dtype: str | None = None  # None: the target's dtype
     allow_pickle: bool = False
 
 
@@ -118,11 +119,12 @@ class EngineWorker(QObject):
         *,
         device: str = "auto",
         dtype: str = "auto",
+        draft_dtype: str | None = None,
         allow_pickle: bool = False,
     ) -> None:
         """Queue a (re)load; the current models keep serving until the new ones are ready."""
         self.start()
-        self._jobs.put(LoadRequest(target, draft, device, dtype, allow_pickle))
+        self._jobs.put(LoadRequest(target, draft, device, dtype, draft_dtype, allow_pickle))
 
     def request_generate(self, conversation: Conversation, config: GenerationConfig) -> int:
         """Queue a run (after any queued load); returns its id for the signals."""
@@ -231,6 +233,7 @@ class EngineWorker(QObject):
                 draft=request.draft,
                 device=request.device,
                 dtype=request.dtype,
+                draft_dtype=request.draft_dtype,
                 allow_pickle=request.allow_pickle,
                 progress=progress,
             )

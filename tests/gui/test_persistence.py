@@ -16,7 +16,7 @@ def test_settings_survive_a_restart(open_window, qtbot, tiny_models):
     first = open_window(tiny_settings(tiny_models))
     changed = replace(
         first.settings,
-        models=replace(first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True),
+        models=replace(first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True, draft_dtype="int8"),
         k=7,
         adaptive_k=True,
         k_max=12,
@@ -134,3 +134,14 @@ def test_models_in_the_hf_cache_are_listed_from_the_filesystem(tmp_path):
     (tmp_path / "models--org--no-snapshot" / "snapshots").mkdir(parents=True)
     (tmp_path / "datasets--x--y" / "snapshots" / "abc").mkdir(parents=True)
     assert cached_hub_models(tmp_path) == ["HuggingFaceTB/SmolLM2-135M"]
+
+
+def test_the_draft_data_type_setting_loads_an_int8_draft(open_window, qtbot, tiny_models):
+    settings = tiny_settings(tiny_models)
+    window = open_window(replace(settings, models=replace(settings.models, draft_dtype="int8")))
+    dialog = SettingsDialog(window.settings, window)
+    qtbot.addWidget(dialog)
+    assert dialog.draft_dtype.currentData() == "int8" and dialog.settings() == window.settings
+    assert window.worker._engine.draft.dtype == "int8" and window.worker._engine.target.dtype == "float32"
+    result = send_and_wait(qtbot, window)
+    assert result.speculative and result.stats.proposed > 0
