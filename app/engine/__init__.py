@@ -17,7 +17,7 @@ from typing import Any
 
 _EXPORTS = {
     "Engine": "session",
-    "LOOKUP": "session",
+    "LOOKUP": "config",
     "GenerationConfig": "config",
     "StepEvent": "events",
     "TokenInfo": "events",

@@ -99,11 +99,17 @@ class Rule:
         return sample(q, self.generator), q
 
     def verify(
-        self, logits: torch.Tensor, drafts: list[int], q: torch.Tensor | None, first_position: int
+        self,
+        logits: torch.Tensor,
+        p: torch.Tensor,
+        drafts: list[int],
+        q: torch.Tensor | None,
+        first_position: int,
     ) -> Verdict:
-        """logits: target rows [m+1, V]; q: draft rows [m, V] or None (point mass)."""
+        """logits: target rows [m+1, V]; p: ``self.probs(logits)``, computed once by the caller;
+        q: draft rows [m, V] or None (point mass)."""
         if self.config.greedy:
             return accept_greedy(logits, drafts)
         if self.config.sampling == "seed-invariant":
             return accept_seed_invariant(logits, drafts, self.config, first_position)
-        return accept_standard(self.probs(logits), drafts, q, self.generator)
+        return accept_standard(p, drafts, q, self.generator)

@@ -10,6 +10,8 @@ from .errors import InvalidSettingError
 
 SamplingMode = Literal["standard", "seed-invariant"]
 
+LOOKUP = "lookup"  # the draft source meaning prompt lookup (no draft model)
+
 
 @dataclass(frozen=True)
 class GenerationConfig:

@@ -95,10 +95,10 @@ def _verify_step(
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
     logits = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
-    verdict = rule.verify(logits, drafts, proposal.q, first_position=len(tokens))
+    p = rule.probs(logits)  # [m+1, V]: sampled from, and shown on hover
+    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens))
     n = verdict.n_accepted
     target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
-    p = rule.probs(logits[: n + 1])  # [n+1, V]
     margins = top2_margin(logits[: n + 1])
     accepted = []
     for j in range(n):

@@ -19,15 +19,13 @@ from dataclasses import asdict
 
 import torch
 
-from .config import GenerationConfig
+from .config import LOOKUP, GenerationConfig
 from .decode import decode
 from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from .errors import InvalidSettingError, PromptError, SpecChatError
 from .events import RunResult, StepEvent
 from .kv import CachedModel
 from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
-
-LOOKUP = "lookup"  # draft source meaning prompt lookup (no draft model)
 
 Conversation = str | Sequence[Mapping[str, str]]
 
@@ -48,7 +46,7 @@ class Engine:
         self.draft = draft
         vocab = min(target.vocab_size, draft.vocab_size) if draft is not None else target.vocab_size
         self._target_kv = CachedModel(target.model, vocab)
-        eos_ids = frozenset(target.eos_token_ids)
+        self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
@@ -139,7 +137,7 @@ class Engine:
                 prompt,
                 config,
                 self.target.tokenizer,
-                frozenset(self.target.eos_token_ids),
+                self._eos_ids,
                 self.target.context_length,
                 cancel,
             )

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from app.engine.config import GenerationConfig
+from app.engine.config import LOOKUP, GenerationConfig
 
 ORGANIZATION = "SpecChat"
 APPLICATION = "SpecChat"
@@ -64,7 +64,7 @@ class ModelSettings:
 def model_source(kind: str, path: str) -> str | None:
     if kind == "none":
         return None
-    if kind in ("default", "lookup"):
+    if kind in ("default", LOOKUP):
         return kind
     return path
 

@@ -31,7 +31,6 @@ class TokenTextView(QTextEdit):
         self.setMouseTracking(True)
         self._records: list[TokenRecord] = []
         self._show_rejected = False
-        self._auto_height = auto_height
         if auto_height:
             self.setFrameShape(QFrame.Shape.NoFrame)
             self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

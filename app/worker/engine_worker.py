@@ -58,10 +58,8 @@ class GenerateRequest:
 
 
 def _load_engine(**kwargs: Any) -> Any:
-    from app.engine import LOOKUP, Engine  # torch is imported here, on the worker thread
+    from app.engine import Engine  # torch is imported here, on the worker thread
 
-    if kwargs.get("draft") == "lookup":
-        kwargs["draft"] = LOOKUP
     engine = Engine.load(**kwargs)
     if kwargs.get("progress") is not None:
         kwargs["progress"](_tr("Warming up…"), None)
