@@ -205,6 +205,7 @@ def decode(
             verify_s=finished - drafted,
             stats=stats,
             stop_reason=out.stop_reason,
+            draft_passes=proposal.passes,
         )
         if out.stop_reason is not None:
             return

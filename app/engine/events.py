@@ -13,7 +13,7 @@ TokenSource = Literal["draft", "target"]
 # prefill: the first token, from the prompt's pass; plain: no drafter ran;
 # correction: the target's token at the first rejected draft; bonus: all drafts accepted.
 TargetKind = Literal["prefill", "plain", "correction", "bonus"]
-StopReason = Literal["eos", "max_new_tokens", "stop_string", "cancelled"]
+StopReason = Literal["eos", "max_new_tokens", "stop_string", "cancelled", "context_full"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ class StepEvent:
     verify_s: float
     stats: RunStats  # cumulative, including this step
     stop_reason: StopReason | None = None  # set on the last event of a run
+    draft_passes: int = 0  # draft-model forward passes spent this step (0 for lookup / no drafter)
+    predicted_speedup: float | None = None  # the k chooser's expected gain over a plain step, if it chose
 
     @property
     def tokens(self) -> tuple[TokenInfo, ...]:
