@@ -13,7 +13,11 @@ import sys
 from collections.abc import Sequence
 
 import qasync
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
+
+from app.paths import resource_path
 
 from app.ui.main_window import MainWindow
 from app.ui.settings import SettingsStore, configure_application
@@ -21,17 +25,50 @@ from app.ui.storage import ConversationStore
 from app.worker import EngineWorker
 
 
-async def run_app(app: QApplication) -> int:
+SMOKE_TEST_TIMEOUT_S = 600
+
+
+async def run_app(app: QApplication, smoke_prompt: str | None = None) -> int:
     worker = EngineWorker()
     window = MainWindow(worker, SettingsStore(), ConversationStore())
+    window.setWindowIcon(app_icon())
     closed = asyncio.get_running_loop().create_future()
     window.closed.connect(lambda: closed.done() or closed.set_result(None))
     window.show()
     window.start()
+    outcome: list[int] = []
+    if smoke_prompt is not None:
+        _smoke_test(window, worker, smoke_prompt, outcome)
     await closed
+    if outcome and outcome[0] != 0:
+        worker.shutdown(0.0)
+        return outcome[0]
     # closeEvent already cancelled the run and joined the engine thread (bounded). A model
     # load cannot be interrupted: if one is still running, leave without waiting for it.
     return 0 if worker.shutdown(0.0) else -1
+
+
+def _smoke_test(window: MainWindow, worker: EngineWorker, prompt: str, outcome: list[int]) -> None:
+    """Send one prompt as a person would; print the answer and close (exit 0), or exit 1 on a
+    failure or after ``SMOKE_TEST_TIMEOUT_S``. Used to check a built bundle end to end."""
+
+    def end(code: int, text: str) -> None:
+        if outcome:
+            return
+        outcome.append(code)
+        print(("answer: " if code == 0 else "smoke test failed: ") + text, flush=True)
+        window.close()
+
+    worker.finished.connect(lambda _run, result: end(0, result.text.strip()))
+    worker.failed.connect(lambda _run, message: end(1, message))
+    worker.load_failed.connect(lambda *args: end(1, str(args[-1])))
+    QTimer.singleShot(SMOKE_TEST_TIMEOUT_S * 1000, lambda: end(1, "no answer in time"))
+    window.send_message(prompt)
+
+
+def app_icon() -> QIcon:
+    path = resource_path("specchat.svg")
+    return QIcon(str(path)) if path is not None else QIcon()
 
 
 def _no_display() -> bool:
@@ -41,7 +78,17 @@ def _no_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def _split_smoke_prompt(argv: list[str]) -> tuple[list[str], str | None]:
+    """``--smoke-test PROMPT`` (for the packaged bundle's check) out of Qt's own arguments."""
+    if "--smoke-test" not in argv:
+        return argv, None
+    at = argv.index("--smoke-test")
+    prompt = argv[at + 1] if at + 1 < len(argv) else "What is the capital of France?"
+    return argv[:at] + argv[at + 2 :], prompt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    qt_args, smoke_prompt = _split_smoke_prompt(list(argv or []))
     if _no_display():
         sys.stderr.write(
             "specchat: error: no display found (DISPLAY and WAYLAND_DISPLAY are unset); the "
@@ -49,10 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    app = QApplication.instance() or QApplication(["specchat", *(argv or [])])
+    app = QApplication.instance() or QApplication(["specchat", *qt_args])
     configure_application(app)  # type: ignore[arg-type]
     app.setQuitOnLastWindowClosed(False)  # the coroutine ends the loop, not Qt
-    code = qasync.run(run_app(app))  # type: ignore[arg-type]
+    app.setWindowIcon(app_icon())
+    code = qasync.run(run_app(app, smoke_prompt))  # type: ignore[arg-type]
     if code < 0:
         sys.stdout.flush()
         sys.stderr.flush()

