@@ -18,7 +18,8 @@ def test_the_continue_prompt_is_the_open_answer_without_an_end_of_turn(load_tiny
     cut = engine.generate(PROMPT, GenerationConfig(max_new_tokens=6, k=3))
     asked = engine.prompt_ids([{"role": "user", "content": PROMPT}])
     opened = engine.prompt_ids(
-        [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}], continue_answer=True
+        [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}],
+        continue_answer=True,
     )
     tokenizer = engine.target.tokenizer
     assert opened[: len(asked)] == asked  # the question and the assistant's header, unchanged
@@ -41,8 +42,12 @@ def test_continuing_a_cut_greedy_answer_gives_the_uncut_answer(load_tiny):
 
 
 def test_stats_of_a_continued_answer_add_up_and_keep_the_first_token_time():
-    first = RunStats(new_tokens=8, target_passes=4, proposed=6, accepted=4, prefill_s=0.5, decode_s=1.0, prompt_tokens=10)
-    more = RunStats(new_tokens=4, target_passes=2, proposed=3, accepted=2, prefill_s=0.2, decode_s=0.3, prompt_tokens=18)
+    first = RunStats(
+        new_tokens=8, target_passes=4, proposed=6, accepted=4, prefill_s=0.5, decode_s=1.0, prompt_tokens=10
+    )
+    more = RunStats(
+        new_tokens=4, target_passes=2, proposed=3, accepted=2, prefill_s=0.2, decode_s=0.3, prompt_tokens=18
+    )
     both = first.followed_by(more)
     assert (both.new_tokens, both.target_passes, both.proposed, both.accepted) == (12, 6, 9, 6)
     assert both.time_to_first_token_s == 0.5 and both.prefill_s + both.decode_s == 2.0

@@ -24,7 +24,12 @@ def conversation_markdown(conversation: Conversation) -> str:
     """Title, date, system prompt, then each turn under a heading; answers are kept as the
     Markdown the model wrote, with how they were made and their stats line."""
     date = datetime.fromtimestamp(conversation.updated).strftime("%Y-%m-%d %H:%M")
-    lines = [f"# {conversation.title or _tr('New chat')}", "", f"*{_tr('SpecChat conversation')} · {date}*", ""]
+    lines = [
+        f"# {conversation.title or _tr('New chat')}",
+        "",
+        f"*{_tr('SpecChat conversation')} · {date}*",
+        "",
+    ]
     if conversation.system_prompt.strip():
         lines += [f"**{_tr('System prompt')}:** {conversation.system_prompt}", ""]
     for message in conversation.messages:

@@ -38,9 +38,9 @@ class RenderedMarkdown:
 
 def _lexer(language: str) -> Lexer:
     try:
-        return get_lexer_by_name(language) if language else TextLexer()
+        return get_lexer_by_name(language, ensurenl=False) if language else TextLexer(ensurenl=False)
     except ClassNotFound:
-        return TextLexer()
+        return TextLexer(ensurenl=False)
 
 
 def _parser() -> MarkdownIt:
@@ -57,7 +57,9 @@ def _render_code(self: Any, tokens: list[Any], idx: int, options: Any, env: dict
     index = len(blocks)
     blocks.append(token.content)
     formatter: HtmlFormatter = env["formatter"]
-    body = highlight(token.content, _lexer(language), formatter).rstrip("\n")
+    body = highlight(token.content.rstrip("\n"), _lexer(language), formatter).rstrip(
+        "\n"
+    )  # no empty last line
     background = formatter.style.background_color or "#f6f8fa"
     caption = f" &nbsp;<i>{html.escape(language)}</i>" if language else ""
     return (
@@ -73,7 +75,7 @@ def render_markdown(text: str, dark: bool = False, copy_label: str = "Copy code"
         "formatter": HtmlFormatter(nowrap=True, noclasses=True, style=CODE_STYLES[dark]),
         "copy_label": copy_label,
     }
-    body = _parser().render(text, env)
+    body = _parser().render(text, env).rstrip()  # a newline after a last </pre> would join it
     return RenderedMarkdown(body, tuple(env["code_blocks"]))
 
 

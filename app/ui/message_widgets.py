@@ -41,7 +41,9 @@ class UserMessageWidget(QFrame):
         who.setStyleSheet("font-weight: bold;")
         self.edit_button = QToolButton(self)
         self.edit_button.setText(self.tr("Edit"))
-        self.edit_button.setToolTip(self.tr("Change this message and send it again (later messages are replaced)"))
+        self.edit_button.setToolTip(
+            self.tr("Change this message and send it again (later messages are replaced)")
+        )
         head = QHBoxLayout()
         head.addWidget(who, 1)
         head.addWidget(self.edit_button)
@@ -116,8 +118,10 @@ class AnswerWidget(QFrame):
         self.tokens_button.setText(self.tr("Tokens"))
         self.tokens_button.setCheckable(True)
         self.tokens_button.setToolTip(
-            self.tr("Show the answer token by token, highlighted by where each token came from, "
-                    "instead of rendered as Markdown")
+            self.tr(
+                "Show the answer token by token, highlighted by where each token came from, "
+                "instead of rendered as Markdown"
+            )
         )
         head = QHBoxLayout()
         head.addWidget(self.header, 1)
@@ -133,8 +137,10 @@ class AnswerWidget(QFrame):
         self.copy_button.setToolTip(self.tr("Copy this answer as Markdown"))
         self.regenerate_button = QPushButton(self.tr("Regenerate"), self)
         self.regenerate_button.setToolTip(
-            self.tr("Answer the same question again with the current settings (replaces this answer "
-                    "and the messages after it)")
+            self.tr(
+                "Answer the same question again with the current settings (replaces this answer "
+                "and the messages after it)"
+            )
         )
         self.continue_button = QPushButton(self.tr("Continue"), self)
         self.continue_button.setToolTip(self.tr("Go on generating this cut answer from where it stopped"))
