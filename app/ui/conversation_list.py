@@ -69,8 +69,8 @@ class _TitleAndDate(QStyledItemDelegate):
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
         line = option.fontMetrics.height()
-        top = QStyleOptionViewItem(option)
-        top.rect = QRect(option.rect.x(), option.rect.y(), option.rect.width(), option.rect.height() - line)
+        top = QStyleOptionViewItem(option)  # the whole row's background, the title on top
+        top.displayAlignment = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
         super().paint(painter, top, index)
         date = index.data(DATE_ROLE)
         if not date:
@@ -79,7 +79,7 @@ class _TitleAndDate(QStyledItemDelegate):
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.PlaceholderText
         painter.setPen(option.palette.color(role))
-        bottom = QRect(option.rect.x() + 6, option.rect.bottom() - line, option.rect.width() - 12, line)
+        bottom = QRect(option.rect.x() + 4, option.rect.bottom() - line, option.rect.width() - 8, line)
         painter.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, str(date))
         painter.restore()
 
@@ -104,9 +104,7 @@ class ConversationPanel(QWidget):
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.list.setEditTriggers(
-            QAbstractItemView.EditTrigger.EditKeyPressed | QAbstractItemView.EditTrigger.SelectedClicked
-        )
+        self.list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)  # F2, or Rename in the menu
         self.list.setItemDelegate(_TitleAndDate(self.list))
         self.undo_bar = QFrame(self)
         self.undo_text = QLabel(self.undo_bar)
