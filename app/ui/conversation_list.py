@@ -125,7 +125,8 @@ class ConversationPanel(QWidget):
         self.list.itemChanged.connect(self._on_item_changed)
         self.list.customContextMenuRequested.connect(self._on_menu)
         self.undo_button.clicked.connect(self.undo_delete)
-        QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list, activated=self._on_delete_key)
+        delete_key = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list, self._on_delete_key)
+        delete_key.setContext(Qt.ShortcutContext.WidgetShortcut)  # only while the list has the focus
 
     # ---- contents ----------------------------------------------------------------------
     @property
