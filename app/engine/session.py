@@ -112,7 +112,10 @@ class Engine:
         tokenizer = self.target.tokenizer
         if tokenizer.chat_template:
             turn = {"continue_final_message": True} if continue_answer else {"add_generation_prompt": True}
-            encoded = tokenizer.apply_chat_template(messages, tokenize=True, **turn)
+            try:
+                encoded = tokenizer.apply_chat_template(messages, tokenize=True, **turn)
+            except ValueError as exc:  # a template that rewrites the final message cannot continue it
+                raise PromptError(f"{self.target.name}'s chat template cannot continue a cut answer: {exc}") from exc
             ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         else:
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
