@@ -115,7 +115,8 @@ class Engine:
             try:
                 encoded = tokenizer.apply_chat_template(messages, tokenize=True, **turn)
             except ValueError as exc:  # a template that rewrites the final message cannot continue it
-                raise PromptError(f"{self.target.name}'s chat template cannot continue a cut answer: {exc}") from exc
+                name = self.target.name
+                raise PromptError(f"{name}'s chat template cannot continue a cut answer: {exc}") from exc
             ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         else:
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))

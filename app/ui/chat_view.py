@@ -77,7 +77,8 @@ class ChatView(QScrollArea):
         return widget
 
     def user_widget_for(self, message: Message) -> UserMessageWidget | None:
-        return next((w for w in self._turns if isinstance(w, UserMessageWidget) and w.message is message), None)
+        users = (w for w in self._turns if isinstance(w, UserMessageWidget))
+        return next((w for w in users if w.message is message), None)
 
     def remove_from(self, message: Message) -> None:
         """Take ``message`` and every later message off the transcript."""

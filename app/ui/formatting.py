@@ -12,8 +12,8 @@ def _tr(text: str) -> str:
 
 
 def stats_line(stats: RunStats, speculative: bool) -> str:
-    """ "42 new tokens · 118 tokens/s · first token after 0.21 s · acceptance 76% · 2.9 tokens/pass · 15 target passes
-    (27 saved vs one per token)"."""
+    """ "42 new tokens · 118 tokens/s · first token after 0.21 s · acceptance 76% · 2.9 tokens/pass ·
+    15 target passes (27 saved vs one per token)"."""
     parts = [
         _tr("{0} new tokens").format(stats.new_tokens),
         _tr("{0:.1f} tokens/s").format(stats.tokens_per_s),
