@@ -62,6 +62,31 @@ class RunStats:
     def passes_saved(self) -> int:
         return max(0, self.new_tokens - self.target_passes)
 
+    @property
+    def time_to_first_token_s(self) -> float:
+        """The wait for the first token: the prompt's pass (with any drafting folded into it)."""
+        return self.prefill_s
+
+    @property
+    def context_tokens(self) -> int:
+        """How much of the target's context window the conversation fills after this run."""
+        return self.prompt_tokens + self.new_tokens
+
+    def followed_by(self, more: RunStats) -> RunStats:
+        """One answer made of this run and its continuation ``more``. The continuation's
+        prompt pass counts as decoding time: the answer's first token came from this run."""
+        return RunStats(
+            new_tokens=self.new_tokens + more.new_tokens,
+            target_passes=self.target_passes + more.target_passes,
+            draft_passes=self.draft_passes + more.draft_passes,
+            proposed=self.proposed + more.proposed,
+            accepted=self.accepted + more.accepted,
+            prefill_s=self.prefill_s,
+            decode_s=self.decode_s + more.prefill_s + more.decode_s,
+            prompt_tokens=self.prompt_tokens,
+            reused_prompt_tokens=self.reused_prompt_tokens,
+        )
+
     def to_dict(self) -> dict[str, float | int]:
         data: dict[str, float | int] = asdict(self)
         data.update(

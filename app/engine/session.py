@@ -98,15 +98,25 @@ class Engine:
     def has_drafter(self) -> bool:
         return self._drafter is not None
 
-    def prompt_ids(self, conversation: Conversation) -> list[int]:
-        """The conversation as token ids, through the model's chat template when it has one."""
+    def prompt_ids(self, conversation: Conversation, continue_answer: bool = False) -> list[int]:
+        """The conversation as token ids, through the model's chat template when it has one.
+
+        ``continue_answer``: the last message is a cut assistant answer to go on with; it is
+        rendered as the assistant's turn without its closing end-of-turn."""
         messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         if not last_user.strip():
             raise PromptError("The prompt is empty: write something to send.")
+        if continue_answer and (messages[-1]["role"] != "assistant" or not messages[-1]["content"].strip()):
+            raise PromptError("There is no answer to continue: the last message is not a partial answer.")
         tokenizer = self.target.tokenizer
         if tokenizer.chat_template:
-            encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            turn = {"continue_final_message": True} if continue_answer else {"add_generation_prompt": True}
+            try:
+                encoded = tokenizer.apply_chat_template(messages, tokenize=True, **turn)
+            except ValueError as exc:  # a template that rewrites the final message cannot continue it
+                name = self.target.name
+                raise PromptError(f"{name}'s chat template cannot continue a cut answer: {exc}") from exc
             ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         else:
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
@@ -124,11 +134,21 @@ class Engine:
         if self._drafter is not None:
             self._drafter.reset()
 
+    @property
+    def context_length(self) -> int:
+        """Tokens the target can hold: prompt and answer together."""
+        return self.target.context_length
+
     def stream(
-        self, conversation: Conversation, config: GenerationConfig, cancel: threading.Event | None = None
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+        continue_answer: bool = False,
     ) -> Iterator[StepEvent]:
-        """Answer the conversation, yielding one ``StepEvent`` per target pass."""
-        prompt = self.prompt_ids(conversation)
+        """Answer the conversation, yielding one ``StepEvent`` per target pass; with
+        ``continue_answer`` go on with the cut answer that ends the conversation."""
+        prompt = self.prompt_ids(conversation, continue_answer)
         drafter = self._drafter if config.speculative else None
         try:
             yield from decode(
@@ -159,10 +179,11 @@ class Engine:
         config: GenerationConfig,
         cancel: threading.Event | None = None,
         on_step: Callable[[StepEvent], None] | None = None,
+        continue_answer: bool = False,
     ) -> RunResult:
-        """Answer the conversation and return the whole run."""
+        """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel):
+        for step in self.stream(conversation, config, cancel, continue_answer):
             steps.append(step)
             if on_step is not None:
                 on_step(step)

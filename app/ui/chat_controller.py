@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.compare import Comparison, compare_runs
 from app.engine.config import GenerationConfig
-from app.engine.events import RunResult, StepEvent
+from app.engine.events import RunResult, RunStats, StepEvent
 
 from .chat_view import ChatView
 from .conversation import Conversation, Message, TokenRecord, records_from_step
@@ -36,6 +36,7 @@ class ChatController(QObject):
     error = Signal(str)  # a failed turn; the conversation is kept
     comparison_ready = Signal(object)  # CompareOutcome
     conversation_saved = Signal(object)  # Conversation
+    context_changed = Signal(int)  # tokens of the context window the conversation fills
 
     def __init__(
         self, worker: EngineWorker, view: ChatView, store: ConversationStore, parent: QObject | None = None
@@ -49,6 +50,7 @@ class ChatController(QObject):
         self.model_ready = False
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
+        self._continuing: tuple[str, RunStats] | None = None  # the cut answer's text and stats
         worker.events_ready.connect(self._on_events)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
@@ -64,6 +66,7 @@ class ChatController(QObject):
         self._view.clear()
         for message in conversation.messages:
             self._view.add_message(message)
+        self.context_changed.emit(conversation.context_tokens())
 
     def send(self, text: str, config: GenerationConfig) -> bool:
         """Start a turn; False (nothing happens) while busy or when ``text`` is blank."""
@@ -75,6 +78,51 @@ class ChatController(QObject):
         conversation.messages.append(Message("user", text))
         self._view.add_message(conversation.messages[-1])
         self.save()  # the question survives a crash during the answer
+        self._start_answer(config)
+        return True
+
+    def regenerate(self, answer: Message, config: GenerationConfig) -> bool:
+        """Answer the question before ``answer`` again; ``answer`` and what follows it go."""
+        messages = self.conversation.messages
+        if self.busy or answer not in messages or answer.role != "assistant":
+            return False
+        self._truncate(messages.index(answer))
+        self._start_answer(config)
+        return True
+
+    def edit_and_resend(self, message: Message, text: str, config: GenerationConfig) -> bool:
+        """Replace the user's ``message`` with ``text`` and answer it; later messages go."""
+        messages = self.conversation.messages
+        if self.busy or not text.strip() or message not in messages or message.role != "user":
+            return False
+        self._truncate(messages.index(message))
+        return self.send(text, config)
+
+    def continue_answer(self, answer: Message) -> bool:
+        """Go on generating the cut last answer from where it stopped, with its own settings."""
+        if self.busy or not self.conversation.messages or answer is not self.conversation.messages[-1]:
+            return False
+        if not answer.can_continue or answer.config is None:
+            return False
+        self._continuing = (answer.content, answer.run_stats)
+        answer.stop_reason = answer.error = None
+        run_id = self._worker.request_generate(
+            self.conversation.prompt(), _config_from_dict(answer.config), continue_answer=True
+        )
+        self._answer_run = (run_id, answer)
+        self._refresh(answer)
+        self._set_busy()
+        return True
+
+    def _truncate(self, index: int) -> None:
+        messages = self.conversation.messages
+        self._view.remove_from(messages[index])
+        del messages[index:]
+        self.save()
+        self.context_changed.emit(self.conversation.context_tokens())
+
+    def _start_answer(self, config: GenerationConfig) -> None:
+        conversation = self.conversation
         answer = Message(
             "assistant",
             "",
@@ -91,7 +139,6 @@ class ChatController(QObject):
             widget.set_waiting(self.tr("Thinking…") if ready else self.tr("Waiting for the model to load…"))
         self._answer_run = (run_id, answer)
         self._set_busy()
-        return True
 
     def stop(self) -> None:
         for run in (self._answer_run, self._compare_run):
@@ -133,19 +180,26 @@ class ChatController(QObject):
             return  # compare runs are shown when they finish
         message = self._answer_run[1]
         start = len(message.records)
+        after = self._continuing[1] if self._continuing is not None else None
         for step in steps:
-            message.add_step(step)
+            message.add_step(step, after)
         widget = self._view.answer_for(message)
         if widget is not None:
             widget.append_records(start)
+        self.context_changed.emit(self.conversation.context_tokens())
 
     def _on_finished(self, run_id: int, result: RunResult) -> None:
         if self._answer_run is not None and self._answer_run[0] == run_id:
             message = self._answer_run[1]
             self._answer_run = None
-            message.finish(result)
-            self._refresh(message)
+            if self._continuing is not None:
+                message.finish_continuation(result, *self._continuing)
+                self._continuing = None
+            else:
+                message.finish(result)
+            self._refresh(message, finished=True)
             self.save()
+            self.context_changed.emit(self.conversation.context_tokens())
             self._set_busy()
         elif self._compare_run is not None and self._compare_run[0] == run_id:
             original = self._compare_run[1]
@@ -157,8 +211,9 @@ class ChatController(QObject):
         if self._answer_run is not None and self._answer_run[0] == run_id:
             message = self._answer_run[1]
             self._answer_run = None
+            self._continuing = None
             message.error = message_text
-            self._refresh(message)
+            self._refresh(message, finished=True)
             self.save()
         elif self._compare_run is not None and self._compare_run[0] == run_id:
             self._compare_run = None
@@ -167,10 +222,13 @@ class ChatController(QObject):
         self._set_busy()
         self.error.emit(message_text)
 
-    def _refresh(self, message: Message) -> None:
-        """Stats, notes and errors changed; the painted tokens did not."""
+    def _refresh(self, message: Message, finished: bool = False) -> None:
+        """Stats, notes and errors changed; the painted tokens did not. A finished answer
+        leaves the token view for its rendered Markdown (unless the person chose tokens)."""
         widget = self._view.answer_for(message)
-        if widget is not None:
+        if widget is not None and finished:
+            widget.set_streaming(False)
+        elif widget is not None:
             widget.update_labels()
 
     def _set_busy(self) -> None:

@@ -12,6 +12,9 @@ from .message_widgets import AnswerWidget, UserMessageWidget
 
 class ChatView(QScrollArea):
     compare_requested = Signal(object)  # the answer's Message
+    regenerate_requested = Signal(object)  # the answer's Message
+    continue_requested = Signal(object)  # the cut answer's Message
+    edit_requested = Signal(object, str)  # the user's Message, its new text
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -32,6 +35,7 @@ class ChatView(QScrollArea):
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._layout.insertWidget(0, self._placeholder)
         self._answers: list[AnswerWidget] = []
+        self._turns: list[AnswerWidget | UserMessageWidget] = []  # every message widget, in order
         self._show_rejected = False
         self._follow = True
         bar = self.verticalScrollBar()
@@ -48,23 +52,52 @@ class ChatView(QScrollArea):
             if item.widget() is not None:
                 item.widget().deleteLater()
         self._answers.clear()
+        self._turns.clear()
         self._placeholder.show()
         self._follow = True
 
     def add_message(self, message: Message) -> QWidget:
         self._placeholder.hide()
-        widget: QWidget
+        widget: AnswerWidget | UserMessageWidget
         if message.role == "assistant":
             answer = AnswerWidget(message, self.widget())
             answer.view.set_show_rejected(self._show_rejected)
             answer.compare_requested.connect(self._on_compare_requested)
+            answer.regenerate_requested.connect(lambda a: self.regenerate_requested.emit(a.message))
+            answer.continue_requested.connect(lambda a: self.continue_requested.emit(a.message))
             self._answers.append(answer)
             widget = answer
         else:
             widget = UserMessageWidget(message, self.widget())
+            widget.edit_submitted.connect(self.edit_requested)
         self._layout.insertWidget(self._layout.count() - 1, widget)
+        self._turns.append(widget)
+        self._mark_last()
         self._follow = True
         return widget
+
+    def user_widget_for(self, message: Message) -> UserMessageWidget | None:
+        users = (w for w in self._turns if isinstance(w, UserMessageWidget))
+        return next((w for w in users if w.message is message), None)
+
+    def remove_from(self, message: Message) -> None:
+        """Take ``message`` and every later message off the transcript."""
+        index = next((i for i, w in enumerate(self._turns) if w.message is message), None)
+        if index is None:
+            return
+        for widget in self._turns[index:]:
+            self._layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
+            if isinstance(widget, AnswerWidget):
+                self._answers.remove(widget)
+        del self._turns[index:]
+        self._placeholder.setVisible(not self._turns)
+        self._mark_last()
+
+    def _mark_last(self) -> None:
+        for answer in self._answers:
+            answer.set_is_last(answer is self._turns[-1])
 
     def answer_for(self, message: Message) -> AnswerWidget | None:
         return next((a for a in self._answers if a.message is message), None)
@@ -75,8 +108,8 @@ class ChatView(QScrollArea):
             answer.view.set_show_rejected(show)
 
     def set_busy(self, busy: bool) -> None:
-        for answer in self._answers:
-            answer.set_busy(busy)
+        for widget in self._turns:
+            widget.set_busy(busy)
 
     def _on_compare_requested(self, answer: AnswerWidget) -> None:
         self.compare_requested.emit(answer.message)

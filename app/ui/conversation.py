@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
 
 RecordKind = Literal["draft", "target", "rejected"]
 Role = Literal["system", "user", "assistant"]
+CONTINUABLE = ("cancelled", "max_new_tokens")  # stop reasons that leave an answer cut
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,26 @@ class Message:
         known = RunStats.__dataclass_fields__
         return RunStats(**{k: v for k, v in (self.stats or {}).items() if k in known})
 
-    def add_step(self, step: StepEvent) -> None:
-        self.records.extend(records_from_step(step))
+    def add_step(self, step: StepEvent, after: RunStats | None = None) -> None:
+        """Append a streamed step; ``after``: the stats of the cut answer this run continues."""
+        offset = after.target_passes if after is not None else 0
+        self.records.extend(replace(r, step=r.step + offset) for r in records_from_step(step))
         self.content += step.text
-        self.stats = _stats_fields(step.stats)
+        self.stats = _stats_fields(after.followed_by(step.stats) if after is not None else step.stats)
         if step.stop_reason:
             self.stop_reason = step.stop_reason
+
+    @property
+    def can_continue(self) -> bool:
+        """A cut answer (stopped, or out of new tokens) that generation can go on with."""
+        return self.role == "assistant" and bool(self.content) and self.stop_reason in CONTINUABLE
+
+    def finish_continuation(self, result: RunResult, before_text: str, before: RunStats) -> None:
+        """The answer is now two runs: the cut one (``before``) and ``result``."""
+        self.result = None  # run_result() rebuilds one run from the records
+        self.content = before_text + result.text
+        self.stats = _stats_fields(before.followed_by(result.stats))
+        self.stop_reason = result.stop_reason
 
     def finish(self, result: RunResult) -> None:
         """Take the final word from the engine's result (text, stats, stop reason)."""
@@ -150,6 +165,21 @@ class Conversation:
         chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt.strip() else []
         chat += [{"role": m.role, "content": m.content} for m in turns if m.content or m.role == "user"]
         return chat
+
+    def context_tokens(self) -> int:
+        """Tokens of the context window the conversation filled at its last answer."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.stats:
+                return message.run_stats.context_tokens
+        return 0
+
+    def matches(self, query: str) -> bool:
+        """Full-text search: every word of ``query`` is in the title or in some message."""
+        words = query.casefold().split()
+        if not words:
+            return True
+        haystack = "\n".join([self.title, self.system_prompt] + [m.content for m in self.messages]).casefold()
+        return all(word in haystack for word in words)
 
     def to_json(self) -> dict[str, Any]:
         return {

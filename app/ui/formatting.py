@@ -12,12 +12,14 @@ def _tr(text: str) -> str:
 
 
 def stats_line(stats: RunStats, speculative: bool) -> str:
-    """ "42 new tokens · 118 tokens/s · acceptance 76% · 2.9 tokens/pass · 15 target passes
-    (27 saved vs one per token)"."""
+    """ "42 new tokens · 118 tokens/s · first token after 0.21 s · acceptance 76% · 2.9 tokens/pass ·
+    15 target passes (27 saved vs one per token)"."""
     parts = [
         _tr("{0} new tokens").format(stats.new_tokens),
         _tr("{0:.1f} tokens/s").format(stats.tokens_per_s),
     ]
+    if stats.new_tokens:
+        parts.append(_tr("first token after {0:.2f} s").format(stats.time_to_first_token_s))
     if speculative:
         parts.append(_tr("acceptance {0:.0%}").format(stats.acceptance_rate))
     parts.append(_tr("{0:.2f} tokens per target pass").format(stats.tokens_per_pass))
@@ -42,3 +44,23 @@ def stop_note(stop_reason: str | None) -> str:
 
 def wall_seconds(stats: RunStats) -> float:
     return stats.prefill_s + stats.decode_s
+
+
+CONTEXT_WARN_FRACTION = 0.8  # warn from here on: the next answer may not fit
+
+
+def context_line(used: int, limit: int) -> str:
+    """ "Context: 1,234 of 2,048 tokens (60%)"."""
+    if limit <= 0:
+        return _tr("Context: {0} tokens").format(f"{used:,}")
+    return _tr("Context: {0} of {1} tokens ({2:.0%})").format(f"{used:,}", f"{limit:,}", used / limit)
+
+
+def context_warning(used: int, limit: int) -> str:
+    """A warning once the conversation fills ``CONTEXT_WARN_FRACTION`` of the window, else ""."""
+    if limit <= 0 or used < CONTEXT_WARN_FRACTION * limit:
+        return ""
+    if used >= limit:
+        return _tr("The context window is full: start a new chat (answers here will be cut).")
+    return _tr("The conversation fills {0:.0%} of the context window: start a new chat soon, "
+               "or the next answers will be cut.").format(used / limit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -15,10 +15,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
     QListWidgetItem,
     QMainWindow,
-    QMenu,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -27,13 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.config import GenerationConfig
 from app.engine.errors import SpecChatError
 
 from .chat_controller import ChatController, CompareOutcome
 from .chat_view import ChatView
 from .compare_view import CompareDialog
 from .composer import Composer
-from .conversation import Conversation
+from .context_meter import ContextMeter
+from .conversation import Conversation, Message
+from .conversation_list import ConversationPanel
 from .settings import AppSettings, ModelSettings, SettingsStore
 from .settings_dialog import SettingsDialog
 from .storage import ConversationStore
@@ -60,7 +61,7 @@ class MainWindow(QMainWindow):
         self._loaded_models: ModelSettings | None = None
         self._requested_models: ModelSettings | None = None
         self.compare_dialog: CompareDialog | None = None
-        self._known: dict[str, Conversation] = {}
+        self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
         self._build()
@@ -85,10 +86,8 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addAction(self.settings_action)
 
-        self.conversation_list = QListWidget(self)
-        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_panel = ConversationPanel(self._conversations, self)
+        self.conversation_list = self.conversation_panel.list
         self.system_prompt = QLineEdit(self)
         self.system_prompt.setPlaceholderText(self.tr("System prompt (optional)"))
         self.banner = QFrame(self)
@@ -105,6 +104,7 @@ class MainWindow(QMainWindow):
         banner_layout.addWidget(banner_close)
         self.banner.hide()
         self.legend = TokenLegend(self)
+        self.context_meter = ContextMeter(self)
         self.composer = Composer(self)
         self.send_button = QPushButton(self.tr("Send"), self)
         composer_row = QHBoxLayout()
@@ -117,9 +117,10 @@ class MainWindow(QMainWindow):
         column.addWidget(self.banner)
         column.addWidget(self.chat_view, 1)
         column.addWidget(self.legend)
+        column.addWidget(self.context_meter)
         column.addLayout(composer_row)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
-        self.splitter.addWidget(self.conversation_list)
+        self.splitter.addWidget(self.conversation_panel)
         self.splitter.addWidget(chat)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([200, 800])
@@ -139,11 +140,19 @@ class MainWindow(QMainWindow):
         w.load_progress.connect(self._on_load_progress)
         w.loaded.connect(self._on_loaded)
         w.load_failed.connect(self._on_load_failed)
+        w.context_length_known.connect(self.context_meter.set_limit)
+        w.devices_found.connect(self._on_devices_found)
         c = self.controller
         c.busy_changed.connect(self._on_busy_changed)
         c.error.connect(self._on_error)
         c.comparison_ready.connect(self._on_comparison_ready)
         c.conversation_saved.connect(self._on_conversation_saved)
+        c.context_changed.connect(self.context_meter.set_used)
+        self.chat_view.regenerate_requested.connect(self.regenerate)
+        self.chat_view.edit_requested.connect(self.edit_and_resend)
+        self.chat_view.continue_requested.connect(self.controller.continue_answer)
+        self.conversation_panel.deleted.connect(self._on_conversation_deleted)
+        self.conversation_panel.error.connect(self.show_error)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
         self.speculation_switch.toggled.connect(self._on_speculation_toggled)
@@ -152,7 +161,6 @@ class MainWindow(QMainWindow):
         self.send_button.clicked.connect(self._on_send_or_stop)
         self.system_prompt.editingFinished.connect(self._on_system_prompt_edited)
         self.conversation_list.itemClicked.connect(self._on_conversation_clicked)
-        self.conversation_list.customContextMenuRequested.connect(self._on_conversation_menu)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self._on_stop)
 
     def _restore(self) -> None:
@@ -165,7 +173,7 @@ class MainWindow(QMainWindow):
             self.splitter.restoreState(splitter)
         self._mirror_settings()
         saved = self._conversations.load_all()
-        self._fill_list(saved)
+        self.conversation_panel.set_conversations(saved)
         if saved:
             self._open(saved[0])
 
@@ -187,14 +195,22 @@ class MainWindow(QMainWindow):
             self._request_load(settings.models)
 
     def send_message(self, text: str) -> bool:
-        try:
-            config = self.settings.generation_config()
-        except SpecChatError as e:
-            self._on_error(str(e))
+        config = self._generation_config()
+        if config is None:
             return False
         if self.system_prompt.text() != self.controller.conversation.system_prompt:
             self._on_system_prompt_edited()
         return self.controller.send(text, config)
+
+    def regenerate(self, answer: Message) -> bool:
+        """Answer ``answer``'s question again with the current settings."""
+        config = self._generation_config()
+        return config is not None and self.controller.regenerate(answer, config)
+
+    def edit_and_resend(self, message: Message, text: str) -> bool:
+        """Replace the user's ``message`` with ``text`` and answer it (later messages go)."""
+        config = self._generation_config()
+        return config is not None and self.controller.edit_and_resend(message, text, config)
 
     def show_error(self, text: str) -> None:
         self.banner_text.setText(text)
@@ -234,7 +250,7 @@ class MainWindow(QMainWindow):
             self.apply_settings(replace(self.settings, show_rejected=checked))
 
     def _on_open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self)
+        dialog = SettingsDialog(self.settings, self, devices=self.devices)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -296,29 +312,28 @@ class MainWindow(QMainWindow):
         self.controller.save()
 
     def _on_conversation_saved(self, conversation: Conversation) -> None:
-        self._known[conversation.id] = conversation
-        self._fill_list(list(self._known.values()))
+        self.conversation_panel.upsert(conversation)
 
     def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
         conversation = item.data(Qt.ItemDataRole.UserRole)
         if not self.controller.busy and conversation.id != self.controller.conversation.id:
             self._open(conversation)
 
-    def _on_conversation_menu(self, pos: QPoint) -> None:
-        item = self.conversation_list.itemAt(pos)
-        if item is None or self.controller.busy:
-            return
-        menu = QMenu(self)
-        delete = menu.addAction(self.tr("Delete conversation"))
-        if menu.exec(self.conversation_list.mapToGlobal(pos)) is delete:
-            conversation = item.data(Qt.ItemDataRole.UserRole)
-            self._conversations.delete(conversation.id)
-            self._known.pop(conversation.id, None)
-            if conversation.id == self.controller.conversation.id:
-                self._open(Conversation())
-            self._fill_list(list(self._known.values()))
+    def _on_conversation_deleted(self, conversation: Conversation) -> None:
+        if conversation.id == self.controller.conversation.id:
+            self._open(Conversation())
+
+    def _on_devices_found(self, devices: list[str]) -> None:
+        self.devices = list(devices)
 
     # ---- helpers -----------------------------------------------------------------------
+    def _generation_config(self) -> GenerationConfig | None:
+        try:
+            return self.settings.generation_config()
+        except SpecChatError as e:
+            self._on_error(str(e))
+            return None
+
     def _request_load(self, models: ModelSettings) -> None:
         self._requested_models = models
         self._on_load_started(models.target_source)  # at once, not when the thread gets to it
@@ -345,20 +360,7 @@ class MainWindow(QMainWindow):
     def _open(self, conversation: Conversation) -> None:
         self.controller.show(conversation)
         self.system_prompt.setText(conversation.system_prompt)
-        for row in range(self.conversation_list.count()):
-            item = self.conversation_list.item(row)
-            item.setSelected(item.data(Qt.ItemDataRole.UserRole).id == conversation.id)
-
-    def _fill_list(self, conversations: list[Conversation]) -> None:
-        self._known = {c.id: c for c in conversations}
-        self.conversation_list.clear()
-        current = self.controller.conversation.id
-        for conversation in sorted(conversations, key=lambda c: c.updated, reverse=True):
-            item = QListWidgetItem(conversation.title or self.tr("New chat"))
-            item.setData(Qt.ItemDataRole.UserRole, conversation)
-            item.setToolTip(conversation.title)
-            self.conversation_list.addItem(item)
-            item.setSelected(conversation.id == current)
+        self.conversation_panel.select(conversation.id)
 
     def _remember_geometry(self, dialog: QDialog, key: str) -> None:
         saved = self._settings_store.geometry(key)

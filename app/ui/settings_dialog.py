@@ -96,8 +96,11 @@ class ModelSourcePicker(QWidget):
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: AppSettings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, settings: AppSettings, parent: QWidget | None = None, devices: list[str] | None = None
+    ) -> None:
         super().__init__(parent)
+        self._devices = list(devices or DEVICES)  # the worker's probe: only what this machine has
         self.setWindowTitle(self.tr("Settings"))
         self._initial = settings
         tabs = QTabWidget(self)
@@ -132,7 +135,8 @@ class SettingsDialog(QDialog):
         self.target = ModelSourcePicker(draft=False, parent=page)
         self.draft = ModelSourcePicker(draft=True, parent=page)
         self.device = QComboBox(page)
-        self.device.addItems(list(DEVICES))
+        for device in self._devices:
+            self.device.addItem(device, device)
         self.dtype = QComboBox(page)
         self.dtype.addItems(list(DTYPES))
         self.draft_dtype = QComboBox(page)
@@ -207,7 +211,9 @@ class SettingsDialog(QDialog):
         m = s.models
         self.target.set_value(m.target_kind, m.target_path)
         self.draft.set_value(m.draft_kind, m.draft_path)
-        self.device.setCurrentText(m.device)
+        if self.device.findData(m.device) < 0:  # chosen elsewhere; kept, but said to be absent
+            self.device.addItem(self.tr("{0} (not available here)").format(m.device), m.device)
+        self.device.setCurrentIndex(self.device.findData(m.device))
         self.dtype.setCurrentText(m.dtype)
         self.draft_dtype.setCurrentIndex(max(self.draft_dtype.findData(m.draft_dtype), 0))
         self.allow_pickle.setChecked(m.allow_pickle)
@@ -233,7 +239,7 @@ class SettingsDialog(QDialog):
             target_path=target_path,
             draft_kind=draft_kind,  # type: ignore[arg-type]
             draft_path=draft_path,
-            device=self.device.currentText(),
+            device=str(self.device.currentData()),
             dtype=self.dtype.currentText(),
             draft_dtype=self.draft_dtype.currentData(),
             allow_pickle=self.allow_pickle.isChecked(),

@@ -55,6 +55,7 @@ class GenerateRequest:
     conversation: Conversation
     config: GenerationConfig
     cancel: threading.Event = field(default_factory=threading.Event)
+    continue_answer: bool = False  # go on with the cut answer that ends the conversation
 
 
 def _load_engine(**kwargs: Any) -> Any:
@@ -79,6 +80,8 @@ class EngineWorker(QObject):
     load_progress = Signal(str, float)  # message, fraction in [0, 1] or -1 when unknown
     loaded = Signal(str, str)  # target name, drafter name
     load_failed = Signal(str)  # readable message; the previous models stay loaded
+    context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
+    devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
 
     def __init__(self, loader: EngineLoader | None = None, parent: QObject | None = None) -> None:
@@ -124,10 +127,12 @@ class EngineWorker(QObject):
         self.start()
         self._jobs.put(LoadRequest(target, draft, device, dtype, draft_dtype, allow_pickle))
 
-    def request_generate(self, conversation: Conversation, config: GenerationConfig) -> int:
+    def request_generate(
+        self, conversation: Conversation, config: GenerationConfig, continue_answer: bool = False
+    ) -> int:
         """Queue a run (after any queued load); returns its id for the signals."""
         self.start()
-        request = GenerateRequest(next(self._run_ids), conversation, config)
+        request = GenerateRequest(next(self._run_ids), conversation, config, continue_answer=continue_answer)
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
@@ -205,6 +210,7 @@ class EngineWorker(QObject):
 
     # ---- worker thread -------------------------------------------------------------------
     def _run(self) -> None:
+        self._probe_devices()
         while (job := self._jobs.get()) is not None:
             if isinstance(job, LoadRequest):
                 self._load(job)
@@ -213,6 +219,14 @@ class EngineWorker(QObject):
             with self._lock:
                 self._cancels.pop(job.run_id, None)
             self._run_ended.emit(job.run_id, result, error)
+
+    def _probe_devices(self) -> None:
+        try:
+            devices = _probe_devices_list()
+        except Exception:
+            log.exception("could not list the devices")
+            return
+        self.devices_found.emit(devices)
 
     def _load(self, request: LoadRequest) -> None:
         self.load_started.emit(request.target)
@@ -240,6 +254,7 @@ class EngineWorker(QObject):
             self.load_failed.emit(self._load_error)
             return
         self._engine, self._load_error = engine, None
+        self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
         self.loaded.emit(engine.target_name, engine.drafter_name)
 
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
@@ -252,12 +267,19 @@ class EngineWorker(QObject):
             self._steps.append((request.run_id, step))
 
         try:
+            more = {"continue_answer": True} if request.continue_answer else {}
             result = self._engine.generate(
-                request.conversation, request.config, cancel=request.cancel, on_step=on_step
+                request.conversation, request.config, cancel=request.cancel, on_step=on_step, **more
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             return None, _describe(e)
         return result, ""
+
+
+def _probe_devices_list() -> list[str]:
+    from app.engine.devices import available_devices  # imports torch, on the worker thread
+
+    return available_devices()
 
 
 def _describe(error: Exception) -> str:
