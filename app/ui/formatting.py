@@ -38,7 +38,3 @@ def stop_note(stop_reason: str | None) -> str:
         "cancelled": _tr("Stopped: the answer is partial."),
         "max_new_tokens": _tr("Reached the max new tokens limit."),
     }.get(stop_reason or "", "")
-
-
-def wall_seconds(stats: RunStats) -> float:
-    return stats.prefill_s + stats.decode_s
