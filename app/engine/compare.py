@@ -348,8 +348,8 @@ CAUSES = {
     "acceptance": "Speculation was slower here: only {acceptance} of the drafts were accepted "
     "({per_pass} tokens per target pass), too few to pay for drafting and verifying them.",
     "draft_cost": "Speculation was slower here although {acceptance} of the drafts were accepted: "
-    "drafting cost {overhead} of a plain target step per step ({c} per draft pass), which ate the "
-    "gain of {per_pass} tokens per target pass.",
+    "each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which "
+    "ate the gain of {per_pass} tokens per target pass.",
     "verify_cost": "Speculation was slower here although {acceptance} of the drafts were accepted: "
     "one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} "
     "tokens per target pass.",
@@ -413,8 +413,8 @@ def cause_phrase(cause: SpeedCause) -> Phrase:
         CAUSES[cause.kind],
         acceptance=f"{cause.acceptance_rate:.0%}",
         per_pass=f"{cause.tokens_per_pass:.2f}",
-        overhead=f"{cause.draft_overhead:.2f}×",
-        c=f"{cause.draft_cost:.2f}×",
+        overhead=f"{cause.draft_overhead:.2f}",
+        c=f"{cause.draft_cost:.2f}",
         v=f"{cause.verify_cost:.2f}",
     )
 
