@@ -19,7 +19,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -28,7 +27,7 @@ from app.engine.errors import SpecChatError
 
 if TYPE_CHECKING:
     from app.engine import Engine
-    from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+    from app.engine.events import RunStats, StepEvent
 
 COMMANDS = ("generate", "compare", "bench")
 DEFAULT_PROMPTS_FILE = Path(__file__).resolve().parent.parent / "resources" / "bench_prompts.txt"
@@ -315,50 +314,7 @@ def _clear_progress(stream: TextIO) -> None:
         stream.flush()
 
 
-# --- JSON shapes -----------------------------------------------------------------------------
-
-
-def _number(value: float | None) -> float | None:
-    return value if value is None or math.isfinite(value) else None
-
-
-def token_dict(token: TokenInfo) -> dict[str, Any]:
-    return {
-        "id": token.id,
-        "text": token.text,
-        "source": token.source,
-        "p_target": _number(token.p_target),
-        "p_draft": _number(token.p_draft),
-        "margin": _number(token.margin),
-    }
-
-
-def step_dict(step: StepEvent) -> dict[str, Any]:
-    return {
-        "index": step.index,
-        "accepted": [t.id for t in step.accepted],
-        "rejected": [t.id for t in step.rejected],
-        "target": None if step.target is None else step.target.id,
-        "kind": step.target_kind,
-        "k": step.k,
-        "draft_s": step.draft_s,
-        "verify_s": step.verify_s,
-        "text": step.text,
-    }
-
-
-def run_dict(result: RunResult, target_name: str) -> dict[str, Any]:
-    return {
-        "text": result.text,
-        "tokens": [token_dict(t) for t in result.tokens],
-        "steps": [step_dict(s) for s in result.steps],
-        "stats": result.stats.to_dict(),
-        "stop_reason": result.stop_reason,
-        "speculative": result.speculative,
-        "drafter": result.drafter,
-        "target": target_name,
-        "config": result.config,
-    }
+# --- JSON (the engine's own serialisers: RunResult.to_dict, ComparisonReport.to_dict) ---------
 
 
 def _print_json(data: dict[str, Any], out: TextIO) -> None:
@@ -392,9 +348,8 @@ class TokenPrinter:
 
 
 def stats_line(stats: RunStats, drafter: str, stop_reason: str | None = None) -> str:
-    wall = stats.prefill_s + stats.decode_s
     parts = [
-        f"{stats.new_tokens} tokens in {wall:.2f} s ({stats.tokens_per_s:.1f} tok/s)",
+        f"{stats.new_tokens} tokens in {stats.wall_s:.2f} s ({stats.tokens_per_s:.1f} tok/s)",
         f"{stats.target_passes} target passes ({stats.tokens_per_pass:.2f} tokens/pass)",
     ]
     if stats.proposed:
@@ -421,7 +376,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     _clear_progress(sys.stderr)
     if args.json:
         result = engine.generate(messages, config)
-        _print_json(run_dict(result, engine.target.name), out)
+        _print_json(result.to_dict(), out)
         return 0
     printer = TokenPrinter(out)
     result = engine.generate(messages, config, on_step=printer)
@@ -433,57 +388,29 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
-    from app.engine import compare_runs
+    """Both arms through the engine's comparison service; this only presents its report."""
+    from app.engine.compare import explanation, headline
+    from app.engine.comparison import run_comparison
 
-    spec_config = generation_config(args, speculative=True)
-    base_config = replace(spec_config, speculative=False)
+    config = generation_config(args, speculative=True)
     messages = conversation(read_prompt(args), args.system)
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
-    engine.warm_up()
-    # Speculative first: whatever warm-up is left then counts against speculation, not for it.
-    engine.reset()
-    speculative = engine.generate(messages, spec_config)
-    engine.reset()
-    baseline = engine.generate(messages, base_config)
-    comparison = compare_runs(speculative, baseline)
+    report = run_comparison(engine, messages, config)
     if args.json:
-        data = {
-            "speculative": run_dict(speculative, engine.target.name),
-            "baseline": run_dict(baseline, engine.target.name),
-            **comparison.to_dict(),
-        }
-        _print_json(data, out)
+        _print_json(report.to_dict(), out)
         return 0
+    speculative, baseline, comparison = report.speculative, report.baseline, report.comparison
     out.write(speculative.text + "\n\n")
     out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
     out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
-    out.write(_verdict_line(comparison) + "\n")
+    out.write(f"verdict: {comparison.verdict} · {headline(comparison).render()}\n")
+    out.writelines(f"  {phrase.render()}\n" for phrase in explanation(comparison))
     first = comparison.first_difference
     if first is not None:
         out.write(f"  speculative from there: {_snippet(speculative.text, first.char_index)}\n")
         out.write(f"  baseline from there:    {_snippet(baseline.text, first.char_index)}\n")
     return 0
-
-
-VERDICTS = {
-    "near_tie": "a near-tie in the target's logits: batched verification numerics, not an acceptance bug",
-    "sampling": "expected when sampling: only the distribution is the same (try --sampling seed-invariant)",
-    "divergence": "the target was not close to a tie there: this looks like a bug",
-}
-
-
-def _verdict_line(comparison: Any) -> str:
-    speed = f"speculation was {comparison.speedup:.2f}x as fast as the target alone"
-    first = comparison.first_difference
-    if first is None:
-        return f"verdict: identical answers; {speed}"
-    margin = "unknown" if first.margin is None else f"{first.margin:.4f}"
-    where = (
-        f"they part at token {first.token_index} (character {first.char_index}), top-2 logit margin {margin}"
-    )
-    explanation = VERDICTS[comparison.verdict]
-    return f"verdict: {comparison.verdict}; {where}; {explanation}; {speed}"
 
 
 # --- bench -----------------------------------------------------------------------------------

@@ -196,8 +196,46 @@ def test_compare_json_finds_greedy_speculation_identical(models, capsys):
 def test_compare_text_output_states_the_verdict(models, capsys):
     code, out, err = run_cli(capsys, "compare", *tiny(models), "--prompt", PROMPT)
     assert code == 0, err
-    assert "verdict: identical" in out
+    assert "verdict: identical · Identical answer · " in out
+    assert "Both runs produced exactly the same tokens" in out
     assert "speculative" in out and "baseline" in out
+
+
+@pytest.fixture()
+def service_reports(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every report the comparison service makes during the test."""
+    from app.engine import comparison
+
+    reports: list = []
+    real = comparison.run_comparison
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reports.append(real(*args, **kwargs))
+        return reports[-1]
+
+    monkeypatch.setattr(comparison, "run_comparison", spy)
+    return reports
+
+
+def test_compare_json_is_the_services_report(models, capsys, service_reports):
+    data = run_json(capsys, "compare", *tiny(models, "--draft", models["draft"]), "--prompt", PROMPT)
+    assert len(service_reports) == 1
+    report = service_reports[0]
+    assert data == json.loads(json.dumps(report.to_dict()))
+    assert data["speedup"] == report.speculative.stats.tokens_per_s / report.baseline.stats.tokens_per_s
+    assert data["speculative"]["made_by"]["drafter"].startswith("draft model")
+    assert data["baseline"]["made_by"]["drafter"] == "none"
+    assert data["order"] == ["speculative", "baseline"]
+
+
+def test_compare_text_says_what_the_services_report_says(models, capsys, service_reports):
+    from app.engine.compare import explanation, headline
+
+    code, out, err = run_cli(capsys, "compare", *tiny(models), "--prompt", PROMPT)
+    assert code == 0, err
+    comparison = service_reports[0].comparison
+    assert f"verdict: {comparison.verdict} · {headline(comparison).render()}\n" in out
+    assert all(p.render() in out for p in explanation(comparison))
 
 
 # --- bench ---------------------------------------------------------------------------------

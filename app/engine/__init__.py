@@ -7,7 +7,7 @@ Token ids in, events out. The CLI, the GUI worker and the tests all use the same
     result = engine.generate([{"role": "user", "content": "Hi"}], GenerationConfig())
 
 Names are imported lazily so that the pure-data modules (``events``, ``config``, ``compare``)
-can be used without importing torch.
+can be used without importing torch (``comparison`` runs models but imports no torch itself).
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ _EXPORTS = {
     "TokenInfo": "events",
     "RunStats": "events",
     "RunResult": "events",
+    "RunProvenance": "events",
     "Comparison": "compare",
+    "ComparisonReport": "compare",
     "compare_runs": "compare",
+    "run_comparison": "comparison",
     "SpecChatError": "errors",
     "ModelLoadError": "errors",
     "IncompatibleModelsError": "errors",

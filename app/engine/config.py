@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 from .errors import InvalidSettingError
 
@@ -40,6 +40,24 @@ class GenerationConfig:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (stop strings as a list); ``from_dict`` reads it back."""
+        data = asdict(self)
+        data["stop_strings"] = list(self.stop_strings)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationConfig:
+        """The one mapping from stored or front-end settings to a config: unknown keys are
+        ignored (older or newer files), missing ones take their defaults, and the values are
+        validated like any other (``InvalidSettingError``)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        if "stop_strings" in values:
+            stops = values["stop_strings"]
+            values["stop_strings"] = (stops,) if isinstance(stops, str) else tuple(stops or ())
+        return cls(**values)
 
 
 def validate(config: GenerationConfig) -> None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import torch
 from transformers import PreTrainedTokenizerBase
 
 from .acceptance import Rule
@@ -29,6 +30,19 @@ from .kv import CachedModel
 from .sampling import top2_margin
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
+
+
+def _sync(device: torch.device) -> None:
+    """Wait for the device's queued kernels, so the clock read next includes them (CPU: no-op)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def _clock(device: torch.device) -> float:
+    _sync(device)
+    return time.perf_counter()
 
 
 class _Output:
@@ -100,17 +114,20 @@ def _verify_step(
     n = verdict.n_accepted
     target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
     margins = top2_margin(logits[: n + 1])
+    tops = logits[: n + 1].float().amax(dim=-1).tolist()  # [n+1]: what sets the margin's resolution
     accepted = []
     for j in range(n):
         info = out.push(
-            drafts[j], source="draft", p_target=float(p[j, drafts[j]]), p_draft=proposal.p_draft[j], margin=margins[j]
+            drafts[j], source="draft", p_target=float(p[j, drafts[j]]), p_draft=proposal.p_draft[j], margin=margins[j],
+            top_logit=tops[j],
         )
         if info is None:
             break
         accepted.append(info)
     q_next = float(proposal.q[n, verdict.next_token]) if proposal.q is not None and n < len(drafts) else None
     own = out.push(
-        verdict.next_token, source="target", p_target=float(p[n, verdict.next_token]), p_draft=q_next, margin=margins[n]
+        verdict.next_token, source="target", p_target=float(p[n, verdict.next_token]), p_draft=q_next, margin=margins[n],
+        top_logit=tops[n],
     )
     rejected = [
         TokenInfo(
@@ -169,14 +186,14 @@ def decode(
         if cancel is not None and cancel.is_set():
             yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
             return
-        started = time.perf_counter()
+        started = _clock(target.device)
         k_now = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
         use_drafter = drafter is not None and k_now > 0
         proposal = drafter.propose(tokens, k_now, rule, config.confidence_threshold) if use_drafter else NO_PROPOSAL
-        drafted = time.perf_counter()
+        drafted = _clock(target.device)
         step = _verify_step(target, rule, tokens, proposal, out)
-        finished = time.perf_counter()
+        finished = _clock(target.device)
 
         tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
         m = len(proposal.tokens)

@@ -6,8 +6,9 @@ so the GUI, the CLI and the tests never look inside the engine.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, Literal
 
 TokenSource = Literal["draft", "target"]
 # prefill: the first token, from the prompt's pass; plain: no drafter ran;
@@ -28,6 +29,22 @@ class TokenInfo:
     p_target: float | None = None  # target probability of this token at its position
     p_draft: float | None = None  # draft probability (None for prompt lookup / no drafter)
     margin: float | None = None  # target's top-1 minus top-2 logit at this position
+    top_logit: float | None = None  # target's top-1 logit there: sets the dtype's resolution of ``margin``
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "p_target": _finite(self.p_target),
+            "p_draft": _finite(self.p_draft),
+            "margin": _finite(self.margin),
+            "top_logit": _finite(self.top_logit),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TokenInfo:
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
@@ -54,9 +71,13 @@ class RunStats:
         return self.new_tokens / self.target_passes if self.target_passes else 0.0
 
     @property
+    def wall_s(self) -> float:
+        """Seconds of the whole run: the prompt's pass and every decoding step."""
+        return self.prefill_s + self.decode_s
+
+    @property
     def tokens_per_s(self) -> float:
-        total = self.prefill_s + self.decode_s
-        return self.new_tokens / total if total > 0 else 0.0
+        return self.new_tokens / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
     def passes_saved(self) -> int:
@@ -93,9 +114,14 @@ class RunStats:
             acceptance_rate=self.acceptance_rate,
             tokens_per_pass=self.tokens_per_pass,
             tokens_per_s=self.tokens_per_s,
-            wall_s=self.prefill_s + self.decode_s,
+            wall_s=self.wall_s,
         )
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunStats:
+        """The fields of ``to_dict`` (derived values are ignored: they are recomputed)."""
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
@@ -129,6 +155,85 @@ class StepEvent:
     def text(self) -> str:
         return "".join(t.text for t in self.tokens)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Ids for the tokens (their details are in the run's token list), the rejected drafts
+        in full (they appear nowhere else)."""
+        return {
+            "index": self.index,
+            "accepted": [t.id for t in self.accepted],
+            "rejected": [t.id for t in self.rejected],
+            "rejected_tokens": [t.to_dict() for t in self.rejected],
+            "target": None if self.target is None else self.target.id,
+            "kind": self.target_kind,
+            "k": self.k,
+            "draft_passes": self.draft_passes,
+            "draft_s": self.draft_s,
+            "verify_s": self.verify_s,
+            "predicted_speedup": _finite(self.predicted_speedup),
+            "stop_reason": self.stop_reason,
+            "text": self.text,
+            "stats": self.stats.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], tokens: list[TokenInfo]) -> StepEvent:
+        """``tokens``: this step's accepted tokens then its own token, from the run's list."""
+        n = len(data["accepted"])
+        return cls(
+            index=int(data["index"]),
+            accepted=tuple(tokens[:n]),
+            target=tokens[n] if data["target"] is not None else None,
+            rejected=tuple(TokenInfo.from_dict(t) for t in data.get("rejected_tokens", [])),
+            target_kind=data["kind"],
+            k=int(data["k"]),
+            draft_s=float(data["draft_s"]),
+            verify_s=float(data["verify_s"]),
+            stats=RunStats.from_dict(data["stats"]),
+            stop_reason=data.get("stop_reason"),
+            draft_passes=int(data.get("draft_passes", 0)),
+            predicted_speedup=data.get("predicted_speedup"),
+        )
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """What made a run: the models, how they were loaded, and the settings. Recorded with every
+    run so that two runs are only compared as "the same models" when they were."""
+
+    target: str  # the target's name
+    drafter: str  # "draft model: NAME", "prompt lookup" or "none" (this run drafted nothing)
+    dtype: str  # the target's dtype: "float32", "bfloat16", "float16"
+    device: str  # "cpu", "cuda:0", "mps"
+    draft_dtype: str | None = None  # the draft model's dtype; None without a draft model
+    config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
+
+    # What must agree for two runs to come from the same models (the settings are the
+    # caller's: a comparison reruns with the stored answer's own settings).
+    MODEL_FIELDS: ClassVar[tuple[str, ...]] = ("target", "dtype", "device")
+    DRAFTER_FIELDS: ClassVar[tuple[str, ...]] = ("drafter", "draft_dtype")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunProvenance:
+        values = _known(cls, data)
+        values["config"] = dict(values.get("config") or {})
+        return cls(**values)
+
+    def differences(self, other: RunProvenance) -> tuple[str, ...]:
+        """The fields (target, dtype, device, and for a run that drafted, drafter and
+        draft_dtype) in which ``other`` names different models than this one."""
+        names = self.MODEL_FIELDS + (self.DRAFTER_FIELDS if self.drafter != "none" else ())
+        return tuple(n for n in names if getattr(self, n) != getattr(other, n))
+
+    def describe(self) -> str:
+        """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"."""
+        made = f"{self.target} ({self.dtype}, {self.device})"
+        if self.drafter == "none":
+            return made
+        return made + f" + {self.drafter}" + (f" ({self.draft_dtype})" if self.draft_dtype else "")
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -142,14 +247,56 @@ class RunResult:
     speculative: bool
     drafter: str  # "draft model: NAME", "prompt lookup" or "none"
     config: dict[str, object] = field(default_factory=dict)
+    made_by: RunProvenance | None = None  # None: not recorded (a run rebuilt from an old file)
 
     @property
     def token_ids(self) -> list[int]:
         return [t.id for t in self.tokens]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The run as JSON (the CLI's output, a saved run): lossless through ``from_dict``."""
+        return {
+            "text": self.text,
+            "tokens": [t.to_dict() for t in self.tokens],
+            "steps": [s.to_dict() for s in self.steps],
+            "stats": self.stats.to_dict(),
+            "stop_reason": self.stop_reason,
+            "speculative": self.speculative,
+            "drafter": self.drafter,
+            "target": None if self.made_by is None else self.made_by.target,
+            "config": dict(self.config),
+            "made_by": None if self.made_by is None else self.made_by.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        tokens = [TokenInfo.from_dict(t) for t in data["tokens"]]
+        steps, used = [], 0
+        for step in data["steps"]:
+            n = len(step["accepted"]) + (step["target"] is not None)
+            steps.append(StepEvent.from_dict(step, tokens[used : used + n]))
+            used += n
+        made_by = data.get("made_by")
+        return cls(
+            text=data["text"],
+            tokens=tuple(tokens),
+            steps=tuple(steps),
+            stats=RunStats.from_dict(data["stats"]),
+            stop_reason=data["stop_reason"],
+            speculative=bool(data["speculative"]),
+            drafter=data["drafter"],
+            config=dict(data.get("config") or {}),
+            made_by=None if made_by is None else RunProvenance.from_dict(made_by),
+        )
+
     @classmethod
     def from_steps(
-        cls, steps: list[StepEvent], speculative: bool, drafter: str, config: dict[str, object]
+        cls,
+        steps: list[StepEvent],
+        speculative: bool,
+        drafter: str,
+        config: dict[str, object],
+        made_by: RunProvenance | None = None,
     ) -> RunResult:
         tokens = tuple(t for s in steps for t in s.tokens)
         last = steps[-1]
@@ -162,4 +309,15 @@ class RunResult:
             speculative=speculative,
             drafter=drafter,
             config=config,
+            made_by=made_by,
         )
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: such a number is written as null."""
+    return value if value is None or math.isfinite(value) else None
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
 
 import torch
 
@@ -23,7 +22,7 @@ from .config import LOOKUP, GenerationConfig
 from .decode import decode
 from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from .errors import InvalidSettingError, PromptError, SpecChatError
-from .events import RunResult, StepEvent
+from .events import RunProvenance, RunResult, StepEvent
 from .kv import CachedModel
 from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 
@@ -97,6 +96,18 @@ class Engine:
     @property
     def has_drafter(self) -> bool:
         return self._drafter is not None
+
+    def made_by(self, config: GenerationConfig) -> RunProvenance:
+        """Which models, dtypes, device and settings make a run with ``config``."""
+        drafting = config.speculative and self.has_drafter
+        return RunProvenance(
+            target=self.target.name,
+            drafter=self.drafter_name if drafting else "none",
+            dtype=self.target.dtype,
+            device=str(self.target.device),
+            draft_dtype=self.draft.dtype if drafting and self.draft is not None else None,
+            config=config.to_dict(),
+        )
 
     def prompt_ids(self, conversation: Conversation, continue_answer: bool = False) -> list[int]:
         """The conversation as token ids, through the model's chat template when it has one.
@@ -192,5 +203,6 @@ class Engine:
             steps,
             speculative=speculative,
             drafter=self.drafter_name if speculative else "none",
-            config=asdict(config),
+            config=config.to_dict(),
+            made_by=self.made_by(config),
         )

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.compare import Comparison, compare_runs
+from app.engine.compare import Comparison, ComparisonReport
 from app.engine.config import GenerationConfig
 from app.engine.events import RunResult, RunStats, StepEvent
 
@@ -25,10 +25,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CompareOutcome:
-    speculative: RunResult
+    """The comparison service's report, and the speculative arm as records to paint."""
+
+    report: ComparisonReport
     speculative_records: list[TokenRecord]
-    baseline: RunResult
-    comparison: Comparison
+    answer: Message  # the stored answer the person asked to compare
+
+    @property
+    def speculative(self) -> RunResult:
+        return self.report.speculative
+
+    @property
+    def baseline(self) -> RunResult:
+        return self.report.baseline
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.report.comparison
 
 
 class ChatController(QObject):
@@ -54,6 +67,7 @@ class ChatController(QObject):
         worker.events_ready.connect(self._on_events)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
+        worker.compared.connect(self._on_compared)
         view.compare_requested.connect(self.compare)
 
     @property
@@ -126,7 +140,7 @@ class ChatController(QObject):
         answer = Message(
             "assistant",
             "",
-            config=_config_dict(config),
+            config=config.to_dict(),
             speculative=config.speculative and self.drafter_name not in ("none", ""),
             drafter=self.drafter_name if config.speculative else "none",
         )
@@ -146,14 +160,15 @@ class ChatController(QObject):
                 self._worker.cancel(run[0])
 
     def compare(self, answer: Message) -> bool:
-        """Rerun the conversation up to ``answer`` the other way (with / without speculation)."""
+        """Answer the conversation up to ``answer`` with and without speculation, both fresh,
+        through the engine's comparison service; the report says whether the models that made
+        ``answer`` are the ones loaded now and whether the rerun reproduced it."""
         if self.busy or answer not in self.conversation.messages or answer.config is None:
             return False
         index = self.conversation.messages.index(answer)
-        config = replace(_config_from_dict(answer.config), speculative=not answer.speculative)
-        if answer.stop_reason == "cancelled" and answer.run_stats.new_tokens > 0:
-            config = replace(config, max_new_tokens=answer.run_stats.new_tokens)  # same length
-        run_id = self._worker.request_generate(self.conversation.prompt(upto=index), config)
+        config = GenerationConfig.from_dict(answer.config)
+        stored = answer.run_result()
+        run_id = self._worker.request_compare(self.conversation.prompt(upto=index), config, stored)
         self._compare_run = (run_id, answer)
         self._set_busy()
         return True
@@ -201,11 +216,17 @@ class ChatController(QObject):
             self.save()
             self.context_changed.emit(self.conversation.context_tokens())
             self._set_busy()
-        elif self._compare_run is not None and self._compare_run[0] == run_id:
-            original = self._compare_run[1]
-            self._compare_run = None
-            self._set_busy()
-            self.comparison_ready.emit(_outcome(original, result))
+
+    def _on_compared(self, run_id: int, report: ComparisonReport) -> None:
+        if self._compare_run is None or self._compare_run[0] != run_id:
+            return
+        answer = self._compare_run[1]
+        self._compare_run = None
+        self._set_busy()
+        if "cancelled" in (report.speculative.stop_reason, report.baseline.stop_reason):
+            return  # stopped by the person: half a comparison says nothing
+        records = [r for step in report.speculative.steps for r in records_from_step(step)]
+        self.comparison_ready.emit(CompareOutcome(report, records, answer))
 
     def _on_failed(self, run_id: int, message_text: str) -> None:
         if self._answer_run is not None and self._answer_run[0] == run_id:
@@ -234,26 +255,3 @@ class ChatController(QObject):
     def _set_busy(self) -> None:
         self._view.set_busy(self.busy)
         self.busy_changed.emit(self.busy)
-
-
-def _outcome(original: Message, rerun: RunResult) -> CompareOutcome:
-    first = original.run_result()
-    if original.speculative:
-        speculative, records, baseline = first, list(original.records), rerun
-    else:
-        records = [r for step in rerun.steps for r in records_from_step(step)]
-        speculative, baseline = rerun, first
-    return CompareOutcome(speculative, records, baseline, compare_runs(speculative, baseline))
-
-
-def _config_dict(config: GenerationConfig) -> dict[str, Any]:
-    data = asdict(config)
-    data["stop_strings"] = list(config.stop_strings)
-    return data
-
-
-def _config_from_dict(data: dict[str, Any]) -> GenerationConfig:
-    known = GenerationConfig.__dataclass_fields__
-    values = {k: v for k, v in data.items() if k in known}
-    values["stop_strings"] = tuple(values.get("stop_strings") or ())
-    return GenerationConfig(**values)

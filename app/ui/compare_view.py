@@ -19,91 +19,62 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.compare import Comparison
+from app.engine.compare import (
+    Comparison,
+    ComparisonReport,
+    Phrase,
+    explanation,
+    headline,
+    headline_tone,
+    stored_notes,
+)
 from app.engine.events import RunResult
 
 from .conversation import TokenRecord
-from .formatting import how_made, wall_seconds
+from .formatting import how_made
 from .token_style import diff_format
 from .token_view import LINE_SEPARATOR, TokenTextView
+
+# The sentences are the engine's (app.engine.compare: one wording for the CLI and the GUI);
+# translated here, in this context, before their values are filled in.
+TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neutral": "#2e86c1"}
 
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("CompareDialog", text)
 
 
-def speed_phrase(speedup: float) -> str:
-    if speedup <= 0:
-        return _tr("speed unknown")
-    if speedup >= 1.0:
-        return _tr("{0:.1f}× faster").format(speedup)
-    return _tr("{0:.1f}× slower").format(1.0 / speedup)
+def _say(phrase: Phrase) -> str:
+    return phrase.render(_tr)
 
 
 def verdict_line(comparison: Comparison) -> str:
     """The big line: "Identical answer · 1.8× faster"."""
-    speed = speed_phrase(comparison.speedup)
-    first = comparison.first_difference
-    if comparison.identical or first is None:
-        return _tr("Identical answer · {0}").format(speed)
-    if comparison.verdict == "sampling":
-        return _tr("Different sample · {0}").format(speed)
-    return _tr("Answers differ from token {0} · {1}").format(first.token_index, speed)
+    return _say(headline(comparison))
 
 
 def verdict_sentence(comparison: Comparison) -> str:
-    """What the verdict means, in plain words."""
-    first = comparison.first_difference
-    if comparison.identical or first is None:
-        text = _tr(
-            "Both runs produced exactly the same tokens: speculation changed the speed, not the answer."
-        )
-    else:
-        where = _tr("They first differ at token {0} (character {1})").format(
-            first.token_index, first.char_index
-        )
-        margin = _tr("unknown") if first.margin is None else f"{first.margin:.4f}"
-        if comparison.verdict == "near_tie":
-            text = _tr(
-                "{0}, where the target's two best tokens were only {1} logits apart: a near-tie "
-                "resolved differently by batched arithmetic — numerics, not a bug."
-            ).format(where, margin)
-        elif comparison.verdict == "sampling":
-            text = _tr(
-                "{0}. These answers were sampled without seed-invariant mode, so different text is "
-                "expected; the distribution is the same."
-            ).format(where)
-        else:
-            text = _tr(
-                "{0}, where the target was confident (margin {1} logits). Greedy decoding should "
-                "never diverge like this: this is a bug, please report it."
-            ).format(where, margin)
-    if 0 < comparison.speedup < 1.0:
-        text += " " + _tr(
-            "Speculation was slower here: the drafter's guesses were accepted too rarely to pay "
-            "for drafting and verifying them."
-        )
-    return text
+    """What the verdict means, and why speculation was slower when it was."""
+    return " ".join(_say(p) for p in explanation(comparison))
 
 
 def verdict_color(comparison: Comparison) -> str:
-    return {"identical": "#27ae60", "near_tie": "#d68910", "sampling": "#2e86c1"}.get(
-        comparison.verdict, "#c0392b"
-    )
+    """By outcome: slower is never green."""
+    return TONE_COLOURS[headline_tone(comparison)]
 
 
 class CompareDialog(QDialog):
     def __init__(
         self,
-        speculative: RunResult,
+        report: ComparisonReport,
         speculative_records: list[TokenRecord],
-        baseline: RunResult,
-        comparison: Comparison,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(self.tr("Compare: with and without speculation"))
-        self.comparison = comparison
+        self.report = report
+        speculative, baseline = report.speculative, report.baseline
+        self.comparison = comparison = report.comparison
         self.verdict = QLabel(verdict_line(comparison), self)
         font = self.verdict.font()
         font.setPointSizeF(font.pointSizeF() * 1.7)
@@ -112,6 +83,10 @@ class CompareDialog(QDialog):
         self.verdict.setStyleSheet(f"color: {verdict_color(comparison)};")
         self.explanation = QLabel(verdict_sentence(comparison), self)
         self.explanation.setWordWrap(True)
+        # about the stored answer: other models made it, or the rerun did not reproduce it
+        self.stored_note = QLabel(" ".join(_say(p) for p in stored_notes(report)), self)
+        self.stored_note.setWordWrap(True)
+        self.stored_note.setVisible(bool(self.stored_note.text()))
 
         self.speculative_view = TokenTextView(self)
         self.speculative_view.set_records(speculative_records)
@@ -144,6 +119,7 @@ class CompareDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.verdict)
         layout.addWidget(self.explanation)
+        layout.addWidget(self.stored_note)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)
         layout.addWidget(diff_box, 1)
@@ -152,7 +128,7 @@ class CompareDialog(QDialog):
 
     def _stats_table(self, speculative: RunResult, baseline: RunResult) -> QTableWidget:
         rows = [
-            (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(wall_seconds(r.stats))),
+            (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),
             (self.tr("Tokens/s"), lambda r: f"{r.stats.tokens_per_s:.1f}"),
             (self.tr("New tokens"), lambda r: str(r.stats.new_tokens)),
             (self.tr("Target passes"), lambda r: str(r.stats.target_passes)),

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 
 RecordKind = Literal["draft", "target", "rejected"]
 Role = Literal["system", "user", "assistant"]
@@ -68,12 +68,12 @@ class Message:
     drafter: str = "none"
     stop_reason: str | None = None
     error: str | None = None
+    made_by: RunProvenance | None = None  # which models and settings made it; None in old files
     result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
 
     @property
     def run_stats(self) -> RunStats:
-        known = RunStats.__dataclass_fields__
-        return RunStats(**{k: v for k, v in (self.stats or {}).items() if k in known})
+        return RunStats.from_dict(self.stats or {})
 
     def add_step(self, step: StepEvent, after: RunStats | None = None) -> None:
         """Append a streamed step; ``after``: the stats of the cut answer this run continues."""
@@ -104,6 +104,7 @@ class Message:
         self.stop_reason = result.stop_reason
         self.speculative = result.speculative
         self.drafter = result.drafter
+        self.made_by = result.made_by
 
     def run_result(self) -> RunResult:
         """The engine's result if this session made it, else one rebuilt from what was saved."""
@@ -119,6 +120,7 @@ class Message:
             speculative=self.speculative,
             drafter=self.drafter,
             config=dict(self.config or {}),
+            made_by=self.made_by,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -132,6 +134,7 @@ class Message:
                 drafter=self.drafter,
                 stop_reason=self.stop_reason,
                 error=self.error,
+                made_by=None if self.made_by is None else self.made_by.to_dict(),
             )
         return data
 
@@ -147,6 +150,7 @@ class Message:
             drafter=data.get("drafter", "none"),
             stop_reason=data.get("stop_reason"),
             error=data.get("error"),
+            made_by=_provenance(data.get("made_by")),
         )
 
 
@@ -202,6 +206,14 @@ class Conversation:
             created=float(data.get("created", 0.0)),
             updated=float(data.get("updated", 0.0)),
         )
+
+
+def _provenance(data: Any) -> RunProvenance | None:
+    """An answer's provenance, or None: files written before it was recorded have none."""
+    try:
+        return RunProvenance.from_dict(data) if isinstance(data, dict) else None
+    except TypeError:  # a field missing: as good as unrecorded
+        return None
 
 
 def _stats_fields(stats: RunStats) -> dict[str, Any]:

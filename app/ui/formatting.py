@@ -42,10 +42,6 @@ def stop_note(stop_reason: str | None) -> str:
     }.get(stop_reason or "", "")
 
 
-def wall_seconds(stats: RunStats) -> float:
-    return stats.prefill_s + stats.decode_s
-
-
 CONTEXT_WARN_FRACTION = 0.8  # warn from here on: the next answer may not fit
 
 

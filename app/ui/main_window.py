@@ -293,9 +293,7 @@ class MainWindow(QMainWindow):
     def _on_comparison_ready(self, outcome: CompareOutcome) -> None:
         if self.compare_dialog is not None:
             self.compare_dialog.close()
-        dialog = CompareDialog(
-            outcome.speculative, outcome.speculative_records, outcome.baseline, outcome.comparison, self
-        )
+        dialog = CompareDialog(outcome.report, outcome.speculative_records, self)
         self._remember_geometry(dialog, "compare_dialog")
         self.compare_dialog = dialog
         dialog.show()

@@ -27,6 +27,8 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
+from app.engine.compare import ComparisonReport
+from app.engine.comparison import run_comparison  # torch-free itself: it drives the engine
 from app.engine.config import GenerationConfig
 from app.engine.errors import SpecChatError
 from app.engine.events import RunResult, StepEvent
@@ -58,6 +60,17 @@ class GenerateRequest:
     continue_answer: bool = False  # go on with the cut answer that ends the conversation
 
 
+@dataclass(frozen=True)
+class CompareRequest:
+    """Run the comparison service (both arms, fresh) on the engine thread."""
+
+    run_id: int
+    conversation: Conversation
+    config: GenerationConfig
+    stored: RunResult | None = None  # the stored answer being compared, if any
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
 def _load_engine(**kwargs: Any) -> Any:
     from app.engine import Engine  # torch is imported here, on the worker thread
 
@@ -82,12 +95,14 @@ class EngineWorker(QObject):
     load_failed = Signal(str)  # readable message; the previous models stay loaded
     context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
     devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
+    compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
+    _compare_ended = Signal(int, object, str)  # engine thread -> GUI: run id, report | None, error
 
     def __init__(self, loader: EngineLoader | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loader = loader or _load_engine
-        self._jobs: queue.Queue[LoadRequest | GenerateRequest | None] = queue.Queue()
+        self._jobs: queue.Queue[LoadRequest | GenerateRequest | CompareRequest | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._run_ids = itertools.count(1)
         self._cancels: dict[int, threading.Event] = {}
@@ -99,6 +114,7 @@ class EngineWorker(QObject):
         self._flush_timer.setInterval(round(BATCH_INTERVAL_S * 1000))
         self._flush_timer.timeout.connect(self._flush)
         self._run_ended.connect(self._on_run_ended)
+        self._compare_ended.connect(self._on_compare_ended)
         # owned by the worker thread
         self._engine: Any = None
         self._load_error: str | None = None
@@ -137,6 +153,18 @@ class EngineWorker(QObject):
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
         self._flush_timer.start()
+        return request.run_id
+
+    def request_compare(
+        self, conversation: Conversation, config: GenerationConfig, stored: RunResult | None = None
+    ) -> int:
+        """Queue a comparison of both arms (``compared`` or ``failed`` answers it); returns its
+        id. ``stored``: the answer the person asked to compare, checked against the rerun."""
+        self.start()
+        request = CompareRequest(next(self._run_ids), conversation, config, stored)
+        with self._lock:
+            self._cancels[request.run_id] = request.cancel
+        self._jobs.put(request)
         return request.run_id
 
     def cancel(self, run_id: int | None = None) -> None:
@@ -189,6 +217,12 @@ class EngineWorker(QObject):
         else:
             self.finished.emit(run_id, result)
 
+    def _on_compare_ended(self, run_id: int, report: ComparisonReport | None, error: str) -> None:
+        if error:
+            self.failed.emit(run_id, error)
+        else:
+            self.compared.emit(run_id, report)
+
     # ---- futures, resolved on the GUI thread -------------------------------------------
     def _on_finished(self, run_id: int, result: RunResult) -> None:
         future = self._futures.pop(run_id, None)
@@ -214,6 +248,9 @@ class EngineWorker(QObject):
         while (job := self._jobs.get()) is not None:
             if isinstance(job, LoadRequest):
                 self._load(job)
+                continue
+            if isinstance(job, CompareRequest):
+                self._compare(job)
                 continue
             result, error = self._generate(job)
             with self._lock:
@@ -274,6 +311,25 @@ class EngineWorker(QObject):
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             return None, _describe(e)
         return result, ""
+
+    def _compare(self, request: CompareRequest) -> None:
+        report, error = None, ""
+        if self._engine is None:
+            error = _tr("No model is loaded: {0}").format(self._load_error or _tr("the model is not loaded"))
+        else:
+            try:
+                report = run_comparison(
+                    self._engine,
+                    request.conversation,
+                    request.config,
+                    stored=request.stored,
+                    cancel=request.cancel,
+                )
+            except Exception as e:  # noqa: BLE001 - every failure must reach the person
+                error = _describe(e)
+        with self._lock:
+            self._cancels.pop(request.run_id, None)
+        self._compare_ended.emit(request.run_id, report, error)
 
 
 def _probe_devices_list() -> list[str]:

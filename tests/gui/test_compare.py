@@ -1,14 +1,23 @@
-"""Compare: rerun an answer the other way and show both, the speed-up, the diff, a verdict."""
+"""Compare: both arms rerun by the engine's comparison service, shown side by side with the
+speed ratio, the diff, a verdict that matches the numbers, and what became of the stored answer."""
 
 from __future__ import annotations
 
+import json
+import re
+import threading
+from dataclasses import replace
+
+import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, send_and_wait, tiny_settings
 
-from app.engine.compare import Comparison, FirstDifference, compare_runs
-from app.engine.events import RunResult, RunStats, TokenInfo
-from app.ui.compare_view import CompareDialog, verdict_line, verdict_sentence
-from app.ui.conversation import TokenRecord
+from app.engine.compare import ComparisonReport, compare_runs, explanation, headline
+from app.engine.config import GenerationConfig
+from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
+from app.ui.compare_view import TONE_COLOURS, CompareDialog
+from app.ui.conversation import Conversation, Message, TokenRecord
 from app.ui.token_style import DIFF_OP
+from app.worker import EngineWorker
 
 
 def _compare(qtbot, window, answer_index: int = -1):  # type: ignore[no-untyped-def]
@@ -18,50 +27,135 @@ def _compare(qtbot, window, answer_index: int = -1):  # type: ignore[no-untyped-
     return ready.args[0]
 
 
-def test_compare_on_a_greedy_answer_reports_identical(open_window, qtbot, tiny_models):
+def _shown_ratio(text: str) -> float:
+    """The speed ratio as the headline states it: "2.0× faster" → 2.0, "2.0× slower" → 0.5."""
+    match = re.search(r"(\d+\.\d)× (faster|slower)", text)
+    assert match is not None, text
+    value = float(match.group(1))
+    return value if match.group(2) == "faster" else 1.0 / value
+
+
+def test_compare_reruns_both_arms_and_states_the_tokens_per_second_ratio(open_window, qtbot, tiny_models):
     window = open_window(tiny_settings(tiny_models))
     result = send_and_wait(qtbot, window)
     outcome = _compare(qtbot, window)
 
-    assert outcome.speculative is result and outcome.baseline.speculative is False
-    assert outcome.comparison.identical and outcome.comparison.verdict == "identical"
+    spec, base = outcome.speculative, outcome.baseline
+    assert spec is not result and spec.token_ids == result.token_ids  # rerun, not the stored run
+    assert spec.speculative and not base.speculative
+    assert outcome.report.stored is not None and outcome.report.stored.same_models
+    assert outcome.report.stored.reproduced is True
     dialog = window.compare_dialog
     assert dialog is not None and dialog.isVisible()
-    assert dialog.verdict.text().startswith("Identical answer · ")
-    assert ("faster" in dialog.verdict.text()) or ("slower" in dialog.verdict.text())
+    assert not dialog.stored_note.isVisible()
+    text = dialog.verdict.text()
+    assert text.startswith("Identical answer · ")
+    # the stated ratio is tokens/s with over tokens/s without, in the right direction
+    tps_ratio = spec.stats.tokens_per_s / base.stats.tokens_per_s
+    if abs(tps_ratio - 1.0) >= 0.05:
+        assert _shown_ratio(text) == pytest.approx(tps_ratio, rel=0.06)  # shown to one decimal
+        assert ("faster" in text) == (tps_ratio > 1.0)
+        assert (dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['good']};") == (tps_ratio > 1.0)
+    else:
+        assert "about as fast" in text
+    assert dialog.table.item(1, 0).text() == f"{spec.stats.tokens_per_s:.1f}"
+    assert dialog.table.item(1, 1).text() == f"{base.stats.tokens_per_s:.1f}"
     assert dialog.baseline_view.toPlainText() == dialog.speculative_view.toPlainText() == result.text
     assert "draft" in {kind for _, kind in document_tokens(dialog.speculative_view)}
     assert {kind for _, kind in document_tokens(dialog.baseline_view)} == {"target"}
     assert dialog.diff_view.toPlainText() == "No differences."
-    assert dialog.table.item(3, 0).text() == str(result.stats.target_passes)
-    assert dialog.table.item(3, 1).text() == str(outcome.baseline.stats.target_passes)
+    assert dialog.table.item(3, 0).text() == str(spec.stats.target_passes)
+    assert dialog.table.item(3, 1).text() == str(base.stats.target_passes)
+
+
+def test_compare_on_an_answer_from_other_models_says_so_and_reruns_both(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    send_and_wait(qtbot, window)
+    answer = window.controller.conversation.messages[-1]
+    loaded = answer.made_by
+    assert loaded is not None
+    # as if saved by an earlier session with other models
+    answer.made_by = replace(loaded, target="Qwen2.5-1.5B-Instruct", dtype="bfloat16", device="cuda:0")
+    answer.result = None
+    outcome = _compare(qtbot, window)
+
+    stored = outcome.report.stored
+    assert stored is not None and stored.differences == ("target", "dtype", "device")
+    assert outcome.speculative.made_by == loaded and outcome.baseline.made_by.target == loaded.target
+    assert outcome.comparison.verdict == "identical"  # the two fresh arms, not the old answer
+    note = window.compare_dialog.stored_note
+    assert note.isVisible()
+    assert "Qwen2.5-1.5B-Instruct (bfloat16, cuda:0)" in note.text()
+    assert f"{loaded.target} (float32, cpu)" in note.text()
+    assert "bug" not in window.compare_dialog.explanation.text()
+
+
+def test_compare_on_an_answer_saved_without_provenance_says_so(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    send_and_wait(qtbot, window)
+    answer = window.controller.conversation.messages[-1]
+    answer.made_by, answer.result = None, None
+    outcome = _compare(qtbot, window)
+    assert outcome.report.stored.made_by is None
+    assert "without a record of the models" in window.compare_dialog.stored_note.text()
 
 
 def test_compare_on_an_answer_made_without_speculation_reruns_it_with(open_window, qtbot, tiny_models):
     window = open_window(tiny_settings(tiny_models, speculative=False))
     plain = send_and_wait(qtbot, window)
     outcome = _compare(qtbot, window)
-    assert outcome.baseline is plain and outcome.speculative.speculative is True
+    assert outcome.baseline.token_ids == plain.token_ids and outcome.speculative.speculative is True
+    assert outcome.report.stored.reproduced is True
     assert outcome.comparison.identical
     assert "draft" in {kind for _, kind in document_tokens(window.compare_dialog.speculative_view)}
 
 
+def test_an_answer_keeps_its_provenance_through_the_conversation_json(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    result = send_and_wait(qtbot, window)
+    conversation = window.controller.conversation
+    answer = conversation.messages[-1]
+    assert answer.made_by == result.made_by and answer.made_by.target.startswith("llama")
+    assert answer.made_by.dtype == "float32" and answer.made_by.drafter == result.drafter
+
+    restored = Conversation.from_json(json.loads(json.dumps(conversation.to_json())))
+    assert restored.messages[-1].made_by == answer.made_by
+    assert restored.messages[-1].run_result().made_by == answer.made_by
+    old = conversation.to_json()
+    del old["messages"][-1]["made_by"]  # a file from before provenance was recorded
+    assert Conversation.from_json(old).messages[-1].made_by is None
+    assert Message.from_json({**old["messages"][-1], "made_by": {"target": "x"}}).made_by is None
+
+
 def _run(text: str, ids: list[int], margin: float, wall: float, temperature: float = 0.0) -> RunResult:
-    tokens = tuple(TokenInfo(i, ch, "target", 0.5, None, margin) for i, ch in zip(ids, text))
+    tokens = tuple(TokenInfo(i, ch, "target", 0.5, None, margin, 20.0) for i, ch in zip(ids, text))
     stats = RunStats(new_tokens=len(tokens), target_passes=len(tokens), decode_s=wall)
-    return RunResult(text, tokens, (), stats, "eos", True, "prompt lookup", {"temperature": temperature})
+    made_by = RunProvenance("tiny", "none", "float32", "cpu")
+    return RunResult(
+        text, tokens, (), stats, "eos", True, "prompt lookup", {"temperature": temperature}, made_by
+    )
 
 
-def test_a_difference_is_shown_as_insertions_and_deletions_with_a_verdict(qtbot):
-    speculative = _run("abcX", [1, 2, 3, 9], margin=0.01, wall=1.0)
-    baseline = _run("abcYZ", [1, 2, 3, 7, 8], margin=0.01, wall=2.0)
-    comparison = compare_runs(speculative, baseline)
+def _report(speculative: RunResult, baseline: RunResult) -> ComparisonReport:
+    return ComparisonReport(
+        speculative, baseline, compare_runs(speculative, baseline), ("speculative", "baseline"), "fresh"
+    )
+
+
+def test_the_dialog_says_what_the_engine_report_says(qtbot):
+    speculative = _run("abcX", [1, 2, 3, 9], margin=1e-5, wall=1.0)
+    baseline = _run("abcYZ", [1, 2, 3, 7, 8], margin=1e-5, wall=2.0)
+    report = _report(speculative, baseline)
     records = [TokenRecord(t.text, "draft", 1, t.id) for t in speculative.tokens]
-    dialog = CompareDialog(speculative, records, baseline, comparison)
+    dialog = CompareDialog(report, records)
     qtbot.addWidget(dialog)
 
-    assert dialog.verdict.text() == "Answers differ from token 3 · 2.0× faster"
-    assert "near-tie" in dialog.explanation.text() and "0.0100" in dialog.explanation.text()
+    data = report.to_dict()  # what the CLI prints with --json
+    assert dialog.verdict.text() == data["headline"] == headline(report.comparison).render()
+    assert dialog.explanation.text() == data["explanation"]
+    # 4 tokens in 1 s against 5 in 2 s: 1.6x the tokens per second (the wall-time ratio is 2.0)
+    assert dialog.verdict.text() == "Answers differ from token 3 · 1.6× faster"
+    assert "near tie" in dialog.explanation.text() and "float32" in dialog.explanation.text()
     ops = {}
     block = dialog.diff_view.document().begin()
     it = block.begin()
@@ -72,15 +166,16 @@ def test_a_difference_is_shown_as_insertions_and_deletions_with_a_verdict(qtbot)
     assert ops["delete"] == "X" and ops["insert"] == "YZ"
 
 
-def test_verdict_sentences_say_what_a_difference_means():
-    first = FirstDifference(token_index=4, char_index=10, margin=3.5)
-    divergence = Comparison(False, first, 0.5, (), "divergence")
-    assert verdict_line(divergence) == "Answers differ from token 4 · 2.0× slower"
-    assert "bug" in verdict_sentence(divergence) and "3.5000" in verdict_sentence(divergence)
-    assert "slower" in verdict_sentence(divergence)
-    sampling = Comparison(False, first, 1.5, (), "sampling")
-    assert verdict_line(sampling) == "Different sample · 1.5× faster"
-    assert "distribution is the same" in verdict_sentence(sampling)
+def test_a_confident_difference_is_called_a_bug_and_a_sampled_one_is_not(qtbot):
+    divergence = _report(_run("abcX", [1, 2, 3, 9], 3.5, 2.0), _run("abcY", [1, 2, 3, 7], 3.5, 1.0))
+    dialog = CompareDialog(divergence, [])
+    qtbot.addWidget(dialog)
+    assert dialog.verdict.text() == "Answers differ from token 3 · 2.0× slower"
+    assert "bug" in dialog.explanation.text() and "3.5 logits" in dialog.explanation.text()
+    assert dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['bad']};"
+    sampled = _report(_run("abX", [1, 2, 9], 3.5, 1.0, 0.7), _run("abY", [1, 2, 7], 3.5, 1.5, 0.7))
+    assert explanation(sampled.comparison)[0].render().endswith("the distribution is the same.")
+    assert headline(sampled.comparison).render() == "Different sample · 1.5× faster"
 
 
 def test_long_texts_scroll_together(qtbot):
@@ -88,7 +183,7 @@ def test_long_texts_scroll_together(qtbot):
     speculative = _run(text, list(range(len(text))), margin=5.0, wall=1.0)
     baseline = _run(text, list(range(len(text))), margin=5.0, wall=1.0)
     records = [TokenRecord(t.text, "target", 1, t.id) for t in speculative.tokens]
-    dialog = CompareDialog(speculative, records, baseline, compare_runs(speculative, baseline))
+    dialog = CompareDialog(_report(speculative, baseline), records)
     qtbot.addWidget(dialog)
     dialog.show()
     left, right = dialog.speculative_view.verticalScrollBar(), dialog.baseline_view.verticalScrollBar()
@@ -109,5 +204,57 @@ def test_compare_on_a_stopped_answer_reruns_the_same_number_of_tokens(open_windo
     partial = finished.args[1]
     assert partial.stop_reason == "cancelled"
     outcome = _compare(qtbot, window)
-    assert outcome.baseline.stats.new_tokens == partial.stats.new_tokens
-    assert outcome.comparison.identical
+    assert (
+        outcome.baseline.stats.new_tokens == outcome.speculative.stats.new_tokens == partial.stats.new_tokens
+    )
+    assert outcome.comparison.identical and outcome.report.stored.reproduced is True
+
+
+class _ThreadRecordingEngine:
+    """Answers every run with one token and notes the thread each call ran on."""
+
+    target_name, drafter_name, has_drafter = "scripted", "prompt lookup", True
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def warm_up(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+    def reset(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+    def generate(self, conversation, config, cancel=None, on_step=None):  # type: ignore[no-untyped-def]
+        self.threads.append(threading.current_thread().name)
+        stats = RunStats(new_tokens=1, target_passes=1, prefill_s=0.01)
+        step = StepEvent(
+            0, (), TokenInfo(1, "x", "target"), (), "prefill", 0, 0.0, 0.01, stats, stop_reason="eos"
+        )
+        drafter = "prompt lookup" if config.speculative else "none"
+        return RunResult.from_steps([step], config.speculative, drafter, config.to_dict())
+
+
+def test_the_worker_runs_the_comparison_service_on_the_engine_thread(qtbot):
+    engine = _ThreadRecordingEngine()
+    worker = EngineWorker(loader=lambda **_kwargs: engine)
+    try:
+        with qtbot.waitSignal(worker.loaded, timeout=ANSWER_TIMEOUT_MS):
+            worker.request_load("scripted", "lookup")
+        with qtbot.waitSignal(worker.compared, timeout=ANSWER_TIMEOUT_MS) as compared:
+            run_id = worker.request_compare([{"role": "user", "content": "hi"}], GenerationConfig())
+        run, report = compared.args
+        assert run == run_id and isinstance(report, ComparisonReport)
+        assert report.comparison.identical and report.order == ("speculative", "baseline")
+        assert len(engine.threads) == 6 and set(engine.threads) == {"specchat-engine"}
+    finally:
+        worker.shutdown()
+
+
+def test_a_comparison_without_a_model_fails_with_one_message(qtbot):
+    worker = EngineWorker(loader=lambda **_kwargs: _ThreadRecordingEngine())
+    try:
+        with qtbot.waitSignal(worker.failed, timeout=ANSWER_TIMEOUT_MS) as failed:
+            run_id = worker.request_compare([{"role": "user", "content": "hi"}], GenerationConfig())
+        assert failed.args[0] == run_id and failed.args[1].startswith("No model is loaded")
+    finally:
+        worker.shutdown()

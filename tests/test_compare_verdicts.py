@@ -1,0 +1,209 @@
+"""The pure comparison data: verdicts that match the runs' own numbers, a near tie that depends on
+the dtype, tokens per second for the speed ratio, and one JSON shape for a run (no models)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.engine.compare import (
+    compare_runs,
+    explanation,
+    headline,
+    headline_tone,
+    near_tie_threshold,
+    resolution,
+    speed_cause,
+)
+from app.engine.config import GenerationConfig
+from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
+
+PLAIN_STEP_S = 0.1
+
+
+def _token(i: int, source: str = "target", margin: float = 50.0, top: float = 60.0) -> TokenInfo:
+    return TokenInfo(i, f"t{i} ", source, 0.5, None, margin, top)  # type: ignore[arg-type]
+
+
+def _plain_run(n: int = 10, step_s: float = PLAIN_STEP_S) -> RunResult:
+    """``n`` tokens, one per pass, each decoding pass ``step_s``."""
+    steps, stats = [], RunStats()
+    for i in range(n):
+        stats = RunStats(
+            new_tokens=i + 1,
+            target_passes=i + 1,
+            prefill_s=step_s,
+            decode_s=step_s * i,
+        )
+        kind = "prefill" if i == 0 else "plain"
+        steps.append(StepEvent(i, (), _token(i), (), kind, 0, 0.0, step_s, stats))  # type: ignore[arg-type]
+    return RunResult.from_steps(steps, speculative=False, drafter="none", config={"temperature": 0.0})
+
+
+def _speculative_run(
+    steps_n: int, k: int, accepted: int, draft_pass_s: float, verify_s: float, n_extra: int = 0
+) -> RunResult:
+    """``steps_n`` decoding passes after the prefill, each drafting ``k`` tokens (one draft
+    pass per token) and accepting ``accepted`` of them."""
+    steps = [StepEvent(0, (), _token(0), (), "prefill", 0, 0.0, PLAIN_STEP_S, RunStats(1, 1, prefill_s=0.1))]
+    stats = steps[0].stats
+    next_id = 1
+    for i in range(1, steps_n + 1):
+        ok = tuple(_token(next_id + j, "draft") for j in range(accepted))
+        own = _token(next_id + accepted)
+        next_id += accepted + 1
+        wrong = tuple(_token(1000 + j, "draft") for j in range(k - accepted))
+        draft_s = k * draft_pass_s
+        stats = RunStats(
+            new_tokens=stats.new_tokens + accepted + 1,
+            target_passes=stats.target_passes + 1,
+            draft_passes=stats.draft_passes + k,
+            proposed=stats.proposed + k,
+            accepted=stats.accepted + accepted,
+            prefill_s=stats.prefill_s,
+            decode_s=stats.decode_s + draft_s + verify_s,
+        )
+        kind = "bonus" if accepted == k else "correction"
+        steps.append(StepEvent(i, ok, own, wrong, kind, k, draft_s, verify_s, stats, draft_passes=k))  # type: ignore[arg-type]
+    return RunResult.from_steps(
+        steps, speculative=True, drafter="draft model: d", config={"temperature": 0.0}
+    )
+
+
+# --- §3: the cause of a slower run comes from its own steps ----------------------------------
+
+
+def test_a_slower_run_with_high_acceptance_blames_the_verify_pass_not_acceptance():
+    # 6 of 7 drafts accepted (86 %), cheap drafting, but each verify pass costs 12 plain steps
+    speculative = _speculative_run(steps_n=3, k=7, accepted=6, draft_pass_s=0.001, verify_s=12 * PLAIN_STEP_S)
+    baseline = _plain_run(n=22)
+    comparison = compare_runs(speculative, baseline)
+
+    assert comparison.outcome == "slower"
+    assert comparison.cause is not None and comparison.cause.kind == "verify_cost"
+    assert comparison.cause.acceptance_rate == pytest.approx(6 / 7)
+    assert comparison.cause.verify_cost == pytest.approx(12.0)
+    words = " ".join(p.render() for p in explanation(comparison))
+    assert "although 86% of the drafts were accepted" in words and "verify pass" in words
+    assert "too few" not in words
+
+
+def test_a_slower_run_with_expensive_drafting_blames_drafting():
+    # all drafts accepted, verification flat (1 plain step), but a draft pass costs 2 plain steps
+    speculative = _speculative_run(
+        steps_n=3, k=4, accepted=4, draft_pass_s=2 * PLAIN_STEP_S, verify_s=PLAIN_STEP_S
+    )
+    comparison = compare_runs(speculative, _plain_run(n=16))
+
+    assert comparison.outcome == "slower"
+    assert comparison.cause is not None and comparison.cause.kind == "draft_cost"
+    assert comparison.cause.draft_cost == pytest.approx(2.0)
+    words = explanation(comparison)[-1].render()
+    assert "although 100% of the drafts were accepted" in words and "spent as long drafting as 8.00" in words
+
+
+def test_a_slower_run_with_low_acceptance_blames_acceptance():
+    speculative = _speculative_run(
+        steps_n=10, k=5, accepted=1, draft_pass_s=0.02, verify_s=1.5 * PLAIN_STEP_S
+    )
+    comparison = compare_runs(speculative, _plain_run(n=21))
+
+    assert comparison.outcome == "slower"
+    assert comparison.cause is not None and comparison.cause.kind == "acceptance"
+    assert "only 20% of the drafts were accepted" in explanation(comparison)[-1].render()
+
+
+def test_a_faster_run_is_green_and_has_no_cause_a_slower_one_is_not_green():
+    fast = _speculative_run(steps_n=3, k=4, accepted=4, draft_pass_s=0.001, verify_s=PLAIN_STEP_S)
+    faster = compare_runs(fast, _plain_run(n=16))
+    assert faster.outcome == "faster" and faster.cause is None
+    assert headline_tone(faster) == "good"
+    assert headline(faster).render() == "Identical answer · 3.9× faster"
+    slow = _speculative_run(steps_n=3, k=4, accepted=4, draft_pass_s=2 * PLAIN_STEP_S, verify_s=PLAIN_STEP_S)
+    slower = compare_runs(slow, _plain_run(n=16))
+    assert slower.outcome == "slower" and headline_tone(slower) == "warning"  # not green
+
+
+def test_speed_is_compared_in_tokens_per_second_not_wall_time():
+    # 10 tokens in 1 s against 20 tokens in 4 s: 2x the tokens per second (wall time says 4x)
+    speculative = _plain_run(n=10, step_s=0.1)
+    baseline = _plain_run(n=20, step_s=0.2)
+    comparison = compare_runs(speculative, baseline)
+    assert speculative.stats.wall_s == pytest.approx(1.0) and baseline.stats.wall_s == pytest.approx(4.0)
+    assert comparison.speedup == pytest.approx(2.0)
+    assert "2.0× faster" in headline(comparison).render()
+
+
+def test_a_cause_needs_step_events():
+    rebuilt = RunResult("a", (_token(1),), (), RunStats(1, 1, decode_s=1.0), "eos", True, "prompt lookup")
+    assert speed_cause(rebuilt, _plain_run()) is None
+
+
+# --- §3: near tie by the dtype's resolution at the logit ---------------------------------------
+
+
+def test_resolution_is_the_dtype_step_at_the_logit_magnitude():
+    assert resolution("bfloat16", 20.0) == 0.125  # the issue's example: one bf16 step in [16, 32)
+    assert resolution("float32", 20.0) == 2.0**-19
+    assert resolution("float16", -3.0) == 2.0**-9
+    assert near_tie_threshold("bfloat16", 20.0) == 64 * 0.125
+
+
+def _differing_at(margin: float, top: float, dtype: str) -> RunResult:
+    made_by = RunProvenance("t", "none", dtype, "cuda:0")
+    run = _plain_run(n=3)
+    tokens = run.tokens[:2] + (TokenInfo(99, "x", "target", 0.5, None, margin, top),)
+    return RunResult("".join(t.text for t in tokens), tokens, (), run.stats, "eos", True, "d", {}, made_by)
+
+
+@pytest.mark.parametrize(
+    ("margin", "top", "bf16", "fp32"),
+    [
+        (0.5, 20.0, "near_tie", "divergence"),  # 4 bf16 steps: numerics in bf16, a bug in fp32
+        (5e-5, 20.0, "near_tie", "near_tie"),  # ~26 fp32 steps
+        (12.0, 20.0, "divergence", "divergence"),  # 96 bf16 steps: no rounding flips that
+        (0.5, 200.0, "near_tie", "divergence"),
+    ],
+)
+def test_a_near_tie_depends_on_the_dtype_at_the_logit(margin, top, bf16, fp32):
+    for dtype, expected in (("bfloat16", bf16), ("float32", fp32)):
+        speculative = _differing_at(margin, top, dtype)
+        comparison = compare_runs(speculative, _plain_run(n=3))
+        assert comparison.verdict == expected, dtype
+        assert comparison.dtype == dtype
+        assert dtype in explanation(comparison)[0].render()
+
+
+# --- one JSON shape --------------------------------------------------------------------------
+
+
+def test_a_run_round_trips_through_json_with_its_provenance():
+    run = _speculative_run(steps_n=3, k=4, accepted=2, draft_pass_s=0.01, verify_s=0.1)
+    made_by = RunProvenance(
+        "target", "draft model: d", "bfloat16", "cuda:0", "int8", GenerationConfig(k=4).to_dict()
+    )
+    run = RunResult(run.text, run.tokens, run.steps, run.stats, "eos", True, run.drafter, {"k": 4}, made_by)
+    data = json.loads(json.dumps(run.to_dict()))
+    assert data["target"] == "target" and data["stats"]["wall_s"] == run.stats.wall_s
+    assert RunResult.from_dict(data) == run
+
+
+def test_generation_config_round_trips_and_ignores_unknown_keys():
+    config = GenerationConfig(k=3, temperature=0.7, top_k=5, stop_strings=("END",), sampling="seed-invariant")
+    data = json.loads(json.dumps(config.to_dict()))
+    assert GenerationConfig.from_dict(data) == config
+    assert GenerationConfig.from_dict({**data, "added_in_a_later_version": 1}) == config
+    assert GenerationConfig.from_dict({}) == GenerationConfig()
+
+
+def test_provenance_names_the_fields_that_differ():
+    a = RunProvenance("A", "draft model: d", "float32", "cpu", "float32")
+    assert a.differences(a) == ()
+    assert a.differences(RunProvenance("B", "draft model: d", "bfloat16", "cpu", "float32")) == (
+        "target",
+        "dtype",
+    )
+    assert a.differences(RunProvenance("A", "prompt lookup", "float32", "cpu")) == ("drafter", "draft_dtype")
+    plain = RunProvenance("A", "none", "float32", "cpu")
+    assert plain.differences(a) == ()  # a run that drafted nothing does not care about drafters
