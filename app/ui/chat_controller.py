@@ -121,7 +121,7 @@ class ChatController(QObject):
         self._continuing = (answer.content, answer.run_stats)
         answer.stop_reason = answer.error = None
         run_id = self._worker.request_generate(
-            self.conversation.prompt(), _config_from_dict(answer.config), continue_answer=True
+            self.conversation.prompt(), GenerationConfig.from_dict(answer.config), continue_answer=True
         )
         self._answer_run = (run_id, answer)
         self._refresh(answer)
