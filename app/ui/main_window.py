@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from app.worker import EngineWorker
 
 SHUTDOWN_TIMEOUT_S = 1.5
+MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ class MainWindow(QMainWindow):
         self._fill_list(saved)
         if saved:
             self._open(saved[0])
+        self._report_skipped_files()
 
     # ---- public API (also used by tests and tools) ------------------------------------
     @property
@@ -261,7 +263,9 @@ class MainWindow(QMainWindow):
     def open_settings(self) -> SettingsDialog:
         """The settings dialog, showing the models that failed to load with the reason."""
         failure = self.load_failure
-        model_error = failure.message if failure is not None and failure.models == self.settings.models else None
+        model_error = (
+            failure.message if failure is not None and failure.models == self.settings.models else None
+        )
         dialog = SettingsDialog(self.settings, self, model_error=model_error)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
@@ -415,6 +419,18 @@ class MainWindow(QMainWindow):
             item.setToolTip(conversation.title)
             self.conversation_list.addItem(item)
             item.setSelected(conversation.id == current)
+
+    def _report_skipped_files(self) -> None:
+        """Once, at start: which saved conversations could not be read (they stay on disk)."""
+        skipped = self._conversations.skipped
+        if not skipped:
+            return
+        heading = self.tr("{0} saved conversation(s) could not be read and were skipped; the files are kept:")
+        lines = [heading.format(len(skipped))]
+        lines += [f"{item.path} ({item.reason})" for item in skipped[:MAX_SKIPPED_SHOWN]]
+        if len(skipped) > MAX_SKIPPED_SHOWN:
+            lines.append(self.tr("… and {0} more").format(len(skipped) - MAX_SKIPPED_SHOWN))
+        self.show_error("\n".join(lines))
 
     def _remember_geometry(self, dialog: QDialog, key: str) -> None:
         saved = self._settings_store.geometry(key)

@@ -17,7 +17,9 @@ def test_settings_survive_a_restart(open_window, qtbot, tiny_models):
     first = open_window(tiny_settings(tiny_models))
     changed = replace(
         first.settings,
-        models=replace(first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True, draft_dtype="int8"),
+        models=replace(
+            first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True, draft_dtype="int8"
+        ),
         k=7,
         adaptive_k=True,
         k_max=12,
@@ -158,7 +160,9 @@ def test_opening_an_old_chat_and_quitting_keeps_its_place_in_the_list(open_windo
 
     first = open_window(wait_loaded=False)
     old_item = next(
-        first.conversation_list.item(i) for i in range(2) if first.conversation_list.item(i).text() == "Old chat"
+        first.conversation_list.item(i)
+        for i in range(2)
+        if first.conversation_list.item(i).text() == "Old chat"
     )
     first._on_conversation_clicked(old_item)
     first.system_prompt.editingFinished.emit()  # focus leaving the field while closing
