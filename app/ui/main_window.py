@@ -81,7 +81,6 @@ class MainWindow(QMainWindow):
         self._loads: dict[int, ModelSettings] = {}  # load id -> models, until answered
         self._latest_load = 0  # only its answer changes what the window shows
         self._running_load = 0  # the load the engine thread is working on
-        self.settings_dialog: SettingsDialog | None = None
         self.compare_dialog: CompareDialog | None = None
         self._known: dict[str, Conversation] = {}
         self.chat_view = ChatView(self)
@@ -270,8 +269,6 @@ class MainWindow(QMainWindow):
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.settings_dialog = dialog
-        dialog.destroyed.connect(lambda: setattr(self, "settings_dialog", None))
         dialog.open()
         return dialog
 
