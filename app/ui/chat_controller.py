@@ -90,6 +90,7 @@ class ChatController(QObject):
         if not conversation.title:
             conversation.title = " ".join(text.split())[:60]
         conversation.messages.append(Message("user", text))
+        conversation.updated = time.time()  # only a new message moves a chat up the list
         self._view.add_message(conversation.messages[-1])
         self.save()  # the question survives a crash during the answer
         self._start_answer(config)
@@ -174,9 +175,9 @@ class ChatController(QObject):
         return True
 
     def save(self) -> None:
-        """Queue a snapshot of the conversation for disk; a failed write is reported."""
+        """Queue a snapshot of the conversation for disk; a failed write is reported. Saving
+        alone (closing, editing the system prompt) does not change ``updated``."""
         if self.conversation.messages:
-            self.conversation.updated = time.time()
             self._store.save(self.conversation).add_done_callback(self._on_written)
             self.conversation_saved.emit(self.conversation)
 
@@ -212,6 +213,7 @@ class ChatController(QObject):
                 self._continuing = None
             else:
                 message.finish(result)
+            self.conversation.updated = time.time()
             self._refresh(message, finished=True)
             self.save()
             self.context_changed.emit(self.conversation.context_tokens())

@@ -1,18 +1,33 @@
 """A conversation as the app keeps it: messages, and for each answer the tokens with their
-provenance, so a restored answer keeps its highlighting. Pure data; JSON in and out."""
+provenance, so a restored answer keeps its highlighting. Pure data; JSON in and out.
+
+``from_json`` checks every field's type before building anything: a file that is valid JSON
+but not a conversation raises ``InvalidConversation`` (one readable line), never a
+``TypeError`` later while it is drawn."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 
 RecordKind = Literal["draft", "target", "rejected"]
 Role = Literal["system", "user", "assistant"]
 CONTINUABLE = ("cancelled", "max_new_tokens")  # stop reasons that leave an answer cut
+CONVERSATION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: no dot, no separator, no drive
+
+
+class InvalidConversation(ValueError):
+    """Valid JSON that is not a conversation this app wrote (wrong type, unknown kind...)."""
+
+
+def is_conversation_id(value: object) -> bool:
+    return isinstance(value, str) and CONVERSATION_ID.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)
@@ -33,8 +48,18 @@ class TokenRecord:
 
     @classmethod
     def from_json(cls, data: list[Any]) -> TokenRecord:
+        if not isinstance(data, list) or len(data) != 7:
+            raise InvalidConversation("a token record is not a list of 7 values")
         text, kind, step, id_, p_target, p_draft, margin = data
-        return cls(text, kind, int(step), int(id_), p_target, p_draft, margin)
+        return cls(
+            _check(text, str, "token text"),
+            _check_choice(kind, get_args(RecordKind), "token kind"),
+            _check(step, int, "token step"),
+            _check(id_, int, "token id"),
+            _number_or_none(p_target, "target probability"),
+            _number_or_none(p_draft, "draft probability"),
+            _number_or_none(margin, "margin"),
+        )
 
     def token_info(self) -> TokenInfo:
         source = "draft" if self.kind == "draft" else "target"
@@ -140,16 +165,17 @@ class Message:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Message:
+        data = _check(data, dict, "message")
         return cls(
-            role=data["role"],
-            content=data.get("content", ""),
-            records=[TokenRecord.from_json(r) for r in data.get("records") or []],
-            stats=data.get("stats"),
-            config=data.get("config"),
-            speculative=bool(data.get("speculative", False)),
-            drafter=data.get("drafter", "none"),
-            stop_reason=data.get("stop_reason"),
-            error=data.get("error"),
+            role=_check_choice(data.get("role"), get_args(Role), "message role"),
+            content=_check(data.get("content", ""), str, "message content"),
+            records=[TokenRecord.from_json(r) for r in _check(data.get("records") or [], list, "records")],
+            stats=_stats_or_none(data.get("stats")),
+            config=_check_or_none(data.get("config"), dict, "generation settings"),
+            speculative=_check(data.get("speculative", False), bool, "speculative"),
+            drafter=_check(data.get("drafter", "none"), str, "drafter"),
+            stop_reason=_check_or_none(data.get("stop_reason"), str, "stop reason"),
+            error=_check_or_none(data.get("error"), str, "error"),
             made_by=_provenance(data.get("made_by")),
         )
 
@@ -198,13 +224,17 @@ class Conversation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Conversation:
+        """Raises ``InvalidConversation`` naming the first field that is wrong."""
+        data = _check(data, dict, "conversation")
+        if not is_conversation_id(data.get("id")):
+            raise InvalidConversation(f"id {str(data.get('id'))[:40]!r} is not a conversation id")
         return cls(
-            id=str(data["id"]),
-            title=data.get("title", ""),
-            system_prompt=data.get("system_prompt", ""),
-            messages=[Message.from_json(m) for m in data.get("messages", [])],
-            created=float(data.get("created", 0.0)),
-            updated=float(data.get("updated", 0.0)),
+            id=data["id"],
+            title=_check(data.get("title", ""), str, "title"),
+            system_prompt=_check(data.get("system_prompt", ""), str, "system prompt"),
+            messages=[Message.from_json(m) for m in _check(data.get("messages", []), list, "messages")],
+            created=_number(data.get("created", 0.0), "created"),
+            updated=_number(data.get("updated", 0.0), "updated"),
         )
 
 
@@ -214,6 +244,44 @@ def _provenance(data: Any) -> RunProvenance | None:
         return RunProvenance.from_dict(data) if isinstance(data, dict) else None
     except TypeError:  # a field missing: as good as unrecorded
         return None
+def _check(value: Any, kind: type, what: str) -> Any:
+    """``value`` if it is a ``kind`` (a bool is not an int here), else InvalidConversation."""
+    if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    raise InvalidConversation(f"{what}: expected {kind.__name__}, found {type(value).__name__}")
+
+
+def _check_or_none(value: Any, kind: type, what: str) -> Any:
+    return None if value is None else _check(value, kind, what)
+
+
+def _check_choice(value: Any, choices: tuple[str, ...], what: str) -> Any:
+    if value not in choices:
+        raise InvalidConversation(f"{what} {str(value)[:40]!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _number(value: Any, what: str, finite: bool = True) -> float:
+    """A JSON number; a margin may be infinite (a single finite logit), a time may not."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if is_number and (not finite or math.isfinite(value)):
+        return float(value)
+    raise InvalidConversation(f"{what}: expected a number, found {str(value)[:40]!r}")
+
+
+def _number_or_none(value: Any, what: str) -> float | None:
+    return None if value is None else _number(value, what, finite=False)
+
+
+def _stats_or_none(value: Any) -> dict[str, Any] | None:
+    """Statistics: a dict whose known fields are numbers (unknown ones are ignored)."""
+    if value is None:
+        return None
+    stats = _check(value, dict, "statistics")
+    for name in RunStats.__dataclass_fields__:
+        if name in stats:
+            _number(stats[name], f"statistic {name}", finite=False)
+    return stats
 
 
 def _stats_fields(stats: RunStats) -> dict[str, Any]:

@@ -3,7 +3,7 @@ switch and settings in the tool bar, model loading in the status bar."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -44,6 +44,24 @@ if TYPE_CHECKING:
     from app.worker import EngineWorker
 
 SHUTDOWN_TIMEOUT_S = 1.5
+MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
+
+
+@dataclass(frozen=True)
+class ModelsInUse:
+    """What the engine is actually serving with (not what was last asked for)."""
+
+    models: ModelSettings
+    target: str  # the engine's name for it
+    drafter: str
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    """The latest load request failed: what was asked for and why (shown in Settings)."""
+
+    models: ModelSettings
+    message: str
 
 
 class MainWindow(QMainWindow):
@@ -58,8 +76,12 @@ class MainWindow(QMainWindow):
         self._settings_store = settings
         self._conversations = conversations
         self.settings = settings.load()
-        self._loaded_models: ModelSettings | None = None
+        self.models_in_use: ModelsInUse | None = None
+        self.load_failure: LoadFailure | None = None
         self._requested_models: ModelSettings | None = None
+        self._loads: dict[int, ModelSettings] = {}  # load id -> models, until answered
+        self._latest_load = 0  # only its answer changes what the window shows
+        self._running_load = 0  # the load the engine thread is working on
         self.compare_dialog: CompareDialog | None = None
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
         self.chat_view = ChatView(self)
@@ -176,6 +198,7 @@ class MainWindow(QMainWindow):
         self.conversation_panel.set_conversations(saved)
         if saved:
             self._open(saved[0])
+        self._report_skipped_files()
 
     # ---- public API (also used by tests and tools) ------------------------------------
     @property
@@ -245,25 +268,32 @@ class MainWindow(QMainWindow):
 
     def _on_show_rejected_toggled(self, checked: bool) -> None:
         self.chat_view.set_show_rejected(checked)
-        self.legend.set_rejected_visible(checked)
+        self.legend.set_speculation_visible(self.settings.speculative, checked)
         if checked != self.settings.show_rejected:
             self.apply_settings(replace(self.settings, show_rejected=checked))
 
     def _on_open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self, devices=self.devices)
+        self.open_settings()
+
+    def open_settings(self) -> SettingsDialog:
+        """The settings dialog, showing the models that failed to load with the reason."""
+        failure = self.load_failure
+        model_error = (
+            failure.message if failure is not None and failure.models == self.settings.models else None
+        )
+        dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
+        return dialog
 
-    def _on_load_started(self, target: str) -> None:
-        name = self.tr("the bundled model") if target == "default" else target
-        self.model_label.setText(self.tr("Loading {0}…").format(name))
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        self.controller.model_ready = self._loaded_models is not None
+    def _on_load_started(self, _target: str, load_id: int) -> None:
+        self._running_load = load_id
 
     def _on_load_progress(self, message: str, fraction: float) -> None:
+        if self._running_load != self._latest_load:
+            return  # an older request the newer one will replace
         self.model_label.setText(message)
         if fraction < 0:
             self.progress.setRange(0, 0)
@@ -271,24 +301,29 @@ class MainWindow(QMainWindow):
             self.progress.setRange(0, 100)
             self.progress.setValue(round(fraction * 100))
 
-    def _on_loaded(self, target: str, drafter: str) -> None:
-        self.progress.hide()
-        self._loaded_models = self._requested_models
+    def _on_loaded(self, target: str, drafter: str, load_id: int) -> None:
+        models = self._loads.pop(load_id, None)
+        if models is None:
+            return  # not a request of this window
+        self.models_in_use = ModelsInUse(models, target, drafter)  # the engine serves these now
         self.controller.drafter_name = drafter
         self.controller.model_ready = True
-        self.model_label.setText(self.tr("Target: {0} · Drafter: {1}").format(target, drafter))
+        if load_id == self._latest_load:
+            self.load_failure = None
+            self.progress.hide()
+            self._show_models()
 
-    def _on_load_failed(self, message: str) -> None:
+    def _on_load_failed(self, message: str, load_id: int) -> None:
+        models = self._loads.pop(load_id, None)
+        if models is None or load_id != self._latest_load:
+            return  # superseded: a newer request is what the person wants now
+        self.load_failure = LoadFailure(models, message)  # the settings keep what was typed
         self.progress.hide()
+        self._show_models()
         text = self.tr("Could not load the models: {0}").format(message)
-        if self._loaded_models is not None:
+        if self.models_in_use is not None:
             text += " " + self.tr("Still using the models loaded before.")
-            self._requested_models = self._loaded_models
-            self.settings = replace(self.settings, models=self._loaded_models)
-            self._settings_store.save(self.settings)
-            self.controller.model_ready = True
-        self.model_label.setText(self.tr("Model load failed"))
-        self.show_error(text)
+        self.show_error(text + " " + self.tr("Fix them in Settings."))
 
     def _on_comparison_ready(self, outcome: CompareOutcome) -> None:
         if self.compare_dialog is not None:
@@ -334,15 +369,36 @@ class MainWindow(QMainWindow):
 
     def _request_load(self, models: ModelSettings) -> None:
         self._requested_models = models
-        self._on_load_started(models.target_source)  # at once, not when the thread gets to it
-        self._worker.request_load(
-            models.target_source,
+        target = models.target_source
+        name = self.tr("the bundled model") if target == "default" else target
+        self.model_label.setText(self.tr("Loading {0}…").format(name))  # at once, not when the thread starts
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.controller.model_ready = self.models_in_use is not None
+        self._latest_load = self._worker.request_load(
+            target,
             models.draft_source,
             device=models.device,
             dtype=models.dtype,
             draft_dtype=models.draft_dtype_option,
             allow_pickle=models.allow_pickle,
         )
+        self._loads[self._latest_load] = models
+
+    def _show_models(self) -> None:
+        """The status bar: the models actually answering, unless the latest load is running."""
+        if self._latest_load in self._loads:
+            return  # "Loading …" stays until the latest request is answered
+        in_use = self.models_in_use
+        if in_use is None:
+            text = self.tr("No model loaded")
+        elif self.settings.speculative:
+            text = self.tr("Target: {0} · Drafter: {1}").format(in_use.target, in_use.drafter)
+        else:
+            text = self.tr("Target: {0} · Speculation off").format(in_use.target)
+        if self.load_failure is not None:
+            text += " · " + self.tr("the requested models could not be loaded (see Settings)")
+        self.model_label.setText(text)
 
     def _mirror_settings(self) -> None:
         for box, value in (
@@ -353,12 +409,25 @@ class MainWindow(QMainWindow):
             box.setChecked(value)
             box.blockSignals(False)
         self.chat_view.set_show_rejected(self.settings.show_rejected)
-        self.legend.set_rejected_visible(self.settings.show_rejected)
+        self.legend.set_speculation_visible(self.settings.speculative, self.settings.show_rejected)
+        self._show_models()
 
     def _open(self, conversation: Conversation) -> None:
         self.controller.show(conversation)
         self.system_prompt.setText(conversation.system_prompt)
         self.conversation_panel.select(conversation.id)
+
+    def _report_skipped_files(self) -> None:
+        """Once, at start: which saved conversations could not be read (they stay on disk)."""
+        skipped = self._conversations.skipped
+        if not skipped:
+            return
+        heading = self.tr("{0} saved conversation(s) could not be read and were skipped; the files are kept:")
+        lines = [heading.format(len(skipped))]
+        lines += [f"{item.path} ({item.reason})" for item in skipped[:MAX_SKIPPED_SHOWN]]
+        if len(skipped) > MAX_SKIPPED_SHOWN:
+            lines.append(self.tr("… and {0} more").format(len(skipped) - MAX_SKIPPED_SHOWN))
+        self.show_error("\n".join(lines))
 
     def _remember_geometry(self, dialog: QDialog, key: str) -> None:
         saved = self._settings_store.geometry(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -97,8 +98,14 @@ class ModelSourcePicker(QWidget):
 
 class SettingsDialog(QDialog):
     def __init__(
-        self, settings: AppSettings, parent: QWidget | None = None, devices: list[str] | None = None
+        self,
+        settings: AppSettings,
+        parent: QWidget | None = None,
+        model_error: str | None = None,
+        devices: list[str] | None = None,
     ) -> None:
+        """``model_error``: why ``settings.models`` could not be loaded, shown beside them;
+        ``devices``: the worker's probe, only what this machine has."""
         super().__init__(parent)
         self._devices = list(devices or DEVICES)  # the worker's probe: only what this machine has
         self.setWindowTitle(self.tr("Settings"))
@@ -127,6 +134,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error)
         layout.addWidget(buttons)
         self._show(settings)
+        self._show_model_error(model_error)
 
     # ---- tabs --------------------------------------------------------------------------
     def _models_tab(self) -> QWidget:
@@ -144,6 +152,11 @@ class SettingsDialog(QDialog):
         for option in DRAFT_DTYPES[1:]:
             self.draft_dtype.addItem(option, option)
         self.allow_pickle = QCheckBox(self.tr("Allow pickle checkpoints (can run arbitrary code)"), page)
+        self.model_error = QLabel(page)  # why the models shown could not be loaded
+        self.model_error.setStyleSheet("color: #c0392b;")
+        self.model_error.setWordWrap(True)
+        self.model_error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(self.model_error)
         form.addRow(self.tr("Target model:"), self.target)
         form.addRow(self.tr("Draft source:"), self.draft)
         form.addRow(self.tr("Device:"), self.device)
@@ -280,6 +293,15 @@ class SettingsDialog(QDialog):
         self.error.setVisible(problem is not None)
         if problem is None:
             self.accept()
+
+    def _show_model_error(self, error: str | None) -> None:
+        """Beside the models that failed, until the person edits them."""
+        if error:
+            self.model_error.setText(self.tr("These models could not be loaded: {0}").format(error))
+        self.model_error.setVisible(bool(error))
+        for picker in (self.target, self.draft):
+            picker.kind.currentIndexChanged.connect(self.model_error.hide)
+            picker.path.editTextChanged.connect(self.model_error.hide)
 
     def _on_restore_defaults(self) -> None:
         self._show(replace(AppSettings(), show_rejected=self._initial.show_rejected))

@@ -92,8 +92,14 @@ class TokenLegend(QWidget):
         layout.addWidget(hint, 1)
         self._render()
 
-    def set_rejected_visible(self, visible: bool) -> None:
-        self._labels["rejected"].setVisible(visible)
+    def set_speculation_visible(self, speculative: bool, show_rejected: bool) -> None:
+        """Draft swatches only while drafts can appear; rejected ones only when shown."""
+        self._labels["draft"].setVisible(speculative)
+        self._labels["rejected"].setVisible(speculative and show_rejected)
+
+    def shown_kinds(self) -> list[str]:
+        """The token kinds the legend explains right now."""
+        return [kind for kind, label in self._labels.items() if not label.isHidden()]
 
     def changeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
         super().changeEvent(event)

@@ -43,6 +43,7 @@ EngineLoader = Callable[..., Any]  # Engine.load's signature
 
 @dataclass(frozen=True)
 class LoadRequest:
+    load_id: int
     target: str
     draft: str | None  # "lookup", None (no drafter) or a model source
     device: str = "auto"
@@ -89,10 +90,13 @@ class EngineWorker(QObject):
     events_ready = Signal(int, object)  # run id, [StepEvent, ...] (object: no QVariant copy)
     finished = Signal(int, object)  # run id, RunResult (stop_reason "cancelled" when stopped)
     failed = Signal(int, str)  # run id, readable message (events already sent are kept)
-    load_started = Signal(str)  # target source
+    # Every load signal ends with the id ``request_load`` returned, so a window that queued
+    # loads A then B can tell A's answer from B's (the id is last: a slot taking fewer
+    # arguments still gets the name / message).
+    load_started = Signal(str, int)  # target source, load id
     load_progress = Signal(str, float)  # message, fraction in [0, 1] or -1 when unknown
-    loaded = Signal(str, str)  # target name, drafter name
-    load_failed = Signal(str)  # readable message; the previous models stay loaded
+    loaded = Signal(str, str, int)  # target name, drafter name, load id
+    load_failed = Signal(str, int)  # readable message, load id; the previous models stay loaded
     context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
     devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
     compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
@@ -105,10 +109,11 @@ class EngineWorker(QObject):
         self._jobs: queue.Queue[LoadRequest | GenerateRequest | CompareRequest | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._run_ids = itertools.count(1)
+        self._load_ids = itertools.count(1)
         self._cancels: dict[int, threading.Event] = {}
         self._lock = threading.Lock()
         self._futures: dict[int, asyncio.Future[Any]] = {}
-        self._load_future: asyncio.Future[tuple[str, str]] | None = None
+        self._load_futures: dict[int, asyncio.Future[tuple[str, str]]] = {}
         self._steps: deque[tuple[int, StepEvent]] = deque()  # filled by the engine thread
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(round(BATCH_INTERVAL_S * 1000))
@@ -138,10 +143,13 @@ class EngineWorker(QObject):
         dtype: str = "auto",
         draft_dtype: str | None = None,
         allow_pickle: bool = False,
-    ) -> None:
-        """Queue a (re)load; the current models keep serving until the new ones are ready."""
+    ) -> int:
+        """Queue a (re)load; returns its id for the signals. The current models keep serving
+        until the new ones are ready."""
         self.start()
-        self._jobs.put(LoadRequest(target, draft, device, dtype, draft_dtype, allow_pickle))
+        load_id = next(self._load_ids)
+        self._jobs.put(LoadRequest(load_id, target, draft, device, dtype, draft_dtype, allow_pickle))
+        return load_id
 
     def request_generate(
         self, conversation: Conversation, config: GenerationConfig, continue_answer: bool = False
@@ -185,10 +193,12 @@ class EngineWorker(QObject):
         return not self._thread.is_alive()
 
     async def load(self, target: str, draft: str | None, **options: Any) -> tuple[str, str]:
-        """``await``-able load (qasync): (target name, drafter name); raises SpecChatError."""
-        self._load_future = asyncio.get_running_loop().create_future()
-        self.request_load(target, draft, **options)
-        return await self._load_future
+        """``await``-able load (qasync): (target name, drafter name) of THIS request; raises
+        SpecChatError. Overlapping awaits each get their own request's outcome."""
+        future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+        load_id = self.request_load(target, draft, **options)
+        self._load_futures[load_id] = future
+        return await future
 
     async def generate(self, conversation: Conversation, config: GenerationConfig) -> RunResult:
         """``await``-able run (qasync); raises SpecChatError with the readable message."""
@@ -234,13 +244,15 @@ class EngineWorker(QObject):
         if future is not None and not future.done():
             future.set_exception(SpecChatError(message))
 
-    def _on_loaded(self, target: str, drafter: str) -> None:
-        if self._load_future is not None and not self._load_future.done():
-            self._load_future.set_result((target, drafter))
+    def _on_loaded(self, target: str, drafter: str, load_id: int) -> None:
+        future = self._load_futures.pop(load_id, None)
+        if future is not None and not future.done():
+            future.set_result((target, drafter))
 
-    def _on_load_failed(self, message: str) -> None:
-        if self._load_future is not None and not self._load_future.done():
-            self._load_future.set_exception(SpecChatError(message))
+    def _on_load_failed(self, message: str, load_id: int) -> None:
+        future = self._load_futures.pop(load_id, None)
+        if future is not None and not future.done():
+            future.set_exception(SpecChatError(message))
 
     # ---- worker thread -------------------------------------------------------------------
     def _run(self) -> None:
@@ -266,7 +278,7 @@ class EngineWorker(QObject):
         self.devices_found.emit(devices)
 
     def _load(self, request: LoadRequest) -> None:
-        self.load_started.emit(request.target)
+        self.load_started.emit(request.target, request.load_id)
         last_time, last_message = 0.0, ""
 
         def progress(message: str, fraction: float | None) -> None:
@@ -288,11 +300,11 @@ class EngineWorker(QObject):
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
-            self.load_failed.emit(self._load_error)
+            self.load_failed.emit(self._load_error, request.load_id)
             return
         self._engine, self._load_error = engine, None
         self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
-        self.loaded.emit(engine.target_name, engine.drafter_name)
+        self.loaded.emit(engine.target_name, engine.drafter_name, request.load_id)
 
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
         """(result, "") or (None, readable error); steps go to the queue as they come."""

@@ -35,7 +35,9 @@ def test_a_bad_model_path_shows_an_error_and_the_next_message_still_works(
 
     assert window.banner.isVisible() and message in window.banner_text.text()
     assert str(missing) in message or "no-such-model" in message
-    assert window.settings.models == good  # back to the models still loaded
+    assert window.settings.models.target_path == str(missing)  # kept, so it can be fixed
+    assert "llama" in window.model_label.text()  # the models still answering
+    assert window.models_in_use is not None and window.models_in_use.models == good
     result = send_and_wait(qtbot, window)
     assert result.stats.new_tokens > 0 and window.chat_view.answers[-1].message.error is None
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from gui_helpers import ANSWER_TIMEOUT_MS, PROMPT, document_tokens, send_and_wait, tiny_settings
 
+from app.ui.conversation import Conversation, Message
 from app.ui.settings import ModelSettings
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.storage import ConversationStore
@@ -16,7 +17,9 @@ def test_settings_survive_a_restart(open_window, qtbot, tiny_models):
     first = open_window(tiny_settings(tiny_models))
     changed = replace(
         first.settings,
-        models=replace(first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True, draft_dtype="int8"),
+        models=replace(
+            first.settings.models, draft_kind="lookup", draft_path="", allow_pickle=True, draft_dtype="int8"
+        ),
         k=7,
         adaptive_k=True,
         k_max=12,
@@ -145,3 +148,43 @@ def test_the_draft_data_type_setting_loads_an_int8_draft(open_window, qtbot, tin
     assert window.worker._engine.draft.dtype == "int8" and window.worker._engine.target.dtype == "float32"
     result = send_and_wait(qtbot, window)
     assert result.speculative and result.stats.proposed > 0
+
+
+def test_opening_an_old_chat_and_quitting_keeps_its_place_in_the_list(open_window, qtbot, app_dirs):
+    store = ConversationStore(app_dirs / "data")
+    old = Conversation(title="Old chat", messages=[Message("user", "old question")], updated=1_000.0)
+    new = Conversation(title="New chat", messages=[Message("user", "new question")], updated=2_000.0)
+    for conversation in (old, new):
+        store.save(conversation)
+    store.flush()
+
+    first = open_window(wait_loaded=False)
+    old_item = next(
+        first.conversation_list.item(i)
+        for i in range(2)
+        if first.conversation_list.item(i).text() == "Old chat"
+    )
+    first._on_conversation_clicked(old_item)
+    first.system_prompt.editingFinished.emit()  # focus leaving the field while closing
+    first.close()
+
+    assert [(c.title, c.updated) for c in ConversationStore().load_all()] == [
+        ("New chat", 2_000.0),
+        ("Old chat", 1_000.0),
+    ]
+    second = open_window(wait_loaded=False)
+    assert [second.conversation_list.item(i).text() for i in range(2)] == ["New chat", "Old chat"]
+
+
+def test_a_new_message_moves_its_chat_to_the_top(open_window, qtbot, tiny_models, app_dirs):
+    store = ConversationStore(app_dirs / "data")
+    old = Conversation(title="Old chat", messages=[Message("user", "old question")], updated=1_000.0)
+    store.save(old)
+    store.save(Conversation(title="New chat", messages=[Message("user", "new question")], updated=2_000.0))
+    store.flush()
+    window = open_window(tiny_settings(tiny_models, max_new_tokens=4))
+    window._on_conversation_clicked(window.conversation_list.item(1))
+    assert window.controller.conversation.title == "Old chat"
+    send_and_wait(qtbot, window, "one more")
+    assert window.conversation_list.item(0).text() == "Old chat"
+    assert window.controller.conversation.updated > 2_000.0

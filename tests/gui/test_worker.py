@@ -108,7 +108,7 @@ def test_a_failed_reload_keeps_the_previous_models(qtbot):
     worker = _worker(qtbot, [ScriptedEngine(steps=3), ModelLoadError("no such model: x")])
     with qtbot.waitSignal(worker.load_failed, timeout=5000) as failed:
         worker.request_load("x", None)
-    assert failed.args[0] == "no such model: x"
+    assert failed.args[0] == "no such model: x"  # message first, then the load id
     with qtbot.waitSignal(worker.finished, timeout=5000):
         worker.request_generate([{"role": "user", "content": "hi"}], GenerationConfig())
     assert worker.shutdown()
@@ -146,3 +146,47 @@ def test_the_asyncio_api_awaits_results_and_raises_readable_errors(qtbot, qapp):
         asyncio.set_event_loop(None)
     worker.shutdown()
     assert names == ("scripted", "prompt lookup") and result.stats.new_tokens == 5
+
+
+def test_each_load_signal_names_the_request_it_answers(qtbot):
+    worker = EngineWorker(loader=_loader_by_target({"a": ScriptedEngine(steps=1)}))
+    answers: list[tuple[str, int]] = []
+    worker.loaded.connect(lambda _target, _drafter, load_id: answers.append(("loaded", load_id)))
+    worker.load_failed.connect(lambda _message, load_id: answers.append(("failed", load_id)))
+    with qtbot.waitSignal(worker.load_failed, timeout=5000):
+        first = worker.request_load("a", "lookup")
+        second = worker.request_load("b", "lookup")
+    worker.shutdown()
+    assert first != second and answers == [("loaded", first), ("failed", second)]
+
+
+def test_overlapping_awaited_loads_each_resolve_with_their_own_outcome(qtbot, qapp):
+    import qasync
+
+    worker = EngineWorker(loader=_loader_by_target({"a": ScriptedEngine(steps=1)}))
+
+    async def scenario() -> list[object]:
+        return await asyncio.gather(
+            worker.load("a", "lookup"), worker.load("b", "lookup"), return_exceptions=True
+        )
+
+    loop = qasync.QEventLoop(qapp)
+    try:
+        first, second = loop.run_until_complete(asyncio.wait_for(scenario(), 10))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+    worker.shutdown()
+    assert first == ("scripted", "prompt lookup")
+    assert isinstance(second, SpecChatError) and "no such model: b" in str(second)
+
+
+def _loader_by_target(engines: dict[str, ScriptedEngine]):  # type: ignore[no-untyped-def]
+    """A loader that knows the targets in ``engines`` and refuses every other one."""
+
+    def load(target: str, **_kwargs):  # type: ignore[no-untyped-def]
+        if target not in engines:
+            raise ModelLoadError(f"no such model: {target}")
+        return engines[target]
+
+    return load

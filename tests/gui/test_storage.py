@@ -1,0 +1,135 @@
+"""The conversation store against hostile and damaged files: it never writes or deletes
+outside its folder, a file with wrong types is skipped and kept (the app still starts), and
+temp files left by an interrupted save are cleaned up."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.ui.conversation import Conversation, InvalidConversation, Message
+from app.ui.main_window import MainWindow
+from app.ui.settings import SettingsStore
+from app.ui.storage import ORPHANED_TMP_AGE_S, ConversationStore
+from app.worker import EngineWorker
+
+PRECIOUS = "not the app's file"
+
+
+def conversation_json(**changes: Any) -> dict[str, Any]:
+    data = Conversation(title="ok", messages=[Message("user", "hi"), Message("assistant", "hello")]).to_json()
+    data.update(changes)
+    return data
+
+
+def write(folder: Path, data: Any, name: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name or uuid.uuid4().hex}.json"
+    path.write_text(json.dumps(data), "utf-8")
+    return path
+
+
+def test_a_hostile_id_never_makes_the_store_write_or_delete_outside_its_folder(tmp_path):
+    store = ConversationStore(tmp_path / "data")
+    victim = tmp_path / "victim.json"  # what "../../victim" points at from the folder
+    victim.write_text(PRECIOUS)
+    elsewhere = tmp_path / "elsewhere"
+    hostile = [
+        write(store.folder, conversation_json(id="../../victim")),
+        write(store.folder, conversation_json(id=str(elsewhere / "x"))),
+        write(store.folder, conversation_json(), name="not-an-id"),
+    ]
+    renamed = write(store.folder, conversation_json(id=uuid.uuid4().hex))  # id inside != name
+
+    loaded = store.load_all()
+    for conversation in loaded:  # what the app does with each: edit, save, delete
+        conversation.messages.append(Message("user", "more"))
+        store.save(conversation).result()
+        store.delete(conversation.id)
+
+    assert [c.id for c in loaded] == [renamed.stem]  # named by its file, not by its content
+    assert {s.path for s in store.skipped} == set(hostile) and all(p.exists() for p in hostile)
+    assert victim.read_text() == PRECIOUS and not elsewhere.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "victim.json"]
+
+
+@pytest.mark.parametrize("bad_id", ["../../victim", "{tmp}/absolute", "..", "", "a/b", "A" * 32])
+def test_the_store_refuses_ids_it_did_not_make(tmp_path, bad_id):
+    store = ConversationStore(tmp_path / "data")
+    victim = tmp_path / "victim.json"
+    victim.write_text(PRECIOUS)
+    bad_id = bad_id.format(tmp=tmp_path)
+    with pytest.raises(InvalidConversation):
+        store.save(Conversation(id=bad_id, messages=[Message("user", "hi")])).result()
+    with pytest.raises(InvalidConversation):
+        store.delete(bad_id)
+    assert victim.read_text() == PRECIOUS and sorted(p.name for p in tmp_path.iterdir()) == ["victim.json"]
+
+
+WRONG_TYPES = {
+    "content is a number": conversation_json(messages=[{"role": "user", "content": 123}]),
+    "system prompt is a number": conversation_json(system_prompt=5),
+    "unknown token kind": conversation_json(
+        messages=[{"role": "assistant", "content": "x", "records": [["x", "bogus", 0, 1, None, None, None]]}]
+    ),
+    "short token record": conversation_json(
+        messages=[{"role": "assistant", "content": "x", "records": [["x"]]}]
+    ),
+    "statistic is text": conversation_json(
+        messages=[{"role": "assistant", "content": "x", "stats": {"new_tokens": "many"}}]
+    ),
+    "unknown role": conversation_json(messages=[{"role": "robot", "content": "x"}]),
+    "messages is a dict": conversation_json(messages={"role": "user"}),
+    "title is a list": conversation_json(title=["x"]),
+    "updated is text": conversation_json(updated="yesterday"),
+    "not an object": [1, 2, 3],
+    "null": None,
+}
+
+
+@pytest.mark.parametrize("data", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+def test_a_conversation_with_wrong_types_is_refused_in_one_readable_line(data):
+    with pytest.raises(InvalidConversation) as refused:
+        Conversation.from_json(data)
+    assert "\n" not in str(refused.value) and str(refused.value)
+
+
+def test_the_app_starts_when_its_latest_conversation_file_is_damaged(app_dirs, qtbot):
+    store = ConversationStore()
+    good = write(store.folder, conversation_json(title="good one", updated=1_000.0))
+    damaged = [write(store.folder, data) for data in WRONG_TYPES.values()]  # all updated later
+    damaged.append(store.folder / f"{uuid.uuid4().hex}.json")
+    damaged[-1].write_text("{not json")
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), ConversationStore())
+    qtbot.addWidget(window)
+    window.show()
+
+    assert window.controller.conversation.id == good.stem and window.conversation_list.count() == 1
+    notice = window.banner_text.text()
+    assert window.banner.isVisible() and f"{len(damaged)} saved conversation(s)" in notice
+    assert sum(str(p) in notice for p in damaged) == 3 and "and 9 more" in notice
+    assert all(p.exists() for p in damaged)  # kept, so nothing the person wrote is lost
+    window.close()
+
+
+def test_temp_files_left_by_an_interrupted_save_are_removed_once_old(tmp_path):
+    store = ConversationStore(tmp_path / "data")
+    store.folder.mkdir(parents=True)
+    old = store.folder / f".{uuid.uuid4().hex}.abc123.tmp"
+    recent = store.folder / f".{uuid.uuid4().hex}.def456.tmp"  # perhaps a save in progress
+    outside = tmp_path / "data" / ".someone-else.tmp"
+    unrelated = store.folder / "notes.tmp"
+    for path in (old, recent, outside, unrelated):
+        path.write_text("partial")
+    long_ago = time.time() - ORPHANED_TMP_AGE_S - 60
+    for path in (old, outside, unrelated):
+        os.utime(path, (long_ago, long_ago))
+
+    store.load_all()
+    assert not old.exists() and recent.exists() and outside.exists() and unrelated.exists()
