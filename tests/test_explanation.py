@@ -251,3 +251,17 @@ def test_to_dict_has_the_promised_keys_and_is_strict_json():
 def test_the_explanation_module_does_not_import_torch():
     code = "import sys, app.engine.explanation; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
+
+
+def test_generate_json_carries_the_explanation_of_its_own_steps(tiny_models, capsys):
+    from app.cli import main
+
+    argv = ["generate", "--target", str(tiny_models["llama"]), "--draft", str(tiny_models["llama-draft"])]
+    assert main([*argv, "--max-new-tokens", "16", "--k", "3", "--prompt", "Hello world!", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    explanation = run["explanation"]
+    accepted = sum(len(s["accepted"]) for s in run["steps"])
+    rejections = sum(1 for s in run["steps"] if s["rejected"])
+    assert explanation["acceptance_rate"] == pytest.approx(accepted / (accepted + rejections))
+    assert explanation["measured_speedup"] is None  # no baseline in generate
+    assert explanation["summary"]
