@@ -1,11 +1,11 @@
 """One widget per turn: the person's message, or an answer with its highlighting, its
-statistics and its Copy / Compare buttons."""
+statistics and its Copy / Compare / Why? buttons."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .conversation import Message
 from .formatting import how_made, stats_line, stop_note
@@ -51,16 +51,21 @@ class AnswerWidget(QFrame):
         self.compare_button.setToolTip(
             self.tr("Run this answer again the other way (with / without speculation) and compare")
         )
+        self.why_button = QPushButton(self.tr("Why?"), self)
+        self.why_button.setToolTip(self.tr("Why was this answer faster or slower? Acceptance, costs, charts"))
+        self.why_dialog: QDialog | None = None
         buttons = QHBoxLayout()
         buttons.addWidget(self.stats, 1)
         buttons.addWidget(self.copy_button)
         buttons.addWidget(self.compare_button)
+        buttons.addWidget(self.why_button)
         layout.addWidget(self.header)
         layout.addWidget(self.view)
         layout.addWidget(self.status)
         layout.addLayout(buttons)
         self.copy_button.clicked.connect(self._on_copy)
         self.compare_button.clicked.connect(self._on_compare)
+        self.why_button.clicked.connect(self._on_why)
         self.refresh()
 
     def refresh(self) -> None:
@@ -79,6 +84,7 @@ class AnswerWidget(QFrame):
 
     def set_busy(self, busy: bool) -> None:
         self.compare_button.setEnabled(not busy and self.message.stats is not None)
+        self.why_button.setEnabled(not busy and self.message.stats is not None)
         self.copy_button.setEnabled(not busy)
 
     def update_labels(self) -> None:
@@ -90,9 +96,20 @@ class AnswerWidget(QFrame):
         self.status.setStyleSheet("color: #c0392b;" if m.error else "")
         self.status.setVisible(bool(notes))
         self.compare_button.setEnabled(m.stats is not None)
+        self.why_button.setEnabled(m.stats is not None)
 
     def _on_copy(self) -> None:
         QGuiApplication.clipboard().setText(self.message.content)
 
     def _on_compare(self) -> None:
         self.compare_requested.emit(self)
+
+    def _on_why(self) -> None:
+        from .explain_view import ExplainDialog  # its charts load on first use, not at start-up
+
+        if self.why_dialog is not None:  # one panel per answer: the newest
+            self.why_dialog.close()
+            self.why_dialog.deleteLater()
+        self.why_dialog = ExplainDialog(self.message.run_result(), None, self.window())
+        self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
+        self.why_dialog.show()
