@@ -105,6 +105,12 @@ def test_prediction_weighs_each_pass_by_the_drafts_it_verified_when_k_varies():
         (4, pytest.approx(2.0)),
     ]
     assert e.k_used == 4  # one pass each: the larger
+    run_curve = e.what_if[0]
+    assert run_curve.kind == "this_run"
+    at_alpha = run_curve.alphas.index(0.76)  # the grid's nearest point to α = 0.75
+    assert run_curve.speedups[at_alpha] == pytest.approx(
+        (expected_tokens(0.76, 1) + expected_tokens(0.76, 4)) / ((0.13 + 0.24) / 0.1)
+    )
 
 
 def test_acceptance_by_position_counts_proposed_reached_and_accepted():
@@ -139,6 +145,7 @@ def test_without_a_baseline_or_plain_passes_the_costs_are_unknown_and_the_summar
 
 def test_what_if_curve_for_the_k_used_passes_through_the_formula_and_k_plus_one_at_full_acceptance():
     e = explain(_speculative(), _baseline())
+    assert all(c.kind == "fixed_k" for c in e.what_if)  # every pass drafted 2: no separate run curve
     curve = next(c for c in e.what_if if c.k == 2)
     assert not curve.estimated
     assert curve.alphas[0] == 0.0 and curve.alphas[-1] == 1.0

@@ -29,6 +29,7 @@ from .events import RunResult, StepEvent
 PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
 Cause = Literal["acceptance", "draft", "verify"]
 RunKind = Literal["speculative", "baseline"]
+CurveKind = Literal["fixed_k", "this_run"]
 
 WHAT_IF_KS = (1, 2, 4, 8)
 WHAT_IF_POINTS = 51  # α = 0, 0.02, …, 1
@@ -84,10 +85,13 @@ class VerifyCost:
 
 @dataclass(frozen=True)
 class WhatIfCurve:
-    """Predicted speed-up against α for one k, at the measured c and v(k)."""
+    """Predicted speed-up against α at the measured costs: "fixed_k", every pass drafting k
+    (at c and v(k)); or "this_run", the run's own mix of draft lengths and pass costs (only
+    when the lengths varied; else it is the fixed-k curve of ``k_used``)."""
 
-    k: int
-    verify_cost_ratio: float
+    kind: CurveKind
+    k: int  # for "this_run": the k used most
+    verify_cost_ratio: float | None  # v(k); None for "this_run"
     estimated: bool  # v(k) interpolated between measured pass sizes, not measured
     alphas: tuple[float, ...]
     speedups: tuple[float, ...]
@@ -269,15 +273,26 @@ def _interpolate(v: dict[int, float], k: int) -> float | None:
     return known[below] + share * (known[above] - known[below])
 
 
-def what_if_curves(c: float, v: dict[int, float], k_used: int) -> tuple[WhatIfCurve, ...]:
+def run_speedup(alpha: float, drafts: Sequence[int], cost: float) -> float | None:
+    """Σ E(α, m_i) / cost: the run's passes (m_i drafts each) at acceptance α, over their
+    measured cost in plain passes."""
+    return _ratio(sum(expected_tokens(alpha, m) for m in drafts), cost)
+
+
+def what_if_curves(
+    c: float, v: dict[int, float], k_used: int, drafts: Sequence[int], cost: float
+) -> tuple[WhatIfCurve, ...]:
     alphas = tuple(i / (WHAT_IF_POINTS - 1) for i in range(WHAT_IF_POINTS))
     curves = []
+    if any(m != k_used for m in drafts):
+        speedups = tuple(run_speedup(a, drafts, cost) or 0.0 for a in alphas)
+        curves.append(WhatIfCurve("this_run", k_used, None, False, alphas, speedups))
     for k in sorted({k_used, *WHAT_IF_KS} - {0}):
         vk = _interpolate(v, k)
         if vk is None:
             continue
         speedups = tuple(formula_speedup(a, k, c, vk) for a in alphas)
-        curves.append(WhatIfCurve(k, vk, k not in v, alphas, speedups))
+        curves.append(WhatIfCurve("fixed_k", k, vk, k not in v, alphas, speedups))
     return tuple(curves)
 
 
@@ -333,10 +348,11 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
 
     predicted = formula = None
     cause: Cause | None = None
+    cost = 0.0
     if plain_s is not None and decode:
         a = alpha if alpha is not None else 0.0
         cost = sum(_step_s(s) for s in decode) / plain_s  # = Σ (m_i·c + v(m_i))
-        predicted = _ratio(sum(expected_tokens(a, _drafts(s)) for s in decode), cost)
+        predicted = run_speedup(a, [_drafts(s) for s in decode], cost)
         if k > 0 and c is not None and k in v:
             formula = formula_speedup(a, k, c, v[k])
             cause = _cause(a, k, c, v[k])
@@ -358,7 +374,7 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         measured_speedup=measured,
         measured_speedup_total=measured_total,
         cause=cause,
-        what_if=what_if_curves(c, v, k) if c is not None and v else (),
+        what_if=what_if_curves(c, v, k, [_drafts(s) for s in decode], cost) if c is not None and cost > 0 else (),
         timeline=timeline(speculative, "speculative") + (timeline(baseline, "baseline") if baseline else ()),
         has_steps=bool(passes),
     )

@@ -149,19 +149,27 @@ class WhatIfChart(pg.PlotWidget):
         self.setMenuEnabled(False)
         self.showGrid(x=True, y=True, alpha=0.3)
         legend = self.addLegend(offset=(10, 10))
-        self.curves: dict[int, pg.PlotDataItem] = {}
+        self.curves: dict[int, pg.PlotDataItem] = {}  # every pass drafting k
+        self.run_curve: pg.PlotDataItem | None = None  # the run's own passes; passes through "predicted"
+        mixed = any(curve.kind == "this_run" for curve in explanation.what_if)
         for colour, curve in zip(CURVE_COLOURS * 3, explanation.what_if):
-            if curve.k == explanation.k_used:
+            ours = curve.kind == "this_run" or (not mixed and curve.k == explanation.k_used)
+            if curve.kind == "this_run":
+                name = _tr("this run (its mix of draft lengths)")
+            elif ours:
                 name = _tr("k = {0} (this run)").format(curve.k)
             elif curve.estimated:
-                name = _tr("k = {0} (cost interpolated)").format(curve.k)
+                name = _tr("k = {0} every pass (cost interpolated)").format(curve.k)
             else:
-                name = _tr("k = {0}").format(curve.k)
+                name = _tr("k = {0} every pass").format(curve.k)
             style = Qt.PenStyle.DashLine if curve.estimated else Qt.PenStyle.SolidLine
-            width = 3 if curve.k == explanation.k_used else 1.5
-            item = self.plot(list(curve.alphas), list(curve.speedups), pen=pg.mkPen(colour, width=width, style=style))
+            pen = pg.mkPen(MEASURED_COLOUR if ours else colour, width=3 if ours else 1.5, style=style)
+            item = self.plot(list(curve.alphas), list(curve.speedups), pen=pen)
             legend.addItem(item, name)
-            self.curves[curve.k] = item
+            if ours:
+                self.run_curve = item
+            if curve.kind == "fixed_k":
+                self.curves[curve.k] = item
         self.addItem(
             pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
                             label=_tr("break-even"), labelOpts={"position": 0.05, "color": "#555555"})

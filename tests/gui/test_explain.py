@@ -70,8 +70,9 @@ def test_a_pair_shows_the_measured_speedup_and_every_chart_gets_the_engines_data
     assert [label.toPlainText() for label in timeline.token_labels] == [str(b.tokens) for b in e.timeline]
 
     what_if = dialog.what_if_chart
-    curve = next(c for c in e.what_if if c.k == e.k_used)
-    xs, ys = what_if.curves[e.k_used].getData()
+    curve = next(c for c in e.what_if if c.k == e.k_used)  # every pass drafted k_used: the run's curve
+    assert what_if.run_curve is what_if.curves[e.k_used]
+    xs, ys = what_if.run_curve.getData()
     assert list(ys) == pytest.approx(list(curve.speedups)) and list(xs) == pytest.approx(list(curve.alphas))
     point = what_if.measured_point.data[0]
     assert (point["x"], point["y"]) == pytest.approx((e.acceptance_rate, e.measured_speedup))
