@@ -49,7 +49,9 @@ def replace_stats(run: RunResult, stats: RunStats) -> RunResult:
 
 
 def _baseline(decode_steps: int = 4, pass_s: float = 0.1) -> RunResult:
-    return _run([_step(0, verify_s=0.3)] + [_step(i, verify_s=pass_s) for i in range(1, decode_steps + 1)], False)
+    return _run(
+        [_step(0, verify_s=0.3)] + [_step(i, verify_s=pass_s) for i in range(1, decode_steps + 1)], False
+    )
 
 
 # k = 2 drafts every decode pass, accepted 2, 1, 0, 2 → 5 accepted, 2 first rejections: α = 5/7.
@@ -60,7 +62,8 @@ ACCEPTED = (2, 1, 0, 2)
 def _speculative() -> RunResult:
     steps = [_step(0, verify_s=0.5)]
     steps += [
-        _step(i, accepted=n, rejected=2 - n, draft_s=0.02, verify_s=0.15, k=2) for i, n in enumerate(ACCEPTED, 1)
+        _step(i, accepted=n, rejected=2 - n, draft_s=0.02, verify_s=0.15, k=2)
+        for i, n in enumerate(ACCEPTED, 1)
     ]
     return _run(steps)
 
@@ -126,7 +129,11 @@ def test_histogram_counts_passes_by_the_tokens_they_produced():
 
 
 def test_without_a_baseline_the_plain_cost_comes_from_the_runs_own_plain_passes():
-    steps = [_step(0), _step(1, verify_s=0.1), _step(2, accepted=1, rejected=1, draft_s=0.02, verify_s=0.15, k=2)]
+    steps = [
+        _step(0),
+        _step(1, verify_s=0.1),
+        _step(2, accepted=1, rejected=1, draft_s=0.02, verify_s=0.15, k=2),
+    ]
     e = explain(_run(steps))
     assert e.plain_cost_source == "own_plain_steps"
     assert e.plain_pass_s == pytest.approx(0.1)
@@ -208,13 +215,17 @@ def test_the_summary_blames_the_factor_that_holds_the_speedup_back(outcomes, c, 
     e = explain(_run(steps), _baseline())
     assert e.draft_cost_ratio == pytest.approx(c) and e.verify_cost_ratio == pytest.approx(v)
     assert e.cause == cause
-    phrase = {"acceptance": "low acceptance", "draft": "cost of drafting", "verify": "cost of verifying"}[cause]
+    phrase = {"acceptance": "low acceptance", "draft": "cost of drafting", "verify": "cost of verifying"}[
+        cause
+    ]
     assert phrase in e.summary
     assert ("lost" in e.summary) == (e.measured_speedup < 1)
 
 
 def test_summary_sentence_states_the_numbers_of_a_measured_loss():
-    steps = [_step(0)] + [_step(i, accepted=0, rejected=4, draft_s=0.004, verify_s=0.18, k=4) for i in range(1, 5)]
+    steps = [_step(0)] + [
+        _step(i, accepted=0, rejected=4, draft_s=0.004, verify_s=0.18, k=4) for i in range(1, 5)
+    ]
     e = explain(_run(steps), _baseline())
     assert e.summary == (
         "The target agreed with the draft at 0% of the positions it checked (1.00 tokens per pass); "

@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file  # noqa: E402
-from app.engine import LOOKUP, Engine, GenerationConfig  # noqa: E402
-from app.engine.events import RunResult  # noqa: E402
-from app.engine.explanation import explain  # noqa: E402
+from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
+from app.engine import LOOKUP, Engine, GenerationConfig
+from app.engine.events import RunResult
+from app.engine.explanation import explain
 
 
 def tiny_pair() -> tuple[str, str]:
@@ -53,7 +53,11 @@ def check(engine: Engine, prompts: list[str], config: GenerationConfig) -> list[
         order = [config, plain] if i % 2 == 0 else [plain, config]
         runs = {c.speculative: run_once(engine, prompt, c) for c in order}
         e = explain(runs[True], runs[False])
-        error = (e.predicted_speedup / e.measured_speedup - 1) if e.predicted_speedup and e.measured_speedup else None
+        error = (
+            (e.predicted_speedup / e.measured_speedup - 1)
+            if e.predicted_speedup and e.measured_speedup
+            else None
+        )
         rows.append(
             {
                 "prompt": i,
@@ -77,7 +81,9 @@ def _cell(value: object, spec: str) -> str:
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
-    print(f"{'#':>2} {'tok':>4} {'α':>5} {'k':>2} {'c':>5} {'v(k)':>5} {'pred':>5} {'formula':>7} {'meas':>5} {'error':>6}")
+    print(
+        f"{'#':>2} {'tok':>4} {'α':>5} {'k':>2} {'c':>5} {'v(k)':>5} {'pred':>5} {'formula':>7} {'meas':>5} {'error':>6}"
+    )
     for r in rows:
         print(
             f"{r['prompt']:>2} {r['tokens']:>4} {_cell(r['alpha'], '5.2f')} {r['k']:>2} {_cell(r['c'], '5.3f')} "
@@ -87,18 +93,24 @@ def print_table(rows: list[dict[str, object]]) -> None:
     errors = [abs(r["error"]) for r in rows if r["error"] is not None]  # type: ignore[arg-type]
     if errors:
         within = sum(e <= 0.25 for e in errors)
-        print(f"median |error| {statistics.median(errors):.0%}, max {max(errors):.0%}, within 25 %: {within}/{len(errors)}")
+        print(
+            f"median |error| {statistics.median(errors):.0%}, max {max(errors):.0%}, within 25 %: {within}/{len(errors)}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--target", default="default", help="model source (default: the bundled model)")
     parser.add_argument("--draft", default=LOOKUP, help="draft model source, or 'lookup' (default)")
     parser.add_argument("--tiny", action="store_true", help="use a tiny random target/draft pair instead")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--prompts-file", type=Path, default=DEFAULT_PROMPTS_FILE)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -114,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=2)
         print()
     else:
-        print(f"target {engine.target_name} · drafter {engine.drafter_name} · k {args.k} · {args.threads} thread(s)")
+        print(
+            f"target {engine.target_name} · drafter {engine.drafter_name} · k {args.k} · {args.threads} thread(s)"
+        )
         print_table(rows)
     return 0
 

@@ -36,7 +36,7 @@ WHAT_IF_POINTS = 51  # α = 0, 0.02, …, 1
 MEASURED_BASIS = "decode tokens per second"
 
 
-def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 — the name lupdate looks for
+def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
     """Marks a sentence for Qt's translation tools without importing Qt; the GUI translates
     it with ``QCoreApplication.translate("Explanation", text)``."""
     return text
@@ -63,7 +63,11 @@ class PositionAcceptance:
         return self.accepted / self.reached if self.reached else 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {**asdict(self), "rate_of_proposed": self.rate_of_proposed, "rate_of_reached": self.rate_of_reached}
+        return {
+            **asdict(self),
+            "rate_of_proposed": self.rate_of_proposed,
+            "rate_of_reached": self.rate_of_reached,
+        }
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,9 @@ class Explanation:
             "cause": self.cause,
             "summary": self.summary,
             "acceptance_by_position": [p.to_dict() for p in self.acceptance_by_position],
-            "tokens_per_pass_histogram": [{"tokens": t, "passes": n} for t, n in self.tokens_per_pass_histogram],
+            "tokens_per_pass_histogram": [
+                {"tokens": t, "passes": n} for t, n in self.tokens_per_pass_histogram
+            ],
             "verify_cost_by_tokens": [v.to_dict() for v in self.verify_cost_by_tokens],
             "what_if": [w.to_dict() for w in self.what_if],
             "timeline": [b.to_dict() for b in self.timeline],
@@ -322,7 +328,9 @@ def _decode_rate(run: RunResult) -> float | None:
     return _ratio(sum(len(s.tokens) for s in decode), seconds) if decode else None
 
 
-def measured_speedups(speculative: RunResult, baseline: RunResult | None) -> tuple[float | None, float | None]:
+def measured_speedups(
+    speculative: RunResult, baseline: RunResult | None
+) -> tuple[float | None, float | None]:
     if baseline is None:
         return None, None
     spec, base = _decode_rate(speculative), _decode_rate(baseline)
@@ -374,7 +382,9 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         measured_speedup=measured,
         measured_speedup_total=measured_total,
         cause=cause,
-        what_if=what_if_curves(c, v, k, [_drafts(s) for s in decode], cost) if c is not None and cost > 0 else (),
+        what_if=what_if_curves(c, v, k, [_drafts(s) for s in decode], cost)
+        if c is not None and cost > 0
+        else (),
         timeline=timeline(speculative, "speculative") + (timeline(baseline, "baseline") if baseline else ()),
         has_steps=bool(passes),
     )
@@ -403,12 +413,15 @@ NO_STEPS = QT_TRANSLATE_NOOP(
     _CTX, "This answer's passes were not kept (it was restored from disk): run a comparison to explain it."
 )
 NO_DRAFTS = QT_TRANSLATE_NOOP(
-    _CTX, "No draft was checked in this run, so every target pass produced one token and speculation could not help."
+    _CTX,
+    "No draft was checked in this run, so every target pass produced one token and speculation could not help.",
 )
 AGREED = QT_TRANSLATE_NOOP(
     _CTX, "The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)"
 )
-COSTS = QT_TRANSLATE_NOOP(_CTX, "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}")
+COSTS = QT_TRANSLATE_NOOP(
+    _CTX, "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}"
+)
 UNKNOWN_COST = QT_TRANSLATE_NOOP(_CTX, "run a comparison to measure what a plain step costs")
 OUTCOMES = {
     (True, True): QT_TRANSLATE_NOOP(_CTX, "so speculation gained {percent}"),
@@ -441,7 +454,9 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
     if e.verify_cost_ratio is None or e.draft_cost_ratio is None or speedup is None:
         return f"{agreed}; {translate(UNKNOWN_COST)}."
     costs = translate(COSTS).format(
-        k=e.k_used, verify=format_ratio(e.verify_cost_ratio), draft=format_ratio(e.k_used * e.draft_cost_ratio)
+        k=e.k_used,
+        verify=format_ratio(e.verify_cost_ratio),
+        draft=format_ratio(e.k_used * e.draft_cost_ratio),
     )
     outcome = translate(OUTCOMES[(e.measured_speedup is not None, speedup >= 1.0)]).format(
         percent=format_percent(abs(speedup - 1.0))

@@ -6,6 +6,8 @@ shown (``explain_view`` does it when the panel opens), so the app starts without
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
@@ -47,10 +49,16 @@ class AcceptanceCharts(QWidget):
         self.by_position = _plot(_tr("Acceptance by draft position"), _tr("draft position"), _tr("accepted"))
         positions = [r.position for r in rows]
         self.reached_bars = pg.BarGraphItem(
-            x=[p - 0.2 for p in positions], height=[r.rate_of_reached for r in rows], width=0.38, brush=DRAFT_COLOUR
+            x=[p - 0.2 for p in positions],
+            height=[r.rate_of_reached for r in rows],
+            width=0.38,
+            brush=DRAFT_COLOUR,
         )
         self.proposed_bars = pg.BarGraphItem(
-            x=[p + 0.2 for p in positions], height=[r.rate_of_proposed for r in rows], width=0.38, brush="#d6eaf8"
+            x=[p + 0.2 for p in positions],
+            height=[r.rate_of_proposed for r in rows],
+            width=0.38,
+            brush="#d6eaf8",
         )
         legend = self.by_position.addLegend(offset=(-10, 10))
         for item, name in (
@@ -88,7 +96,7 @@ class TimelineChart(pg.PlotWidget):
     """Both runs on one wall-clock axis: a bar per target pass, split into drafting and
     verifying; a bar's height grows with the tokens the pass produced (labelled when few)."""
 
-    ROWS = {"speculative": 1.0, "baseline": 0.0}
+    ROWS: ClassVar[dict[str, float]] = {"speculative": 1.0, "baseline": 0.0}  # y of each run
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
         super().__init__(parent, title=_tr("Timeline of target passes"))
@@ -114,7 +122,10 @@ class TimelineChart(pg.PlotWidget):
             pen=pg.mkPen("w", width=0.5),
         )
         legend = self.addLegend(offset=(-10, 10))
-        for item, name in ((self.draft_bars, _tr("drafting")), (self.verify_bars, _tr("target pass (verify)"))):
+        for item, name in (
+            (self.draft_bars, _tr("drafting")),
+            (self.verify_bars, _tr("target pass (verify)")),
+        ):
             self.addItem(item)
             legend.addItem(item, name)
         self.token_labels = self._label_tokens(bars, heights)
@@ -171,19 +182,31 @@ class WhatIfChart(pg.PlotWidget):
             if curve.kind == "fixed_k":
                 self.curves[curve.k] = item
         self.addItem(
-            pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
-                            label=_tr("break-even"), labelOpts={"position": 0.05, "color": "#555555"})
+            pg.InfiniteLine(
+                pos=1.0,
+                angle=0,
+                pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
+                label=_tr("break-even"),
+                labelOpts={"position": 0.05, "color": "#555555"},
+            )
         )
         self.measured_point = self._point(explanation, explanation.measured_speedup, "o", _tr("measured"))
         self.predicted_point = self._point(explanation, explanation.predicted_speedup, "x", _tr("predicted"))
         self.setXRange(0, 1)
 
-    def _point(self, explanation: Explanation, speedup: float | None, symbol: str, name: str) -> pg.ScatterPlotItem | None:
+    def _point(
+        self, explanation: Explanation, speedup: float | None, symbol: str, name: str
+    ) -> pg.ScatterPlotItem | None:
         if speedup is None or explanation.acceptance_rate is None or not explanation.what_if:
             return None
         item = pg.ScatterPlotItem(
-            [explanation.acceptance_rate], [speedup], symbol=symbol, size=13,
-            brush=pg.mkBrush(MEASURED_COLOUR), pen=pg.mkPen(MEASURED_COLOUR, width=2), name=name,
+            [explanation.acceptance_rate],
+            [speedup],
+            symbol=symbol,
+            size=13,
+            brush=pg.mkBrush(MEASURED_COLOUR),
+            pen=pg.mkPen(MEASURED_COLOUR, width=2),
+            name=name,
         )
         self.addItem(item)
         return item

@@ -50,7 +50,9 @@ def _ratio(value: float | None) -> str:
 class ExplainDialog(QDialog):
     comparison_requested = Signal()  # "Run comparison": the window reruns the answer without speculation
 
-    def __init__(self, speculative: RunResult, baseline: RunResult | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, speculative: RunResult, baseline: RunResult | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(self.tr("Why was it faster or slower?"))
         self.explanation = explain(speculative, baseline)
@@ -82,10 +84,22 @@ class ExplainDialog(QDialog):
         e = self.explanation
         k = e.k_used
         rows = [
-            ("acceptance", self.tr("Acceptance α (per position the target judged)"), _percent(e.acceptance_rate)),
-            ("accepted_share", self.tr("Drafts accepted, of all proposed"), _percent(e.drafts_accepted_share)),
+            (
+                "acceptance",
+                self.tr("Acceptance α (per position the target judged)"),
+                _percent(e.acceptance_rate),
+            ),
+            (
+                "accepted_share",
+                self.tr("Drafts accepted, of all proposed"),
+                _percent(e.drafts_accepted_share),
+            ),
             ("tokens_per_pass", self.tr("Tokens per target pass"), format_tokens(e.mean_tokens_per_pass)),
-            ("draft_cost", self.tr("Cost of drafting one token, c (× a plain pass)"), _ratio(e.draft_cost_ratio)),
+            (
+                "draft_cost",
+                self.tr("Cost of drafting one token, c (× a plain pass)"),
+                _ratio(e.draft_cost_ratio),
+            ),
             (
                 "verify_cost",
                 self.tr("Cost of a pass over {0} tokens, v({1}) (× a plain pass)").format(k + 1, k),
@@ -110,7 +124,9 @@ class ExplainDialog(QDialog):
         if e.plain_cost_source == "baseline":
             return self.tr("{0} ms, measured on the plain run").format(ms)
         if e.plain_cost_source == "own_plain_steps":
-            return self.tr("{0} ms, from this answer's own passes that checked no draft (no comparison yet)").format(ms)
+            return self.tr(
+                "{0} ms, from this answer's own passes that checked no draft (no comparison yet)"
+            ).format(ms)
         return self.tr("unknown: this answer has no plain pass; run a comparison to measure it")
 
     def _add_charts(self) -> None:

@@ -95,7 +95,9 @@ def test_starting_the_app_does_not_import_the_chart_library():
         "import sys, app.gui, app.ui.main_window, app.ui.message_widgets, app.ui.explain_view;"
         "sys.exit('pyqtgraph imported' if 'pyqtgraph' in sys.modules else 0)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr + done.stdout
 
 
