@@ -54,6 +54,7 @@ class AnswerWidget(QFrame):
         self.why_button = QPushButton(self.tr("Why?"), self)
         self.why_button.setToolTip(self.tr("Why was this answer faster or slower? Acceptance, costs, charts"))
         self.why_dialog: QDialog | None = None
+        self._busy = False
         buttons = QHBoxLayout()
         buttons.addWidget(self.stats, 1)
         buttons.addWidget(self.copy_button)
@@ -84,7 +85,8 @@ class AnswerWidget(QFrame):
 
     def set_busy(self, busy: bool) -> None:
         self.compare_button.setEnabled(not busy and self.message.stats is not None)
-        self.why_button.setEnabled(not busy and self.message.stats is not None)
+        self._busy = busy
+        self.why_button.setEnabled(self._finished())
         self.copy_button.setEnabled(not busy)
 
     def update_labels(self) -> None:
@@ -96,13 +98,17 @@ class AnswerWidget(QFrame):
         self.status.setStyleSheet("color: #c0392b;" if m.error else "")
         self.status.setVisible(bool(notes))
         self.compare_button.setEnabled(m.stats is not None)
-        self.why_button.setEnabled(m.stats is not None)
+        self.why_button.setEnabled(self._finished())
 
     def _on_copy(self) -> None:
         QGuiApplication.clipboard().setText(self.message.content)
 
     def _on_compare(self) -> None:
         self.compare_requested.emit(self)
+
+    def _finished(self) -> bool:
+        """Its run is over (explained from all its passes, not the ones streamed so far)."""
+        return not self._busy and self.message.stats is not None and self.message.stop_reason is not None
 
     def _on_why(self) -> None:
         from .explain_view import ExplainDialog  # its charts load on first use, not at start-up

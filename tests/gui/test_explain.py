@@ -105,3 +105,20 @@ def _left():  # type: ignore[no-untyped-def]
     from PySide6.QtCore import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_why_is_offered_only_for_a_finished_answer_while_nothing_runs(qtbot):
+    from app.ui.conversation import Message
+    from app.ui.message_widgets import AnswerWidget
+
+    message = Message("assistant", "Hi", stats={"new_tokens": 1}, speculative=True, drafter="prompt lookup")
+    answer = AnswerWidget(message)
+    qtbot.addWidget(answer)
+    assert not answer.why_button.isEnabled()  # streaming: stats so far, no stop reason yet
+    message.stop_reason = "eos"
+    answer.update_labels()
+    assert answer.why_button.isEnabled()
+    answer.set_busy(True)
+    assert not answer.why_button.isEnabled()
+    answer.update_labels()  # a repaint while busy does not offer it again
+    assert not answer.why_button.isEnabled()
