@@ -375,8 +375,10 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     engine = load_engine(args, drafter=speculative)
     _clear_progress(sys.stderr)
     if args.json:
+        from app.engine.explanation import explain
+
         result = engine.generate(messages, config)
-        _print_json(result.to_dict(), out)
+        _print_json({**result.to_dict(), "explanation": explain(result).to_dict()}, out)
         return 0
     printer = TokenPrinter(out)
     result = engine.generate(messages, config, on_step=printer)

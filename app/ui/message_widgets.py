@@ -1,6 +1,6 @@
 """One widget per turn: the person's message (with Edit and resend), or an answer with its
 rendered Markdown or its token highlighting, its statistics and its buttons (Copy as
-Markdown, Regenerate, Continue, Compare).
+Markdown, Regenerate, Continue, Compare, Why?).
 
 An answer streams into the token view (appending is cheap); once finished it shows the
 rendered Markdown, and "Tokens" switches that answer back to the token view, where the
@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
+    QDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -148,9 +149,19 @@ class AnswerWidget(QFrame):
         self.compare_button.setToolTip(
             self.tr("Run this answer again the other way (with / without speculation) and compare")
         )
+        self.why_button = QPushButton(self.tr("Why?"), self)
+        self.why_button.setToolTip(self.tr("Why was this answer faster or slower? Acceptance, costs, charts"))
+        self.why_dialog: QDialog | None = None
+        self._busy = False
         buttons = QHBoxLayout()
         buttons.addWidget(self.stats, 1)
-        for button in (self.copy_button, self.regenerate_button, self.continue_button, self.compare_button):
+        for button in (
+            self.copy_button,
+            self.regenerate_button,
+            self.continue_button,
+            self.compare_button,
+            self.why_button,
+        ):
             buttons.addWidget(button)
         layout.addLayout(head)
         layout.addWidget(self.view)
@@ -162,6 +173,7 @@ class AnswerWidget(QFrame):
         self.regenerate_button.clicked.connect(lambda: self.regenerate_requested.emit(self))
         self.continue_button.clicked.connect(lambda: self.continue_requested.emit(self))
         self.compare_button.clicked.connect(self._on_compare)
+        self.why_button.clicked.connect(self._on_why)
         self.refresh()
 
     @property
@@ -229,6 +241,7 @@ class AnswerWidget(QFrame):
         self.regenerate_button.setEnabled(idle)
         self.continue_button.setVisible(m.can_continue and self._is_last)
         self.continue_button.setEnabled(idle and m.config is not None)
+        self.why_button.setEnabled(self._finished())
 
     def _show_view(self) -> None:
         tokens = self._streaming or bool(self._tokens_chosen)
@@ -245,3 +258,17 @@ class AnswerWidget(QFrame):
 
     def _on_compare(self) -> None:
         self.compare_requested.emit(self)
+
+    def _finished(self) -> bool:
+        """Its run is over (explained from all its passes, not the ones streamed so far)."""
+        return not self._busy and self.message.stats is not None and self.message.stop_reason is not None
+
+    def _on_why(self) -> None:
+        from .explain_view import ExplainDialog  # its charts load on first use, not at start-up
+
+        if self.why_dialog is not None:  # one panel per answer: the newest
+            self.why_dialog.close()
+            self.why_dialog.deleteLater()
+        self.why_dialog = ExplainDialog(self.message.run_result(), None, self.window())
+        self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
+        self.why_dialog.show()

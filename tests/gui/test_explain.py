@@ -1,0 +1,124 @@
+"""The Why panel: opened from an answer or from a (speculative, baseline) pair, it shows the
+engine's explanation — the same numbers and sentence — and its charts carry the engine's data.
+The plotting library is loaded only when the panel opens."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
+from test_explanation import _baseline, _speculative
+
+from app.engine.events import RunResult, RunStats
+from app.engine.explanation import explain, format_percent, format_ratio, format_tokens
+from app.ui.explain_view import ExplainDialog
+
+
+def test_why_opens_from_an_answer_and_shows_the_engines_numbers(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    result = send_and_wait(qtbot, window)
+    answer = window.chat_view.answers[-1]
+    assert answer.why_button.isEnabled()
+    qtbot.mouseClick(answer.why_button, _left())
+    dialog = answer.why_dialog
+    assert dialog is not None and dialog.isVisible()
+    expected = explain(result, None)
+    assert dialog.summary.text() == expected.summary
+    assert dialog.values["acceptance"].text() == format_percent(expected.acceptance_rate)
+    assert dialog.values["tokens_per_pass"].text() == format_tokens(expected.mean_tokens_per_pass)
+    predicted = "—" if expected.predicted_speedup is None else format_ratio(expected.predicted_speedup)
+    assert dialog.values["predicted"].text() == predicted
+    assert dialog.values["measured"].text() == "—"  # no baseline yet
+    own = expected.plain_cost_source == "own_plain_steps"
+    assert ("own passes" if own else "unknown") in dialog.values["plain_cost"].text()
+    assert dialog.run_comparison.isVisible()
+
+
+def test_run_comparison_in_the_panel_runs_the_answers_comparison(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    send_and_wait(qtbot, window)
+    answer = window.chat_view.answers[-1]
+    qtbot.mouseClick(answer.why_button, _left())
+    with qtbot.waitSignal(window.controller.comparison_ready, timeout=ANSWER_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(answer.why_dialog.run_comparison, _left())
+    assert not blocker.args[0].baseline.speculative
+    qtbot.waitUntil(lambda: window.compare_dialog is not None and window.compare_dialog.isVisible())
+
+
+def test_a_pair_shows_the_measured_speedup_and_every_chart_gets_the_engines_data(qtbot):
+    spec, base = _speculative(), _baseline()
+    dialog = ExplainDialog(spec, base)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    e = explain(spec, base)
+    assert not dialog.run_comparison.isVisible()
+    assert dialog.values["measured"].text() == format_ratio(e.measured_speedup) == "1.32×"
+    assert dialog.values["predicted"].text() == format_ratio(e.predicted_speedup) == "1.31×"
+    assert dialog.values["verify_cost"].text() == "1.50×" and dialog.values["draft_cost"].text() == "0.10×"
+    assert "measured on the plain run" in dialog.values["plain_cost"].text()
+
+    charts = dialog.acceptance_charts
+    assert list(charts.reached_bars.opts["height"]) == [r.rate_of_reached for r in e.acceptance_by_position]
+    assert list(charts.proposed_bars.opts["height"]) == [r.rate_of_proposed for r in e.acceptance_by_position]
+    assert list(charts.histogram_bars.opts["height"]) == [n for _, n in e.tokens_per_pass_histogram]
+
+    timeline = dialog.timeline_chart
+    assert list(timeline.draft_bars.opts["x0"]) == [b.start_s for b in e.timeline]
+    assert list(timeline.verify_bars.opts["width"]) == [b.verify_s for b in e.timeline]
+    assert [label.toPlainText() for label in timeline.token_labels] == [str(b.tokens) for b in e.timeline]
+
+    what_if = dialog.what_if_chart
+    curve = next(c for c in e.what_if if c.k == e.k_used)  # every pass drafted k_used: the run's curve
+    assert what_if.run_curve is what_if.curves[e.k_used]
+    xs, ys = what_if.run_curve.getData()
+    assert list(ys) == pytest.approx(list(curve.speedups)) and list(xs) == pytest.approx(list(curve.alphas))
+    point = what_if.measured_point.data[0]
+    assert (point["x"], point["y"]) == pytest.approx((e.acceptance_rate, e.measured_speedup))
+
+
+def test_an_answer_restored_without_its_passes_says_so_and_offers_a_comparison(qtbot):
+    restored = RunResult("Hi there", (), (), RunStats(new_tokens=2), "eos", True, "prompt lookup")
+    dialog = ExplainDialog(restored)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.summary.text() == explain(restored).summary
+    assert "restored" in dialog.summary.text()
+    assert dialog.run_comparison.isVisible()
+    with qtbot.waitSignal(dialog.comparison_requested, timeout=1000):
+        qtbot.mouseClick(dialog.run_comparison, _left())
+
+
+def test_starting_the_app_does_not_import_the_chart_library():
+    code = (
+        "import sys, app.gui, app.ui.main_window, app.ui.message_widgets, app.ui.explain_view;"
+        "sys.exit('pyqtgraph imported' if 'pyqtgraph' in sys.modules else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def _left():  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import Qt
+
+    return Qt.MouseButton.LeftButton
+
+
+def test_why_is_offered_only_for_a_finished_answer_while_nothing_runs(qtbot):
+    from app.ui.conversation import Message
+    from app.ui.message_widgets import AnswerWidget
+
+    message = Message("assistant", "Hi", stats={"new_tokens": 1}, speculative=True, drafter="prompt lookup")
+    answer = AnswerWidget(message)
+    qtbot.addWidget(answer)
+    assert not answer.why_button.isEnabled()  # streaming: stats so far, no stop reason yet
+    message.stop_reason = "eos"
+    answer.update_labels()
+    assert answer.why_button.isEnabled()
+    answer.set_busy(True)
+    assert not answer.why_button.isEnabled()
+    answer.update_labels()  # a repaint while busy does not offer it again
+    assert not answer.why_button.isEnabled()

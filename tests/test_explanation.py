@@ -1,0 +1,285 @@
+"""The explanation's numbers, computed from hand-made step events with known acceptance and
+known costs (no model, no torch)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+from app.engine.explanation import expected_tokens, explain, formula_speedup, summary_sentence
+
+
+def _token(source: str) -> TokenInfo:
+    return TokenInfo(1, "x", source)  # type: ignore[arg-type]
+
+
+def _step(
+    index: int, accepted: int = 0, rejected: int = 0, draft_s: float = 0.0, verify_s: float = 0.1, k: int = 0
+) -> StepEvent:
+    return StepEvent(
+        index=index,
+        accepted=tuple(_token("draft") for _ in range(accepted)),
+        target=_token("target"),
+        rejected=tuple(_token("draft") for _ in range(rejected)),
+        target_kind="prefill" if index == 0 else "plain",
+        k=k,
+        draft_s=draft_s,
+        verify_s=verify_s,
+        stats=RunStats(),
+    )
+
+
+def _run(steps: list[StepEvent], speculative: bool = True) -> RunResult:
+    tokens = sum(len(s.tokens) for s in steps)
+    prefill = sum(s.draft_s + s.verify_s for s in steps if s.index == 0)
+    decode = sum(s.draft_s + s.verify_s for s in steps if s.index > 0)
+    stats = RunStats(new_tokens=tokens, target_passes=len(steps), prefill_s=prefill, decode_s=decode)
+    drafter = "prompt lookup" if speculative else "none"
+    return replace_stats(RunResult.from_steps(steps, speculative, drafter, {}), stats)
+
+
+def replace_stats(run: RunResult, stats: RunStats) -> RunResult:
+    from dataclasses import replace
+
+    return replace(run, stats=stats)
+
+
+def _baseline(decode_steps: int = 4, pass_s: float = 0.1) -> RunResult:
+    return _run(
+        [_step(0, verify_s=0.3)] + [_step(i, verify_s=pass_s) for i in range(1, decode_steps + 1)], False
+    )
+
+
+# k = 2 drafts every decode pass, accepted 2, 1, 0, 2 → 5 accepted, 2 first rejections: α = 5/7.
+# Draft 0.02 s per pass = 0.01 s per draft → c = 0.1 of a 0.1 s plain pass; verify 0.15 s → v(2) = 1.5.
+ACCEPTED = (2, 1, 0, 2)
+
+
+def _speculative() -> RunResult:
+    steps = [_step(0, verify_s=0.5)]
+    steps += [
+        _step(i, accepted=n, rejected=2 - n, draft_s=0.02, verify_s=0.15, k=2)
+        for i, n in enumerate(ACCEPTED, 1)
+    ]
+    return _run(steps)
+
+
+def test_acceptance_is_fitted_per_position_from_accepted_drafts_and_first_rejections():
+    e = explain(_speculative(), _baseline())
+    assert e.acceptance_rate == pytest.approx(5 / 7)
+    assert e.drafts_accepted_share == pytest.approx(5 / 8)
+    assert e.mean_tokens_per_pass == pytest.approx((1 + 3 + 2 + 1 + 3) / 5)
+
+
+def test_known_costs_give_the_known_cost_ratios_and_prediction():
+    e = explain(_speculative(), _baseline())
+    assert e.plain_pass_s == pytest.approx(0.1)
+    assert e.plain_cost_source == "baseline"
+    assert e.draft_cost_ratio == pytest.approx(0.1)
+    assert e.k_used == 2
+    assert e.verify_cost_ratio == pytest.approx(1.5)
+    expected = 109 / 49  # 1 + α + α² at α = 5/7
+    assert expected_tokens(5 / 7, 2) == pytest.approx(expected)
+    assert e.predicted_speedup == pytest.approx(expected / (2 * 0.1 + 1.5))
+    assert e.formula_speedup == pytest.approx(e.predicted_speedup)
+
+
+def test_measured_speedup_is_the_ratio_of_decode_tokens_per_second():
+    e = explain(_speculative(), _baseline())
+    spec_rate = (3 + 2 + 1 + 3) / (4 * 0.17)
+    assert e.measured_speedup == pytest.approx(spec_rate / (4 / 0.4))
+    assert e.measured_speedup_total == pytest.approx((10 / (0.5 + 0.68)) / (5 / 0.7))
+
+
+def test_prediction_weighs_each_pass_by_the_drafts_it_verified_when_k_varies():
+    steps = [_step(0)]
+    steps += [_step(1, accepted=1, rejected=0, draft_s=0.01, verify_s=0.12, k=1)]
+    steps += [_step(2, accepted=2, rejected=2, draft_s=0.04, verify_s=0.2, k=4)]
+    e = explain(_run(steps), _baseline())
+    alpha = 3 / 4
+    tokens = expected_tokens(alpha, 1) + expected_tokens(alpha, 4)
+    assert e.predicted_speedup == pytest.approx(tokens / ((0.13 + 0.24) / 0.1))
+    assert [(v.drafts, v.ratio) for v in e.verify_cost_by_tokens] == [
+        (1, pytest.approx(1.2)),
+        (4, pytest.approx(2.0)),
+    ]
+    assert e.k_used == 4  # one pass each: the larger
+    run_curve = e.what_if[0]
+    assert run_curve.kind == "this_run"
+    at_alpha = run_curve.alphas.index(0.76)  # the grid's nearest point to α = 0.75
+    assert run_curve.speedups[at_alpha] == pytest.approx(
+        (expected_tokens(0.76, 1) + expected_tokens(0.76, 4)) / ((0.13 + 0.24) / 0.1)
+    )
+
+
+def test_acceptance_by_position_counts_proposed_reached_and_accepted():
+    rows = explain(_speculative(), _baseline()).acceptance_by_position
+    assert [(r.position, r.proposed, r.reached, r.accepted) for r in rows] == [(1, 4, 4, 3), (2, 4, 3, 2)]
+    assert rows[1].rate_of_reached == pytest.approx(2 / 3)
+    assert rows[1].rate_of_proposed == pytest.approx(2 / 4)
+
+
+def test_histogram_counts_passes_by_the_tokens_they_produced():
+    e = explain(_speculative(), _baseline())
+    assert e.tokens_per_pass_histogram == ((1, 2), (2, 1), (3, 2))
+
+
+def test_without_a_baseline_the_plain_cost_comes_from_the_runs_own_plain_passes():
+    steps = [
+        _step(0),
+        _step(1, verify_s=0.1),
+        _step(2, accepted=1, rejected=1, draft_s=0.02, verify_s=0.15, k=2),
+    ]
+    e = explain(_run(steps))
+    assert e.plain_cost_source == "own_plain_steps"
+    assert e.plain_pass_s == pytest.approx(0.1)
+    assert e.verify_cost_ratio == pytest.approx(1.5)
+    assert e.measured_speedup is None
+    assert e.predicted_speedup is not None
+
+
+def test_without_a_baseline_or_plain_passes_the_costs_are_unknown_and_the_summary_says_so():
+    e = explain(_speculative())
+    assert e.plain_cost_source == "unknown"
+    assert e.draft_cost_ratio is None and e.verify_cost_ratio is None and e.predicted_speedup is None
+    assert e.what_if == ()
+    assert "run a comparison" in e.summary
+
+
+def test_what_if_curve_for_the_k_used_passes_through_the_formula_and_k_plus_one_at_full_acceptance():
+    e = explain(_speculative(), _baseline())
+    assert all(c.kind == "fixed_k" for c in e.what_if)  # every pass drafted 2: no separate run curve
+    curve = next(c for c in e.what_if if c.k == 2)
+    assert not curve.estimated
+    assert curve.alphas[0] == 0.0 and curve.alphas[-1] == 1.0
+    assert curve.speedups[-1] == pytest.approx(3 / 1.7)
+    assert curve.speedups[0] == pytest.approx(1 / 1.7)
+    one = next(c for c in e.what_if if c.k == 1)  # v(1) between v(0) = 1 and v(2) = 1.5
+    assert one.estimated and one.verify_cost_ratio == pytest.approx(1.25)
+    assert all(c.k <= 2 for c in e.what_if)  # never extrapolated past the largest pass measured
+
+
+def test_a_run_without_drafts_explains_itself_without_errors():
+    e = explain(_baseline(), _baseline())
+    assert e.acceptance_rate is None and e.k_used == 0 and e.acceptance_by_position == ()
+    assert e.predicted_speedup == pytest.approx(1.0)
+    assert e.summary.startswith("No draft was checked")
+
+
+def test_zero_times_one_step_and_no_steps_do_not_fail():
+    zero = explain(_run([_step(0, verify_s=0.0), _step(1, accepted=1, rejected=1, verify_s=0.0)]))
+    assert zero.plain_pass_s is None and zero.predicted_speedup is None
+    assert explain(_run([_step(0)]), _baseline()).predicted_speedup is None  # prefill only
+    restored = RunResult("hi", (), (), RunStats(), "eos", True, "prompt lookup")
+    assert explain(restored).summary.startswith("This answer's passes were not kept")
+
+
+def test_the_event_a_cancelled_run_ends_with_is_not_a_pass():
+    steps = [_step(0), _step(1, accepted=1, rejected=1, draft_s=0.02, verify_s=0.15, k=2)]
+    cancelled = StepEvent(2, (), None, (), "plain", 0, 0.0, 0.0, RunStats(), stop_reason="cancelled")
+    e = explain(_run(steps + [cancelled]), _baseline())
+    assert len([b for b in e.timeline if b.run == "speculative"]) == 2
+    assert e.tokens_per_pass_histogram == ((1, 1), (2, 1))
+
+
+def test_timeline_puts_each_pass_after_the_previous_on_its_runs_clock():
+    e = explain(_speculative(), _baseline())
+    spec = [b for b in e.timeline if b.run == "speculative"]
+    base = [b for b in e.timeline if b.run == "baseline"]
+    assert [b.start_s for b in spec] == pytest.approx([0.0, 0.5, 0.67, 0.84, 1.01])
+    assert [b.tokens for b in spec] == [1, 3, 2, 1, 3]
+    assert base[0].start_s == 0.0 and len(base) == 5
+
+
+GOOD = [4] * 9 + [0]  # α = 36 / 37
+POOR = [0] * 9 + [1]  # α = 1 / 11
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "c", "v", "cause"),
+    [
+        (POOR, 0.01, 1.5, "acceptance"),  # a poorly matched draft (prompt lookup on free text)
+        (GOOD, 0.5, 1.1, "draft"),  # a good but heavy draft model
+        (GOOD, 0.01, 3.0, "verify"),  # a pass over 5 tokens costs 3 plain ones
+    ],
+)
+def test_the_summary_blames_the_factor_that_holds_the_speedup_back(outcomes, c, v, cause):
+    k = 4
+    steps = [_step(0)]
+    for i, n in enumerate(outcomes, 1):
+        steps.append(_step(i, accepted=n, rejected=k - n, draft_s=k * c * 0.1, verify_s=v * 0.1, k=k))
+    e = explain(_run(steps), _baseline())
+    assert e.draft_cost_ratio == pytest.approx(c) and e.verify_cost_ratio == pytest.approx(v)
+    assert e.cause == cause
+    phrase = {"acceptance": "low acceptance", "draft": "cost of drafting", "verify": "cost of verifying"}[
+        cause
+    ]
+    assert phrase in e.summary
+    assert ("lost" in e.summary) == (e.measured_speedup < 1)
+
+
+def test_summary_sentence_states_the_numbers_of_a_measured_loss():
+    steps = [_step(0)] + [
+        _step(i, accepted=0, rejected=4, draft_s=0.004, verify_s=0.18, k=4) for i in range(1, 5)
+    ]
+    e = explain(_run(steps), _baseline())
+    assert e.summary == (
+        "The target agreed with the draft at 0% of the positions it checked (1.00 tokens per pass); "
+        "a pass checking 4 drafts cost 1.80× a plain step, and drafting them 0.04×, "
+        "so speculation lost 46%, held back most by low acceptance."
+    )
+
+
+def test_summary_can_be_translated_template_by_template():
+    e = explain(_speculative(), _baseline())
+    french = summary_sentence(e, lambda text: text.replace("The target agreed with the draft", "La cible"))
+    assert french.startswith("La cible at 71% of the positions")
+
+
+def test_formula_speedup_matches_the_textbook_expression():
+    assert formula_speedup(0.5, 4, 0.05, 1.2) == pytest.approx((1 - 0.5**5) / 0.5 / (4 * 0.05 + 1.2))
+    assert formula_speedup(1.0, 3, 0.0, 1.0) == pytest.approx(4.0)
+
+
+def test_to_dict_has_the_promised_keys_and_is_strict_json():
+    data = explain(_speculative(), _baseline()).to_dict()
+    for key in (
+        "acceptance_rate",
+        "mean_tokens_per_pass",
+        "draft_cost_ratio",
+        "verify_cost_ratio",
+        "predicted_speedup",
+        "measured_speedup",
+        "summary",
+        "acceptance_by_position",
+        "tokens_per_pass_histogram",
+        "verify_cost_by_tokens",
+        "what_if",
+        "k_used",
+    ):
+        assert key in data
+    json.dumps(data, allow_nan=False)
+    json.dumps(explain(_run([_step(0, verify_s=0.0)])).to_dict(), allow_nan=False)
+
+
+def test_the_explanation_module_does_not_import_torch():
+    code = "import sys, app.engine.explanation; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
+
+
+def test_generate_json_carries_the_explanation_of_its_own_steps(tiny_models, capsys):
+    from app.cli import main
+
+    argv = ["generate", "--target", str(tiny_models["llama"]), "--draft", str(tiny_models["llama-draft"])]
+    assert main([*argv, "--max-new-tokens", "16", "--k", "3", "--prompt", "Hello world!", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    explanation = run["explanation"]
+    accepted = sum(len(s["accepted"]) for s in run["steps"])
+    rejections = sum(1 for s in run["steps"] if s["rejected"])
+    assert explanation["acceptance_rate"] == pytest.approx(accepted / (accepted + rejections))
+    assert explanation["measured_speedup"] is None  # no baseline in generate
+    assert explanation["summary"]
