@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import statistics
+import time
 from pathlib import Path
 
 from gui_helpers import send_and_wait, tiny_settings
@@ -22,9 +23,25 @@ from app.ui.latency import GuiLatencyProbe
 
 OUTPUT = Path(os.environ.get("SPECCHAT_TEST_OUTPUT", Path(__file__).parents[2] / "out" / "tests"))
 PROBE_INTERVAL_MS = 1  # far below the worker's 30 ms batch interval
+STEP_FLOOR_S = 0.004  # each engine step takes at least this long: several batches on any machine
 
 
-def test_the_gui_thread_runs_between_event_batches(open_window, qtbot, tiny_models):
+def _paced(decode):
+    """The engine's decode loop with a floor on each step's time, so a tiny model's answer
+    spans several 30 ms batches however fast the machine (the sleep is on the engine thread)."""
+
+    def paced(*args, **kwargs):
+        for step in decode(*args, **kwargs):
+            time.sleep(STEP_FLOOR_S)
+            yield step
+
+    return paced
+
+
+def test_the_gui_thread_runs_between_event_batches(open_window, qtbot, tiny_models, monkeypatch):
+    import app.engine.session as session
+
+    monkeypatch.setattr(session, "decode", _paced(session.decode))
     window = open_window(tiny_settings(tiny_models, draft="lookup", max_new_tokens=200))
     probe = GuiLatencyProbe(interval_ms=PROBE_INTERVAL_MS)
     ticks_at_batch: list[int] = []  # probe ticks counted when each batch reached the GUI
