@@ -89,6 +89,7 @@ def test_numpy_numbers_are_accepted_as_plain_python_numbers():
     assert GenerationConfig(speculative=np.bool_(False)).speculative is False
 
 
+# fmt: off
 EXTREMES = [
     0, 1, -1, 2, 5, 64, 65, 2**31, 2**63, 2**64 - 1, 2**64, -(2**70), 10**400,
     0.0, 1e-300, 5e-324, 1e-45, 0.5, 0.999, 1.0, 1.5, 1e300, -0.0, -1e-300,
@@ -96,6 +97,7 @@ EXTREMES = [
     True, False, None, "", "5", "standard", "seed-invariant", "beam", "Sunday!",
     (), ("stop",), [""], ["a", 1], np.int64(4), np.float64(0.7), np.bool_(True), np.float32("nan"),
 ]
+# fmt: on
 
 
 def _fuzzed_configs(count: int, seed: int = 6):
@@ -118,7 +120,9 @@ def test_fuzzed_settings_give_a_clean_refusal_or_a_config_that_samples_finite_pr
         accepted += 1
         for f in fields(config):  # normalised to the declared type
             value = getattr(config, f.name)
-            assert type(value).__name__ == {"SamplingMode": "str", "tuple[str, ...]": "tuple"}.get(f.type, f.type)
+            assert type(value).__name__ == {"SamplingMode": "str", "tuple[str, ...]": "tuple"}.get(
+                f.type, f.type
+            )
         Rule(config)  # the seed fits the generator
         probs = probabilities(logits, config)
         assert torch.isfinite(probs).all() and torch.allclose(probs.sum(-1), torch.ones(3))
@@ -147,7 +151,9 @@ def test_vanishing_temperature_or_top_p_samples_the_greedy_answer(load_tiny, ext
     engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
     greedy = engine.generate(PROMPT, GenerationConfig(max_new_tokens=12, k=3))
     for speculative in (True, False):
-        sampled = engine.generate(PROMPT, GenerationConfig(max_new_tokens=12, k=3, speculative=speculative, **extreme))
+        sampled = engine.generate(
+            PROMPT, GenerationConfig(max_new_tokens=12, k=3, speculative=speculative, **extreme)
+        )
         assert sampled.token_ids == greedy.token_ids and sampled.text
 
 
@@ -165,12 +171,15 @@ def test_an_answer_cut_by_a_full_context_says_context_full(small_engine):
     room = CONTEXT - len(small_engine.prompt_ids(PROMPT))
     full = small_engine.generate(PROMPT, GenerationConfig(max_new_tokens=500))
     assert len(full.tokens) == room and full.stop_reason == "context_full"
-    assert small_engine.generate(PROMPT, GenerationConfig(max_new_tokens=room)).stop_reason == "max_new_tokens"
+    assert (
+        small_engine.generate(PROMPT, GenerationConfig(max_new_tokens=room)).stop_reason == "max_new_tokens"
+    )
     assert small_engine.generate(PROMPT, GenerationConfig(max_new_tokens=3)).stop_reason == "max_new_tokens"
 
 
 # --- the CLI ---------------------------------------------------------------------------------
 
+# fmt: off
 NUMERIC_OPTIONS = [
     "--max-new-tokens", "--k", "--confidence-threshold", "--temperature", "--top-p", "--top-k", "--seed",
     "--repetition-penalty",
@@ -180,6 +189,7 @@ NUMERIC_VALUES = [
     "18446744073709551615", "18446744073709551616", "99999999999999999999999999", "abc", "", " 3 ", "1_0",
     "0x10", "1e3",
 ]
+# fmt: on
 
 
 def test_cli_numeric_options_exit_0_or_2_with_one_line_never_a_traceback(small_engine, monkeypatch, capsys):
@@ -187,15 +197,29 @@ def test_cli_numeric_options_exit_0_or_2_with_one_line_never_a_traceback(small_e
     for option in NUMERIC_OPTIONS:
         for value in NUMERIC_VALUES:
             for sampling in ([], ["--temperature", "0.8"]):
-                argv = ["generate", "--prompt", PROMPT, "--json", "--max-new-tokens", "4", *sampling, option, value]
+                argv = [
+                    "generate",
+                    "--prompt",
+                    PROMPT,
+                    "--json",
+                    "--max-new-tokens",
+                    "4",
+                    *sampling,
+                    option,
+                    value,
+                ]
                 code = cli_main(argv)
                 out, err = capsys.readouterr()
                 assert code in (0, 2), (argv, err)
                 if code == 2:
-                    assert out == "" and len(err.splitlines()) == 1 and err.startswith("specchat: error: "), argv
+                    assert out == "" and len(err.splitlines()) == 1 and err.startswith("specchat: error: "), (
+                        argv
+                    )
                 else:
                     run = json.loads(out)
-                    assert run["text"] and run["stop_reason"] in ("max_new_tokens", "context_full", "eos"), argv
+                    assert run["text"] and run["stop_reason"] in ("max_new_tokens", "context_full", "eos"), (
+                        argv
+                    )
 
 
 def test_cli_reports_a_full_context_as_the_stop_reason(small_engine, monkeypatch, capsys):
@@ -224,7 +248,9 @@ def test_a_mistyped_command_is_a_usage_error_not_the_desktop_app(monkeypatch, ca
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "unknown command 'generat'" in err and "'generate'" in err
     assert opened == []
-    assert app_main(["-style", "fusion"]) == 0 and opened == [["-style", "fusion"]]  # Qt options still reach it
+    assert app_main(["-style", "fusion"]) == 0 and opened == [
+        ["-style", "fusion"]
+    ]  # Qt options still reach it
 
 
 # --- messages from loading -------------------------------------------------------------------
@@ -244,7 +270,10 @@ def test_a_model_that_needs_remote_code_is_refused_as_such(tokenizer, tmp_path):
     config = {
         "model_type": "my_custom_arch",
         "architectures": ["MyCustomForCausalLM"],
-        "auto_map": {"AutoConfig": "configuration_my.MyConfig", "AutoModelForCausalLM": "modeling_my.MyModel"},
+        "auto_map": {
+            "AutoConfig": "configuration_my.MyConfig",
+            "AutoModelForCausalLM": "modeling_my.MyModel",
+        },
     }
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "modeling_my.py").write_text("raise SystemExit('remote code ran')\n")

@@ -33,7 +33,11 @@ def hf_greedy(engine: Engine, prompt: str, config: GenerationConfig) -> list[int
 @pytest.mark.parametrize("drafter", ["draft model", "lookup"])
 def test_greedy_speculation_with_a_repetition_penalty_is_hf_generate_with_it(load_tiny, arch, drafter):
     target = load_tiny(arch)
-    engine = Engine(target, load_tiny(f"{arch}-draft")) if drafter == "draft model" else Engine(target, lookup=True)
+    engine = (
+        Engine(target, load_tiny(f"{arch}-draft"))
+        if drafter == "draft model"
+        else Engine(target, lookup=True)
+    )
     changed = False
     for prompt in PROMPTS:
         spec = engine.generate(prompt, PENALISED)
@@ -48,9 +52,10 @@ def test_greedy_speculation_with_a_repetition_penalty_is_hf_generate_with_it(loa
 def test_seed_invariant_sampling_with_a_penalty_gives_the_same_text_with_and_without_speculation(load_tiny):
     engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
     config = replace(PENALISED, temperature=0.9, top_k=50, sampling="seed-invariant", seed=3)
-    assert engine.generate(PROMPTS[0], config).token_ids == engine.generate(
-        PROMPTS[0], replace(config, speculative=False)
-    ).token_ids
+    assert (
+        engine.generate(PROMPTS[0], config).token_ids
+        == engine.generate(PROMPTS[0], replace(config, speculative=False)).token_ids
+    )
 
 
 def naive_penalty(logits: torch.Tensor, history: list[int], penalty: float) -> torch.Tensor:

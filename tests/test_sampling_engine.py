@@ -21,6 +21,7 @@ from app.engine.acceptance import Rule
 from app.engine.drafters import ModelDrafter, Proposal
 from app.engine.sampling import filter_logits
 
+
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """Tiny models run fastest on one thread (and a loaded machine then costs no barrier waits)."""
@@ -129,7 +130,9 @@ def test_a_draft_below_the_threshold_is_not_proposed_and_the_target_samples_alon
     rule = Rule(GenerationConfig(temperature=1.0, confidence_threshold=0.7))
     assert drafter.propose([0], 3, rule, 0.7).tokens == []
     assert len(drafter.propose([0], 3, rule, 0.5).tokens) == 3
-    assert abs(first_token_frequency_of_a([0.6, 0.4], [0.5, 0.5], 0.7, 4000) - 0.5) < 4 * math.sqrt(0.25 / 4000)
+    assert abs(first_token_frequency_of_a([0.6, 0.4], [0.5, 0.5], 0.7, 4000) - 0.5) < 4 * math.sqrt(
+        0.25 / 4000
+    )
 
 
 # --- through the Engine: the first two answer tokens against the target's exact joint ---------
@@ -179,7 +182,9 @@ def draft_max_q(engine: Engine, config: GenerationConfig) -> list[float]:
     ids, vocab, model = engine.prompt_ids(PROMPT), engine.target.vocab_size, engine.draft.model
     first = _next_probs(model, ids, config, vocab)
     drafted_first = first.nonzero().flatten().tolist()
-    return [float(first.max())] + [float(_next_probs(model, ids + [a], config, vocab).max()) for a in drafted_first]
+    return [float(first.max())] + [
+        float(_next_probs(model, ids + [a], config, vocab).max()) for a in drafted_first
+    ]
 
 
 def sampled_pairs(engine: Engine, config: GenerationConfig) -> tuple[Counter, Counter]:
@@ -240,7 +245,9 @@ SEED_INVARIANT = GenerationConfig(
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_a_confidence_threshold_keeps_seed_invariant_text_identical_with_and_without_speculation(load_tiny, arch):
+def test_a_confidence_threshold_keeps_seed_invariant_text_identical_with_and_without_speculation(
+    load_tiny, arch
+):
     engine = Engine(load_tiny(arch), load_tiny(f"{arch}-draft"))
     texts = set()
     for seed in (1, 2, 3):

@@ -94,7 +94,9 @@ def _as_strings(name: str, value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, (tuple, list)) or not all(isinstance(s, str) for s in value):
-        raise InvalidSettingError(f"{_label(name)} must be a string or a list of strings (got {_shown(value)})")
+        raise InvalidSettingError(
+            f"{_label(name)} must be a string or a list of strings (got {_shown(value)})"
+        )
     return tuple(value)
 
 
@@ -125,10 +127,16 @@ def _shown(value: Any, width: int = 40) -> str:
 def validate(config: GenerationConfig) -> None:
     """Raise ``InvalidSettingError`` naming the first absurd setting (types are already right)."""
     checks = [
-        (config.max_new_tokens >= 1, f"max new tokens must be at least 1 (got {_shown(config.max_new_tokens)})"),
+        (
+            config.max_new_tokens >= 1,
+            f"max new tokens must be at least 1 (got {_shown(config.max_new_tokens)})",
+        ),
         (config.k >= 1, f"k (draft length) must be at least 1 (got {_shown(config.k)})"),
         (config.k <= 64, f"k (draft length) must be at most 64 (got {_shown(config.k)})"),
-        (config.k_max >= config.k, f"k_max must be at least k (got {_shown(config.k_max)} < {_shown(config.k)})"),
+        (
+            config.k_max >= config.k,
+            f"k_max must be at least k (got {_shown(config.k_max)} < {_shown(config.k)})",
+        ),
         (
             0.0 <= config.confidence_threshold < 1.0,
             f"the confidence threshold must be in [0, 1) (got {_shown(config.confidence_threshold)})",
@@ -146,8 +154,10 @@ def validate(config: GenerationConfig) -> None:
         (all(config.stop_strings), "stop strings must not be empty"),
         (
             MIN_REPETITION_PENALTY <= config.repetition_penalty <= MAX_REPETITION_PENALTY,
-            f"the repetition penalty must be from {MIN_REPETITION_PENALTY:g} to {MAX_REPETITION_PENALTY:g} "
-            f"(got {_shown(config.repetition_penalty)})",
+            (
+                f"the repetition penalty must be from {MIN_REPETITION_PENALTY:g} to "
+                f"{MAX_REPETITION_PENALTY:g} (got {_shown(config.repetition_penalty)})"
+            ),
         ),
     ]
     for ok, message in checks:
