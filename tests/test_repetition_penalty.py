@@ -85,3 +85,16 @@ def test_each_verified_row_is_penalised_for_its_own_history():
 def test_no_penalty_leaves_the_logits_untouched():
     logits = torch.randn(3, 8)
     assert RepetitionPenalty(1.0)(logits, [1, 2], [3, 4]) is logits
+
+
+def test_bench_gives_hugging_face_the_same_penalty(tiny_models, capsys):
+    """bench compares our answers with HF generate(): with a penalty, HF must get it too."""
+    import json
+
+    from app.cli import main
+
+    argv = ["bench", "--target", str(tiny_models["llama"]), "--lookup", "--prompt", PROMPTS[0]]
+    code = main([*argv, "--max-new-tokens", "24", "--repetition-penalty", "1.3", "--json"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert code == 0 and summary["all_identical"]
+    assert summary["hf_plain_identical"] and summary["hf_assisted_identical"]
