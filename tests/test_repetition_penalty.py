@@ -71,7 +71,7 @@ def test_each_verified_row_is_penalised_for_its_own_history():
     """Row j of a verify pass follows context + d1..dj; the last row of a drafter follows all drafts."""
     torch.manual_seed(0)
     penalty = RepetitionPenalty(1.7)
-    context, drafts = [3, 5, 5, 9], [7, 3, 11]
+    context, drafts = [3, 5, 5, 9], [7, 3, 7, 11]  # a draft repeated, one from the context
     logits = torch.randn(len(drafts) + 1, 16)  # [m+1, V]
     rows = penalty(logits, context, drafts)
     for j in range(len(drafts) + 1):

@@ -88,23 +88,35 @@ class RepetitionPenalty:
 
     Both models apply it to raw logits with the same history, before temperature and top-k/p,
     so the rules compare like with like and greedy speculation stays exact. The context's
-    presence mask ``[V]`` is kept per device and extended with only the tokens added since the
-    last call (the history of one answer only grows), so a step costs O(new tokens + rows·V).
+    distinct ids (and a presence mask ``[V]`` to keep them distinct) are kept per device and
+    extended with only the tokens added since the last call (one answer's history only grows),
+    so a step touches ``rows × distinct ids`` logits, not ``rows × V``.
     """
 
     def __init__(self, penalty: float) -> None:
         self.penalty = penalty
-        self._seen: dict[torch.device, tuple[torch.Tensor, int]] = {}  # device -> (mask [V], length)
+        # device -> (presence mask [V] bool, distinct context ids [U] long, tokens absorbed)
+        self._context: dict[torch.device, tuple[torch.Tensor, torch.Tensor, int]] = {}
 
-    def _context_mask(self, tokens: list[int], vocab: int, device: torch.device) -> torch.Tensor:
-        mask, length = self._seen.get(device, (None, 0))
-        if mask is None or mask.shape[0] != vocab or length > len(tokens):
-            mask, length = torch.zeros(vocab, dtype=torch.bool, device=device), 0
+    def _context_ids(
+        self, tokens: list[int], vocab: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        state = self._context.get(device)
+        if state is None or state[0].shape[0] != vocab or state[2] > len(tokens):
+            empty = torch.zeros(0, dtype=torch.long, device=device)
+            state = (torch.zeros(vocab, dtype=torch.bool, device=device), empty, 0)
+        mask, ids, length = state
         if len(tokens) > length:
             new = torch.tensor(tokens[length:], dtype=torch.long, device=device)
-            mask[new[new < vocab]] = True
-        self._seen[device] = (mask, len(tokens))
-        return mask
+            new = new[new < vocab].unique()
+            fresh = new[~mask[new]]
+            mask[fresh] = True
+            ids = torch.cat([ids, fresh])
+        self._context[device] = (mask, ids, len(tokens))
+        return mask, ids
+
+    def _penalised(self, values: torch.Tensor) -> torch.Tensor:
+        return torch.where(values < 0, values * self.penalty, values / self.penalty)
 
     def __call__(self, logits: torch.Tensor, tokens: list[int], drafts: list[int]) -> torch.Tensor:
         """``logits``: the last ``R`` positions of ``tokens + drafts``, i.e. row ``j`` follows
@@ -112,15 +124,20 @@ class RepetitionPenalty:
         drafter: R = 1 after all its drafts so far).  [R, V] → [R, V] float32"""
         if self.penalty == 1.0:
             return logits
+        logits = logits.float()
         rows, vocab = logits.shape
-        seen = self._context_mask(tokens, vocab, logits.device).expand(rows, vocab).clone()  # [R, V]
+        in_context, context_ids = self._context_ids(tokens, vocab, logits.device)
+        out = logits.clone()
+        out[:, context_ids] = self._penalised(logits[:, context_ids])  # [R, U]
         if drafts:
             ids = torch.tensor(drafts, dtype=torch.long, device=logits.device)  # [m]
+            valid = ids < vocab
+            new = valid & ~in_context[ids.clamp(max=vocab - 1)]  # not penalised as context already
             before = len(drafts) - rows + 1  # drafts that row 0 already follows
-            sees = torch.arange(len(drafts))[None, :] < before + torch.arange(rows)[:, None]  # [R, m]
-            sees &= (ids < vocab).cpu()[None, :]
-            row, draft = sees.nonzero(as_tuple=True)
-            seen[row.to(logits.device), ids[draft.to(logits.device)]] = True
-        logits = logits.float()
-        penalised = torch.where(logits < 0, logits * self.penalty, logits / self.penalty)
-        return torch.where(seen, penalised, logits)
+            sees = torch.arange(len(drafts), device=logits.device)[None, :] < (
+                before + torch.arange(rows, device=logits.device)[:, None]
+            )  # [R, m]
+            row, draft = (sees & new[None, :]).nonzero(as_tuple=True)
+            # a draft repeated within the block is set twice to the same value, never penalised twice
+            out[row, ids[draft]] = self._penalised(logits[row, ids[draft]])
+        return out
