@@ -2,10 +2,15 @@
 
 python -m app                          # opens the desktop app (its own options go to it)
 python -m app generate --prompt "Hi"   # headless, see ``python -m app --help``
+
+The desktop app takes options only (``-style fusion``, ``--some-qt-flag``), never a bare word,
+so a first argument that is a word but no command is a mistyped command: a usage error (exit 2),
+not a window opening.
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Sequence
 
@@ -22,6 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_main(args)
     if args and args[0] == "gui":
         args = args[1:]
+    elif args and not args[0].startswith("-"):
+        return _unknown_command(args[0], COMMANDS)
     try:
         from app.gui import main as gui_main
     except ModuleNotFoundError as error:
@@ -34,6 +41,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     return gui_main(args)
+
+
+def _unknown_command(word: str, commands: Sequence[str]) -> int:
+    from app.cli import EXIT_USAGE
+
+    choices = (*commands, "gui")
+    close = difflib.get_close_matches(word, choices, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    sys.stderr.write(
+        f"specchat: error: unknown command '{word}' ({hint}choose from {', '.join(choices)}; "
+        "see python -m app --help)\n"
+    )
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -103,6 +103,8 @@ class HuggingFaceRunner:
             "eos_token_id": list(target.eos_token_ids),
             "pad_token_id": target.eos_token_ids[0] if pad is None else pad,
         }
+        if self.config.repetition_penalty != 1.0:  # same semantics as ours, so the answers compare
+            kwargs.update(repetition_penalty=self.config.repetition_penalty)
         if self.config.stop_strings:
             kwargs.update(stop_strings=list(self.config.stop_strings), tokenizer=target.tokenizer)
         if assisted and self.engine.draft is not None:

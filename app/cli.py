@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from app.engine.config import GenerationConfig
+from app.engine.config import MAX_REPETITION_PENALTY, MAX_SEED, MIN_REPETITION_PENALTY, GenerationConfig
 from app.engine.errors import SpecChatError
 
 if TYPE_CHECKING:
@@ -142,12 +142,22 @@ def _common_options() -> argparse.ArgumentParser:
     )
     gen.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, open_low=True), default=1.0, metavar="P")
     gen.add_argument("--top-k", type=_bounded(int, 0), default=0, metavar="K", help="0 (default) is off")
-    gen.add_argument("--seed", type=int, default=0, metavar="S")
+    gen.add_argument(
+        "--seed", type=_bounded(int, 0, MAX_SEED), default=0, metavar="S", help=f"0 to {MAX_SEED} (default: 0)"
+    )
     gen.add_argument(
         "--sampling",
         choices=("standard", "seed-invariant"),
         default="standard",
         help="seed-invariant: same seed, same text with and without speculation",
+    )
+    gen.add_argument(
+        "--repetition-penalty",
+        type=_bounded(float, MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY),
+        default=1.0,
+        metavar="F",
+        help="> 1 discourages tokens already in the conversation, for both models alike; 0.1 to 10 "
+        "(default: 1, off)",
     )
     gen.add_argument(
         "--stop",
@@ -227,6 +237,7 @@ def generation_config(args: argparse.Namespace, *, speculative: bool = True) -> 
         seed=args.seed,
         sampling=args.sampling,
         stop_strings=tuple(args.stop),
+        repetition_penalty=args.repetition_penalty,
     )
 
 

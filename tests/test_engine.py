@@ -226,7 +226,7 @@ def test_answer_stops_at_the_end_of_the_context(load_tiny):
     prompt = "fox " * 240
     room = engine.target.context_length - len(engine.prompt_ids(prompt))
     result = engine.generate(prompt, replace(GREEDY, max_new_tokens=400))
-    assert len(result.tokens) == room and result.stop_reason == "max_new_tokens"
+    assert len(result.tokens) == room and result.stop_reason == "context_full"
 
 
 @pytest.mark.parametrize(

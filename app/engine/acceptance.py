@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from .config import GenerationConfig
-from .sampling import gumbel_argmax, probabilities, sample
+from .sampling import RepetitionPenalty, gumbel_argmax, probabilities, sample
 
 
 @dataclass(frozen=True)
@@ -84,19 +84,25 @@ class Rule:
     def __init__(self, config: GenerationConfig) -> None:
         self.config = config
         self.generator = torch.Generator().manual_seed(config.seed)
+        self.penalty = RepetitionPenalty(config.repetition_penalty)
+
+    def logits(self, raw: torch.Tensor, tokens: list[int], drafts: list[int]) -> torch.Tensor:
+        """The logits both models decide from: ``raw`` with the repetition penalty of each row's
+        own history applied (row ``j`` of ``R`` follows ``tokens + drafts[: m - R + 1 + j]``).
+        Target and draft must pass through here alike, or speculation is not lossless.  [R, V]"""
+        return self.penalty(raw, tokens, drafts)
 
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
         """Distribution per row ``[T, V]``: what is sampled from (or shown, when greedy)."""
         return probabilities(logits, self.config)
 
-    def choose_draft(self, logits: torch.Tensor, position: int) -> tuple[int, torch.Tensor]:
-        """The drafter's token for one absolute position, and its distribution row.  logits: [V]"""
-        q = self.probs(logits[None])[0]
+    def choose_draft(self, logits: torch.Tensor, q: torch.Tensor, position: int) -> int:
+        """The drafter's token for one absolute position.  logits: [V]; q: ``probs(logits)`` [V]"""
         if self.config.greedy:
-            return int(logits.argmax()), q
+            return int(logits.argmax())
         if self.config.sampling == "seed-invariant":
-            return gumbel_argmax(logits[None], self.config, position)[0], q
-        return sample(q, self.generator), q
+            return gumbel_argmax(logits[None], self.config, position)[0]
+        return sample(q, self.generator)
 
     def verify(
         self,

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from .errors import InvalidSettingError
 
 SamplingMode = Literal["standard", "seed-invariant"]
+SAMPLING_MODES = ("standard", "seed-invariant")
 
 LOOKUP = "lookup"  # the draft source meaning prompt lookup (no draft model)
+
+MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts
+# past 10 every repeated token is as good as banned (below 0.1, forced); the bounds keep
+# penalised logits far from float overflow
+MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY = 0.1, 10.0
 
 
 @dataclass(frozen=True)
@@ -19,6 +27,10 @@ class GenerationConfig:
 
     ``speculative=False`` runs the same loop with no drafter (k = 0), so a comparison between
     the two is fair: sampling, stopping and detokenisation are shared.
+
+    Every field is checked for its type on construction (``bool`` is not an int, ``"5"`` is not
+    a number) and normalised: numpy scalars become Python numbers, and ``stop_strings`` becomes
+    a tuple; a single string is one stop string, as in Hugging Face ``generate()``.
     """
 
     max_new_tokens: int = 256
@@ -26,15 +38,21 @@ class GenerationConfig:
     k: int = 5  # draft length (initial length when adaptive)
     adaptive_k: bool = False  # grow after full acceptance, shrink after a rejection
     k_max: int = 16  # upper bound for the adaptive schedule
-    confidence_threshold: float = 0.0  # draft model stops drafting below this probability
+    # the draft model stops drafting when its most likely next token has a lower probability
+    confidence_threshold: float = 0.0
     temperature: float = 0.0
     top_k: int = 0  # 0: off
     top_p: float = 1.0  # 1.0: off
     seed: int = 0
     sampling: SamplingMode = "standard"
     stop_strings: tuple[str, ...] = field(default_factory=tuple)
+    # > 1 discourages tokens already in the context (Hugging Face semantics), for both models
+    repetition_penalty: float = 1.0
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            normalise = _NORMALISERS[str(f.type)]
+            object.__setattr__(self, f.name, normalise(f.name, getattr(self, f.name)))
         validate(self)
 
     @property
@@ -60,28 +78,105 @@ class GenerationConfig:
         return cls(**values)
 
 
+# --- types: one normaliser per annotation, so a new field is checked by declaring it ------------
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidSettingError(f"{_label(name)} must be a whole number (got {_shown(value)})")
+    return int(value)
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidSettingError(f"{_label(name)} must be a number (got {_shown(value)})")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float range
+        raise InvalidSettingError(f"{_label(name)} is out of range (got {_shown(value)})") from None
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if type(value).__name__ not in ("bool", "bool_"):  # Python or numpy bool, never 0/1 or "no"
+        raise InvalidSettingError(f"{_label(name)} must be true or false (got {_shown(value)})")
+    return bool(value)
+
+
+def _as_sampling_mode(name: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in SAMPLING_MODES:
+        raise InvalidSettingError(f"unknown sampling mode {value!r} (choose {' or '.join(SAMPLING_MODES)})")
+    return value
+
+
+def _as_strings(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (tuple, list)) or not all(isinstance(s, str) for s in value):
+        raise InvalidSettingError(
+            f"{_label(name)} must be a string or a list of strings (got {_shown(value)})"
+        )
+    return tuple(value)
+
+
+_NORMALISERS: dict[str, Callable[[str, Any], Any]] = {
+    "int": _as_int,
+    "float": _as_float,
+    "bool": _as_bool,
+    "SamplingMode": _as_sampling_mode,
+    "tuple[str, ...]": _as_strings,
+}
+
+_LABELS = {"k": "k (draft length)", "top_k": "top-k", "top_p": "top-p"}
+
+
+def _label(name: str) -> str:
+    return _LABELS.get(name, name.replace("_", " "))
+
+
+def _shown(value: Any, width: int = 40) -> str:
+    """A value as it goes into a one-line message: repr, shortened if huge."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --- ranges ----------------------------------------------------------------------------------
+
+
 def validate(config: GenerationConfig) -> None:
-    """Raise ``InvalidSettingError`` naming the first absurd setting."""
+    """Raise ``InvalidSettingError`` naming the first absurd setting (types are already right)."""
     checks = [
-        (config.max_new_tokens >= 1, f"max new tokens must be at least 1 (got {config.max_new_tokens})"),
-        (config.k >= 1, f"k (draft length) must be at least 1 (got {config.k})"),
-        (config.k <= 64, f"k (draft length) must be at most 64 (got {config.k})"),
-        (config.k_max >= config.k, f"k_max must be at least k (got {config.k_max} < {config.k})"),
+        (
+            config.max_new_tokens >= 1,
+            f"max new tokens must be at least 1 (got {_shown(config.max_new_tokens)})",
+        ),
+        (config.k >= 1, f"k (draft length) must be at least 1 (got {_shown(config.k)})"),
+        (config.k <= 64, f"k (draft length) must be at most 64 (got {_shown(config.k)})"),
+        (
+            config.k_max >= config.k,
+            f"k_max must be at least k (got {_shown(config.k_max)} < {_shown(config.k)})",
+        ),
         (
             0.0 <= config.confidence_threshold < 1.0,
-            f"the confidence threshold must be in [0, 1) (got {config.confidence_threshold})",
+            f"the confidence threshold must be in [0, 1) (got {_shown(config.confidence_threshold)})",
         ),
         (
             math.isfinite(config.temperature) and config.temperature >= 0.0,
-            f"temperature must be 0 or more (got {config.temperature})",
+            f"temperature must be a finite number, 0 or more (got {_shown(config.temperature)})",
         ),
-        (config.top_k >= 0, f"top-k must be 0 (off) or more (got {config.top_k})"),
+        (config.top_k >= 0, f"top-k must be 0 (off) or more (got {_shown(config.top_k)})"),
         (
             math.isfinite(config.top_p) and 0.0 < config.top_p <= 1.0,
-            f"top-p must be in (0, 1] (got {config.top_p})",
+            f"top-p must be in (0, 1] (got {_shown(config.top_p)})",
         ),
-        (config.sampling in ("standard", "seed-invariant"), f"unknown sampling mode {config.sampling!r}"),
+        (0 <= config.seed <= MAX_SEED, f"the seed must be from 0 to {MAX_SEED} (got {_shown(config.seed)})"),
         (all(config.stop_strings), "stop strings must not be empty"),
+        (
+            MIN_REPETITION_PENALTY <= config.repetition_penalty <= MAX_REPETITION_PENALTY,
+            (
+                f"the repetition penalty must be from {MIN_REPETITION_PENALTY:g} to "
+                f"{MAX_REPETITION_PENALTY:g} (got {_shown(config.repetition_penalty)})"
+            ),
+        ),
     ]
     for ok, message in checks:
         if not ok:

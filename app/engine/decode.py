@@ -54,10 +54,12 @@ class _Output:
         eos_ids: frozenset[int],
         limit: int,
         stop_strings: tuple[str, ...],
+        limit_reason: StopReason = "max_new_tokens",
     ) -> None:
         self.detok = IncrementalDetokenizer(tokenizer)
         self.eos_ids = eos_ids
         self.limit = limit
+        self.limit_reason = limit_reason  # what ``limit`` is: max_new_tokens or the context's room
         self.stop_strings = stop_strings
         self._tail = ""  # enough recent text to spot a stop string across tokens
         self._tail_len = max((len(s) for s in stop_strings), default=0)
@@ -76,7 +78,7 @@ class _Output:
         elif self._completes_stop_string(piece):
             self.stop_reason = "stop_string"
         elif self.count >= self.limit:
-            self.stop_reason = "max_new_tokens"
+            self.stop_reason = self.limit_reason
         return TokenInfo(id=token_id, text=piece, **info)  # type: ignore[arg-type]
 
     def _completes_stop_string(self, piece: str) -> bool:
@@ -108,7 +110,8 @@ def _verify_step(
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
-    logits = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
+    raw = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
+    logits = rule.logits(raw, tokens, drafts)  # each row penalised by its own history
     p = rule.probs(logits)  # [m+1, V]: sampled from, and shown on hover
     verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens))
     n = verdict.n_accepted
@@ -176,8 +179,10 @@ def decode(
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
     """
     rule = Rule(config)
-    limit = min(config.max_new_tokens, context_length - len(prompt))
-    out = _Output(tokenizer, eos_ids, limit, config.stop_strings)
+    room = context_length - len(prompt)
+    limit = min(config.max_new_tokens, room)
+    limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
+    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason)
     stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
     tokens = list(prompt)
     k = config.k

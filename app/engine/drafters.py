@@ -87,7 +87,18 @@ def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
 
 
 class ModelDrafter:
-    """A small causal LM with its own KV cache, drafting one token per forward pass."""
+    """A small causal LM with its own KV cache, drafting one token per forward pass.
+
+    The confidence threshold ``t`` is decided on the draft distribution *before* drawing from
+    it: drafting stops when the most likely token has ``max q < t``. That keeps standard
+    sampling exact. At each position either a draft ``d ~ q`` is verified (accepted with
+    ``min(1, p/q)``, else replaced by a draw from ``norm(max(0, p - q))``: output ``p``) or the
+    target draws from ``p`` itself; both give ``p``, so any choice between them made before
+    ``d`` is drawn keeps the output ``p``. Stopping *after* the draw, on ``q(d) < t``, would
+    propose from ``q`` restricted to ``{q ≥ t}`` while the rule divides by the whole ``q``:
+    for ``q = (.9, .1)``, ``p = (.5, .5)``, ``t = .5`` that gives ``P(a) = .9·(.5/.9) + .1·.5
+    = .55``. Greedily the two coincide (the draft is the argmax, ``q(d) = max q``).
+    """
 
     def __init__(self, runner: CachedModel, name: str, eos_ids: frozenset[int] = frozenset()) -> None:
         self.runner = runner
@@ -95,20 +106,22 @@ class ModelDrafter:
         self.eos_ids = eos_ids
 
     def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
-        logits = self.runner.continue_from(tokens)[-1]  # [V]; catches up on what it missed
+        raw = self.runner.continue_from(tokens)  # [1, V]; catches up on what it missed
         passes = 1
         drafts: list[int] = []
         rows: list[torch.Tensor] = []
         for i in range(k):
-            token, q = rule.choose_draft(logits, len(tokens) + i)
-            if confidence_threshold and float(q[token]) < confidence_threshold:
-                break  # not sure enough: let the target decide from here
+            logits = rule.logits(raw, tokens, drafts)  # [1, V], after tokens + drafts
+            q = rule.probs(logits)[0]  # [V]
+            if confidence_threshold and float(q.max()) < confidence_threshold:
+                break  # not sure enough: let the target decide from here (decided before drawing)
+            token = rule.choose_draft(logits[0], q, len(tokens) + i)
             drafts.append(token)
             rows.append(q)
             if token in self.eos_ids:
                 break  # nothing follows an end of sequence
             if i + 1 < k:
-                logits = self.runner.forward([token], keep=1)[-1]
+                raw = self.runner.forward([token], keep=1)
                 passes += 1
         q_all = torch.stack(rows) if rows else None
         return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)

@@ -206,6 +206,12 @@ def _check_architecture(folder: Path, source: str) -> None:
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
+        if _needs_remote_code(folder, exc):
+            raise ModelLoadError(
+                f"'{source}' needs Python code shipped with the model (custom code, "
+                "trust_remote_code), and SpecChat deliberately never runs code that comes with a "
+                "model: choose a model whose architecture transformers supports itself."
+            ) from exc
         raise ModelLoadError(
             f"'{source}' has a config.json this version of transformers cannot use "
             f"({_first_line(exc)})."
@@ -215,6 +221,16 @@ def _check_architecture(folder: Path, source: str) -> None:
             f"'{source}' is a '{config.model_type}' model, which cannot generate text "
             "(it is not a causal language model)."
         )
+
+
+def _needs_remote_code(folder: Path, exc: BaseException) -> bool:
+    """A config that names its own classes (``auto_map``) and that transformers could not load
+    without them: a refusal of remote code, not an unsupported version."""
+    try:
+        declared = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        declared = None
+    return (isinstance(declared, dict) and "auto_map" in declared) or "trust_remote_code" in str(exc)
 
 
 # ---------------------------------------------------------------- GGUF
@@ -366,9 +382,18 @@ def _context_length(model: PreTrainedModel) -> int:
     return getattr(model.config.get_text_config(), "max_position_embeddings", None) or 2048
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0][:160] if text else type(exc).__name__).rstrip(".")
+DETAIL_WIDTH = 200  # characters of a library's message quoted in ours
+
+
+def _first_line(exc: BaseException, width: int = DETAIL_WIDTH) -> str:
+    """The first line of a library's message, cut at a word boundary with an ellipsis only
+    when it is longer than ``width``."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0].strip() if lines else type(exc).__name__
+    if len(text) > width:
+        cut = text[: width + 1].rsplit(None, 1)[0] if " " in text[:width] else text[:width]
+        text = cut.rstrip(" ,;:") + "…"
+    return text.rstrip(".")
 
 
 def _out_of_memory(source: str, device: torch.device, dtype: str) -> ModelLoadError:

@@ -1,0 +1,261 @@
+"""Standard speculative sampling through the whole engine has exactly the target's distribution,
+with and without the confidence threshold, with top-k and top-p; the threshold also keeps
+seed-invariant sampling invariant.
+
+The threshold once stopped drafting on the probability of the token just drawn, so proposals
+came from q restricted to {q >= t} while the rule divided by the whole q. The first test
+reproduces that bias on exact numbers; the engine tests would catch it (their guard shows so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+import torch
+
+from app.engine import Engine, GenerationConfig
+from app.engine.acceptance import Rule
+from app.engine.drafters import ModelDrafter, Proposal
+from app.engine.sampling import filter_logits
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and a loaded machine then costs no barrier waits)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+Z_999 = 3.0902  # standard normal quantile for p = 0.999
+
+
+def chi2_critical(df: int, z: float = Z_999) -> float:
+    """Chi-square critical value (Wilson–Hilferty; within 1% of the exact one for df >= 3)."""
+    a = 2.0 / (9.0 * df)
+    return df * (1.0 - a + z * math.sqrt(a)) ** 3
+
+
+def chi2_statistic(counts: Counter, probs: dict, total: int) -> tuple[float, int]:
+    """Pearson's statistic and its degrees of freedom; cells expected below 5 are pooled, and a
+    token outside the support counts into the pool (expected ~0: a huge statistic)."""
+    small = [cell for cell, p in probs.items() if p * total < 5]
+    pooled_p = sum(probs[c] for c in small)
+    pooled_n = sum(n for cell, n in counts.items() if cell in small or cell not in probs)
+    stat = sum((counts.get(c, 0) - p * total) ** 2 / (p * total) for c, p in probs.items() if c not in small)
+    cells = len(probs) - len(small)
+    if small or pooled_n:
+        expected = max(pooled_p * total, 1e-9)
+        stat += (pooled_n - expected) ** 2 / expected
+        cells += 1
+    return stat, cells - 1
+
+
+# --- the rule and the drafter alone: exact numbers -------------------------------------------
+
+
+class FixedDraftModel:
+    """A draft 'model' whose next-token logits never change (the CachedModel calls propose uses)."""
+
+    def __init__(self, q: list[float]) -> None:
+        self.logits = torch.tensor(q).log()[None]  # [1, V]
+
+    def continue_from(self, tokens: list[int], rows: int = 1) -> torch.Tensor:
+        return self.logits
+
+    def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
+        return self.logits
+
+    def reset(self) -> None:
+        pass
+
+
+def propose_stopping_after_the_draw(
+    self: ModelDrafter, tokens: list[int], k: int, rule: Rule, confidence_threshold: float
+) -> Proposal:
+    """The old, biased drafter: draw first, then stop if the drawn token's q is below t."""
+    raw = self.runner.continue_from(tokens)
+    drafts: list[int] = []
+    rows: list[torch.Tensor] = []
+    for i in range(k):
+        logits = rule.logits(raw, tokens, drafts)
+        q = rule.probs(logits)[0]
+        token = rule.choose_draft(logits[0], q, len(tokens) + i)
+        if confidence_threshold and float(q[token]) < confidence_threshold:
+            break
+        drafts.append(token)
+        rows.append(q)
+        raw = self.runner.forward([token], keep=1)
+    q_all = torch.stack(rows) if rows else None
+    return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], len(drafts))
+
+
+def first_token_frequency_of_a(q: list[float], p: list[float], threshold: float, trials: int) -> float:
+    """Draft with ``ModelDrafter`` (k = 1) and verify with ``Rule``: how often the output is token 0."""
+    drafter = ModelDrafter(FixedDraftModel(q), "fixed")  # type: ignore[arg-type]
+    config = GenerationConfig(temperature=1.0, confidence_threshold=threshold, seed=2024)
+    rule = Rule(config)
+    p_rows = torch.tensor([p, p])  # [m+1, V] for m <= 1
+    hits = 0
+    for _ in range(trials):
+        proposal = drafter.propose([0], 1, rule, threshold)
+        m = len(proposal.tokens)
+        verdict = rule.verify(p_rows[: m + 1].log(), p_rows[: m + 1], proposal.tokens, proposal.q, 1)
+        token = proposal.tokens[0] if verdict.n_accepted else verdict.next_token
+        hits += token == 0
+    return hits / trials
+
+
+TRIALS = 8_000
+SIGMA = math.sqrt(0.25 / TRIALS)  # binomial standard error near 0.5
+
+
+def test_stopping_on_the_drawn_token_biases_the_answer_and_stopping_on_q_does_not(monkeypatch):
+    """q = (.9, .1), p = (.5, .5), t = .5: the old drafter gives P(a) = .9·(.5/.9) + .1·.5 = .55."""
+    q, p = [0.9, 0.1], [0.5, 0.5]
+    fixed = first_token_frequency_of_a(q, p, threshold=0.5, trials=TRIALS)
+    assert abs(fixed - 0.5) < 4 * SIGMA
+    with monkeypatch.context() as patched:
+        patched.setattr(ModelDrafter, "propose", propose_stopping_after_the_draw)
+        biased = first_token_frequency_of_a(q, p, threshold=0.5, trials=TRIALS)
+    assert abs(biased - 0.55) < 4 * SIGMA
+
+
+def test_a_draft_below_the_threshold_is_not_proposed_and_the_target_samples_alone():
+    drafter = ModelDrafter(FixedDraftModel([0.6, 0.4]), "fixed")  # type: ignore[arg-type]
+    rule = Rule(GenerationConfig(temperature=1.0, confidence_threshold=0.7))
+    assert drafter.propose([0], 3, rule, 0.7).tokens == []
+    assert len(drafter.propose([0], 3, rule, 0.5).tokens) == 3
+    assert abs(first_token_frequency_of_a([0.6, 0.4], [0.5, 0.5], 0.7, 4000) - 0.5) < 4 * math.sqrt(
+        0.25 / 4000
+    )
+
+
+# --- through the Engine: the first two answer tokens against the target's exact joint ---------
+
+PROMPT = "The quick brown fox"
+RUNS = 300
+# T = 3 spreads the tiny model's mass over the top-k tokens; k = 2, three new tokens: both
+# draft positions are verified, and the pair (first, second answer token) is what is counted
+TOP_K = GenerationConfig(max_new_tokens=3, k=2, temperature=3.0, top_k=4)
+TOP_P = replace(TOP_K, top_k=6, top_p=0.9)
+# each threshold lies inside the range of the draft's max q over the first two positions
+# (checked below), so the drafter both stops and goes on
+CASES = {
+    "top-k": TOP_K,
+    "top-k, threshold": replace(TOP_K, confidence_threshold=0.36),
+    "top-p, threshold": replace(TOP_P, confidence_threshold=0.33),
+}
+
+
+@pytest.fixture(scope="module")
+def engine(load_tiny) -> Engine:
+    """The tiny llama target and its perturbed copy: at T = 3, q differs visibly from p."""
+    return Engine(load_tiny("llama"), load_tiny("llama-draft"))
+
+
+def _next_probs(model: torch.nn.Module, ids: list[int], config: GenerationConfig, vocab: int) -> torch.Tensor:
+    with torch.inference_mode():
+        logits = model(torch.tensor([ids])).logits[0, -1, :vocab]
+    return filter_logits(logits[None], config).softmax(dim=-1)[0].double()  # [V]
+
+
+def exact_pair_probs(engine: Engine, config: GenerationConfig) -> dict[tuple[int, int], float]:
+    """P(first, second) = p(first | prompt) · p(second | prompt, first), from the target's logits
+    with the same temperature, top-k and top-p."""
+    ids, vocab, model = engine.prompt_ids(PROMPT), engine.target.vocab_size, engine.target.model
+    first = _next_probs(model, ids, config, vocab)
+    pairs = {}
+    for a in first.nonzero().flatten().tolist():
+        second = _next_probs(model, ids + [a], config, vocab)
+        for b in second.nonzero().flatten().tolist():
+            pairs[(a, b)] = float(first[a] * second[b])
+    return pairs
+
+
+def draft_max_q(engine: Engine, config: GenerationConfig) -> list[float]:
+    """The draft's max q at the first position and at the second after each possible first token."""
+    ids, vocab, model = engine.prompt_ids(PROMPT), engine.target.vocab_size, engine.draft.model
+    first = _next_probs(model, ids, config, vocab)
+    drafted_first = first.nonzero().flatten().tolist()
+    return [float(first.max())] + [
+        float(_next_probs(model, ids + [a], config, vocab).max()) for a in drafted_first
+    ]
+
+
+def sampled_pairs(engine: Engine, config: GenerationConfig) -> tuple[Counter, Counter]:
+    """Pairs over RUNS seeds, and how many drafts each run proposed in its first pass."""
+    pairs, proposed = Counter(), Counter()
+    for seed in range(RUNS):
+        result = engine.generate(PROMPT, replace(config, seed=seed))
+        pairs[tuple(result.token_ids[:2])] += 1
+        first_pass = result.steps[0]
+        proposed[len(first_pass.accepted) + len(first_pass.rejected)] += 1
+    return pairs, proposed
+
+
+def assert_target_distribution(engine: Engine, config: GenerationConfig) -> None:
+    exact = exact_pair_probs(engine, config)
+    pairs, proposed = sampled_pairs(engine, config)
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat < chi2_critical(df), (stat, df, pairs)
+    firsts = Counter()
+    for (a, _), n in pairs.items():
+        firsts[a] += n
+    first_exact = Counter()
+    for (a, _), p in exact.items():
+        first_exact[a] += p
+    stat, df = chi2_statistic(firsts, dict(first_exact), RUNS)
+    assert stat < chi2_critical(df), (stat, df, firsts)
+    # speculation really ran; with a threshold, some runs stopped drafting after one token
+    assert set(proposed) == ({1, TOP_K.k} if config.confidence_threshold else {TOP_K.k}), proposed
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_standard_sampling_through_the_engine_has_the_target_distribution(engine, case):
+    config = CASES[case]
+    if config.confidence_threshold:
+        max_q = draft_max_q(engine, config)
+        assert min(max_q) < config.confidence_threshold <= max(max_q)
+        assert max_q[0] >= config.confidence_threshold  # the first position is drafted
+    assert len(exact_pair_probs(engine, config)) > 10  # a real spread, not greedy in disguise
+    assert_target_distribution(engine, config)
+
+
+def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawing(engine, monkeypatch):
+    """Guard: the same check fails on the old threshold behaviour."""
+    monkeypatch.setattr(ModelDrafter, "propose", propose_stopping_after_the_draw)
+    config = CASES["top-k, threshold"]
+    exact = exact_pair_probs(engine, config)
+    pairs, _ = sampled_pairs(engine, config)
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat > chi2_critical(df), (stat, df)
+    print(f"biased drafter: chi2 {stat:.1f} on {df} df (critical {chi2_critical(df):.1f})")
+
+
+# --- the threshold with seed-invariant sampling ----------------------------------------------
+
+SEED_INVARIANT = GenerationConfig(
+    max_new_tokens=24, k=4, temperature=0.9, top_k=50, sampling="seed-invariant", confidence_threshold=0.5
+)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_a_confidence_threshold_keeps_seed_invariant_text_identical_with_and_without_speculation(
+    load_tiny, arch
+):
+    engine = Engine(load_tiny(arch), load_tiny(f"{arch}-draft"))
+    texts = set()
+    for seed in (1, 2, 3):
+        config = replace(SEED_INVARIANT, seed=seed)
+        careful = engine.generate(PROMPT, config)
+        eager = engine.generate(PROMPT, replace(config, confidence_threshold=0.0))
+        base = engine.generate(PROMPT, replace(config, speculative=False))
+        assert careful.token_ids == base.token_ids == eager.token_ids
+        assert 0 < careful.stats.proposed < eager.stats.proposed  # the threshold did stop drafting
+        texts.add(careful.text)
+    assert len(texts) > 1
