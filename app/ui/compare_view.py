@@ -28,16 +28,12 @@ from .token_style import diff_format
 from .token_view import LINE_SEPARATOR, TokenTextView
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("CompareDialog", text)
-
-
 def speed_phrase(speedup: float) -> str:
     if speedup <= 0:
-        return _tr("speed unknown")
+        return QCoreApplication.translate("CompareDialog", "speed unknown")
     if speedup >= 1.0:
-        return _tr("{0:.1f}× faster").format(speedup)
-    return _tr("{0:.1f}× slower").format(1.0 / speedup)
+        return QCoreApplication.translate("CompareDialog", "{0:.1f}× faster").format(speedup)
+    return QCoreApplication.translate("CompareDialog", "{0:.1f}× slower").format(1.0 / speedup)
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -45,43 +41,54 @@ def verdict_line(comparison: Comparison) -> str:
     speed = speed_phrase(comparison.speedup)
     first = comparison.first_difference
     if comparison.identical or first is None:
-        return _tr("Identical answer · {0}").format(speed)
+        return QCoreApplication.translate("CompareDialog", "Identical answer · {0}").format(speed)
     if comparison.verdict == "sampling":
-        return _tr("Different sample · {0}").format(speed)
-    return _tr("Answers differ from token {0} · {1}").format(first.token_index, speed)
+        return QCoreApplication.translate("CompareDialog", "Different sample · {0}").format(speed)
+    return QCoreApplication.translate("CompareDialog", "Answers differ from token {0} · {1}").format(
+        first.token_index, speed
+    )
 
 
 def verdict_sentence(comparison: Comparison) -> str:
     """What the verdict means, in plain words."""
     first = comparison.first_difference
     if comparison.identical or first is None:
-        text = _tr(
-            "Both runs produced exactly the same tokens: speculation changed the speed, not the answer."
+        text = QCoreApplication.translate(
+            "CompareDialog",
+            "Both runs produced exactly the same tokens: speculation changed the speed, not the answer.",
         )
     else:
-        where = _tr("They first differ at token {0} (character {1})").format(
-            first.token_index, first.char_index
+        where = QCoreApplication.translate(
+            "CompareDialog", "They first differ at token {0} (character {1})"
+        ).format(first.token_index, first.char_index)
+        margin = (
+            QCoreApplication.translate("CompareDialog", "unknown")
+            if first.margin is None
+            else f"{first.margin:.4f}"
         )
-        margin = _tr("unknown") if first.margin is None else f"{first.margin:.4f}"
         if comparison.verdict == "near_tie":
-            text = _tr(
+            text = QCoreApplication.translate(
+                "CompareDialog",
                 "{0}, where the target's two best tokens were only {1} logits apart: a near-tie "
-                "resolved differently by batched arithmetic — numerics, not a bug."
+                "resolved differently by batched arithmetic — numerics, not a bug.",
             ).format(where, margin)
         elif comparison.verdict == "sampling":
-            text = _tr(
+            text = QCoreApplication.translate(
+                "CompareDialog",
                 "{0}. These answers were sampled without seed-invariant mode, so different text is "
-                "expected; the distribution is the same."
+                "expected; the distribution is the same.",
             ).format(where)
         else:
-            text = _tr(
+            text = QCoreApplication.translate(
+                "CompareDialog",
                 "{0}, where the target was confident (margin {1} logits). Greedy decoding should "
-                "never diverge like this: this is a bug, please report it."
+                "never diverge like this: this is a bug, please report it.",
             ).format(where, margin)
     if 0 < comparison.speedup < 1.0:
-        text += " " + _tr(
+        text += " " + QCoreApplication.translate(
+            "CompareDialog",
             "Speculation was slower here: the drafter's guesses were accepted too rarely to pay "
-            "for drafting and verifying them."
+            "for drafting and verifying them.",
         )
     return text
 
