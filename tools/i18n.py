@@ -168,10 +168,9 @@ def helper_contexts(tree: ast.Module) -> dict[str, ast.FunctionDef]:
         if not (isinstance(node, ast.FunctionDef) and len(node.args.args) == 1):
             continue
         body = [s for s in node.body if not (isinstance(s, ast.Expr) and _string(s.value) is not None)]
-        if len(body) != 1 or not isinstance(body[0], ast.Return) or not is_translate_call(body[0].value):
+        call = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+        if not (isinstance(call, ast.Call) and is_translate_call(call)):
             continue
-        call = body[0].value
-        assert isinstance(call, ast.Call)
         param = node.args.args[0].arg
         if (
             len(call.args) == 2
@@ -301,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         extract(TS_FILE)
         compile_qm()
         messages = read_ts()
-        todo = sum(not m.finished for m in messages)
-        print(f"{len(messages)} strings, {todo} without a French translation ({TS_FILE.relative_to(ROOT)})")
+        unfinished = sum(not m.finished for m in messages)
+        print(f"{len(messages)} strings, {unfinished} without a French translation ({TS_FILE.name})")
         return 0
     if args.command == "apply":
         table = json.loads(args.json.read_text(encoding="utf-8"))
