@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.paths import resource_path
 
+from app.ui.i18n import install_translators
 from app.ui.main_window import MainWindow
 from app.ui.settings import SettingsStore, configure_application
 from app.ui.storage import ConversationStore
@@ -98,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app = QApplication.instance() or QApplication(["specchat", *qt_args])
     configure_application(app)  # type: ignore[arg-type]
+    install_translators(app, SettingsStore().load().language)  # before any widget builds its text
     app.setQuitOnLastWindowClosed(False)  # the coroutine ends the loop, not Qt
     app.setWindowIcon(app_icon())
     code = qasync.run(run_app(app, smoke_prompt))  # type: ignore[arg-type]

@@ -16,28 +16,34 @@ from .formatting import how_made, stats_line
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".json": "json"}
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Export", text)
-
-
 def conversation_markdown(conversation: Conversation) -> str:
     """Title, date, system prompt, then each turn under a heading; answers are kept as the
     Markdown the model wrote, with how they were made and their stats line."""
     date = datetime.fromtimestamp(conversation.updated).strftime("%Y-%m-%d %H:%M")
     lines = [
-        f"# {conversation.title or _tr('New chat')}",
+        "# " + (conversation.title or QCoreApplication.translate("Export", "New chat")),
         "",
-        f"*{_tr('SpecChat conversation')} · {date}*",
+        "*" + QCoreApplication.translate("Export", "SpecChat conversation") + f" · {date}*",
         "",
     ]
     if conversation.system_prompt.strip():
-        lines += [f"**{_tr('System prompt')}:** {conversation.system_prompt}", ""]
+        lines += [
+            "**"
+            + QCoreApplication.translate("Export", "System prompt")
+            + f":** {conversation.system_prompt}",
+            "",
+        ]
     for message in conversation.messages:
         if message.role == "user":
-            lines += [f"## {_tr('You')}", "", message.content, ""]
+            lines += ["## " + QCoreApplication.translate("Export", "You"), "", message.content, ""]
         elif message.role == "assistant":
             made = how_made(message.speculative, message.drafter)
-            lines += [f"## {_tr('Assistant')} · {made}", "", message.content, ""]
+            lines += [
+                "## " + QCoreApplication.translate("Export", "Assistant") + f" · {made}",
+                "",
+                message.content,
+                "",
+            ]
             if message.stats:
                 lines += [f"*{stats_line(message.run_stats, message.speculative)}*", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -53,10 +59,18 @@ def export_conversation(conversation: Conversation, path: str | Path) -> Path:
     target = Path(path)
     kind = FORMATS.get(target.suffix.lower())
     if kind is None:
-        raise SpecChatError(_tr("Export to a .md or .json file (got '{0}').").format(target.name))
+        raise SpecChatError(
+            QCoreApplication.translate("Export", "Export to a .md or .json file (got '{0}').").format(
+                target.name
+            )
+        )
     text = conversation_markdown(conversation) if kind == "markdown" else conversation_json(conversation)
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise SpecChatError(_tr("Could not export to '{0}': {1}").format(target, e.strerror or e)) from e
+        raise SpecChatError(
+            QCoreApplication.translate("Export", "Could not export to '{0}': {1}").format(
+                target, e.strerror or e
+            )
+        ) from e
     return target

@@ -7,38 +7,42 @@ from PySide6.QtCore import QCoreApplication
 from app.engine.events import RunStats
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Stats", text)
-
-
 def stats_line(stats: RunStats, speculative: bool) -> str:
     """ "42 new tokens · 118 tokens/s · first token after 0.21 s · acceptance 76% · 2.9 tokens/pass ·
     15 target passes (27 saved vs one per token)"."""
     parts = [
-        _tr("{0} new tokens").format(stats.new_tokens),
-        _tr("{0:.1f} tokens/s").format(stats.tokens_per_s),
+        QCoreApplication.translate("Stats", "{0} new tokens").format(stats.new_tokens),
+        QCoreApplication.translate("Stats", "{0:.1f} tokens/s").format(stats.tokens_per_s),
     ]
     if stats.new_tokens:
-        parts.append(_tr("first token after {0:.2f} s").format(stats.time_to_first_token_s))
+        parts.append(
+            QCoreApplication.translate("Stats", "first token after {0:.2f} s").format(
+                stats.time_to_first_token_s
+            )
+        )
     if speculative:
-        parts.append(_tr("acceptance {0:.0%}").format(stats.acceptance_rate))
-    parts.append(_tr("{0:.2f} tokens per target pass").format(stats.tokens_per_pass))
+        parts.append(QCoreApplication.translate("Stats", "acceptance {0:.0%}").format(stats.acceptance_rate))
     parts.append(
-        _tr("{0} target passes ({1} saved vs one per token)").format(stats.target_passes, stats.passes_saved)
+        QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass)
+    )
+    parts.append(
+        QCoreApplication.translate("Stats", "{0} target passes ({1} saved vs one per token)").format(
+            stats.target_passes, stats.passes_saved
+        )
     )
     return " · ".join(parts)
 
 
 def how_made(speculative: bool, drafter: str) -> str:
     if speculative and drafter != "none":
-        return _tr("with speculation ({0})").format(drafter)
-    return _tr("target model only, no speculation")
+        return QCoreApplication.translate("Stats", "with speculation ({0})").format(drafter)
+    return QCoreApplication.translate("Stats", "target model only, no speculation")
 
 
 def stop_note(stop_reason: str | None) -> str:
     return {
-        "cancelled": _tr("Stopped: the answer is partial."),
-        "max_new_tokens": _tr("Reached the max new tokens limit."),
+        "cancelled": QCoreApplication.translate("Stats", "Stopped: the answer is partial."),
+        "max_new_tokens": QCoreApplication.translate("Stats", "Reached the max new tokens limit."),
     }.get(stop_reason or "", "")
 
 
@@ -48,8 +52,10 @@ CONTEXT_WARN_FRACTION = 0.8  # warn from here on: the next answer may not fit
 def context_line(used: int, limit: int) -> str:
     """ "Context: 1,234 of 2,048 tokens (60%)"."""
     if limit <= 0:
-        return _tr("Context: {0} tokens").format(f"{used:,}")
-    return _tr("Context: {0} of {1} tokens ({2:.0%})").format(f"{used:,}", f"{limit:,}", used / limit)
+        return QCoreApplication.translate("Stats", "Context: {0} tokens").format(f"{used:,}")
+    return QCoreApplication.translate("Stats", "Context: {0} of {1} tokens ({2:.0%})").format(
+        f"{used:,}", f"{limit:,}", used / limit
+    )
 
 
 def context_warning(used: int, limit: int) -> str:
@@ -57,6 +63,11 @@ def context_warning(used: int, limit: int) -> str:
     if limit <= 0 or used < CONTEXT_WARN_FRACTION * limit:
         return ""
     if used >= limit:
-        return _tr("The context window is full: start a new chat (answers here will be cut).")
-    return _tr("The conversation fills {0:.0%} of the context window: start a new chat soon, "
-               "or the next answers will be cut.").format(used / limit)
+        return QCoreApplication.translate(
+            "Stats", "The context window is full: start a new chat (answers here will be cut)."
+        )
+    return QCoreApplication.translate(
+        "Stats",
+        "The conversation fills {0:.0%} of the context window: start a new chat soon, "
+        "or the next answers will be cut.",
+    ).format(used / limit)

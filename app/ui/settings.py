@@ -87,6 +87,7 @@ class AppSettings:
     sampling_mode: str = "standard"  # or "seed-invariant"
     max_new_tokens: int = 256
     show_rejected: bool = False
+    language: str = "auto"  # "auto" (system locale), "en" or "fr"; applied at the next start
 
     def generation_config(self) -> GenerationConfig:
         """Raises ``InvalidSettingError`` on an absurd combination."""

@@ -131,6 +131,7 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(QLabel(self.tr("Settings apply to the next message."), self))
+        layout.addLayout(self._language_row())
         layout.addWidget(self.error)
         layout.addWidget(buttons)
         self._show(settings)
@@ -219,6 +220,17 @@ class SettingsDialog(QDialog):
         self.sampling.toggled.connect(self._on_sampling_toggled)
         return page
 
+    def _language_row(self) -> QHBoxLayout:
+        self.language = QComboBox(self)
+        self.language.addItem(self.tr("Automatic (system)"), "auto")
+        self.language.addItem("English", "en")  # each language in its own words: never translated
+        self.language.addItem("Français", "fr")
+        row = QHBoxLayout()
+        row.addWidget(QLabel(self.tr("Language:"), self))
+        row.addWidget(self.language)
+        row.addWidget(QLabel(self.tr("(applies at the next start)"), self), 1)
+        return row
+
     # ---- values ------------------------------------------------------------------------
     def _show(self, s: AppSettings) -> None:
         m = s.models
@@ -242,6 +254,7 @@ class SettingsDialog(QDialog):
         self.seed.setValue(s.seed)
         self.sampling_mode.setCurrentIndex(max(self.sampling_mode.findData(s.sampling_mode), 0))
         self.max_new_tokens.setValue(s.max_new_tokens)
+        self.language.setCurrentIndex(max(self.language.findData(s.language), 0))
         self._on_sampling_toggled(s.sampling)
 
     def settings(self) -> AppSettings:
@@ -272,6 +285,7 @@ class SettingsDialog(QDialog):
             seed=self.seed.value(),
             sampling_mode=str(self.sampling_mode.currentData()),
             max_new_tokens=self.max_new_tokens.value(),
+            language=str(self.language.currentData()),
         )
 
     def _problem(self, s: AppSettings) -> str | None:
@@ -304,7 +318,9 @@ class SettingsDialog(QDialog):
             picker.path.editTextChanged.connect(self.model_error.hide)
 
     def _on_restore_defaults(self) -> None:
-        self._show(replace(AppSettings(), show_rejected=self._initial.show_rejected))
+        self._show(
+            replace(AppSettings(), show_rejected=self._initial.show_rejected, language=self._initial.language)
+        )
 
     def _on_sampling_toggled(self, sampling: bool) -> None:
         for widget in (self.temperature, self.top_p, self.top_k, self.seed, self.sampling_mode):

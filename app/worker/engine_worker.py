@@ -77,13 +77,9 @@ def _load_engine(**kwargs: Any) -> Any:
 
     engine = Engine.load(**kwargs)
     if kwargs.get("progress") is not None:
-        kwargs["progress"](_tr("Warming up…"), None)
+        kwargs["progress"](QCoreApplication.translate("EngineWorker", "Warming up…"), None)
     engine.warm_up()  # so the first answer (and its comparison) is not slowed by kernel set-up
     return engine
-
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("EngineWorker", text)
 
 
 class EngineWorker(QObject):
@@ -309,8 +305,8 @@ class EngineWorker(QObject):
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
         """(result, "") or (None, readable error); steps go to the queue as they come."""
         if self._engine is None:
-            reason = self._load_error or _tr("the model is not loaded")
-            return None, _tr("No model is loaded: {0}").format(reason)
+            reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
+            return None, QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
 
         def on_step(step: StepEvent) -> None:
             self._steps.append((request.run_id, step))
@@ -355,8 +351,10 @@ def _describe(error: Exception) -> str:
     if isinstance(error, SpecChatError):
         return str(error)
     if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
-        return _tr("Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU.")
+        return QCoreApplication.translate(
+            "EngineWorker", "Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU."
+        )
     log.exception("unexpected error in the engine thread", exc_info=error)
-    return _tr("Unexpected error in the engine ({0}: {1}). The app keeps running.").format(
-        type(error).__name__, error
-    )
+    return QCoreApplication.translate(
+        "EngineWorker", "Unexpected error in the engine ({0}: {1}). The app keeps running."
+    ).format(type(error).__name__, error)

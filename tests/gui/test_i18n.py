@@ -1,0 +1,199 @@
+"""French and English: the window in French, every string translated with its placeholders,
+and the conventions that keep every string visible to pyside6-lupdate."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from gui_helpers import send_and_wait, tiny_settings
+from PySide6.QtCore import QLocale
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
+
+from app.ui.i18n import install_translators, remove_translators
+from app.ui.settings import AppSettings, SettingsStore
+from app.ui.settings_dialog import SettingsDialog
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("i18n_tool", ROOT / "tools" / "i18n.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+tool = _load_tool()
+
+
+@pytest.fixture
+def french(qapp: QApplication, app_dirs: Path) -> Iterator[None]:
+    """The language setting is French, and its translators are installed as ``main`` does."""
+    SettingsStore().save(AppSettings(language="fr"))
+    previous = QLocale()
+    translators = install_translators(qapp, SettingsStore().load().language)
+    yield
+    remove_translators(qapp, translators)
+    QLocale.setDefault(previous)
+
+
+@pytest.fixture(scope="module")
+def messages() -> list:  # type: ignore[type-arg]
+    """The strings of the code as lupdate extracts them now, with the committed translations."""
+    return tool.current_messages()
+
+
+def test_window_started_in_french_shows_french_strings(french, open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models, language="fr"))
+    assert window.send_button.text() == "Envoyer"
+    assert window.windowTitle() == "SpecChat"
+    assert window.model_label.text().startswith("Cible : ")  # "Target: {0} · Drafter: {1}"
+    send_and_wait(qtbot, window)
+    stats = window.chat_view.answers[-1].stats.text()
+    assert "nouveaux jetons" in stats and "passes du modèle cible" in stats
+    assert "new tokens" not in stats
+
+
+def test_qt_standard_buttons_are_french_too(french, qtbot):
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    qtbot.addWidget(buttons)
+    assert buttons.button(QDialogButtonBox.StandardButton.Cancel).text() == "Annuler"
+
+
+def test_english_installs_no_translation(qapp: QApplication) -> None:
+    previous = QLocale()
+    try:
+        assert install_translators(qapp, "en") == []
+    finally:
+        QLocale.setDefault(previous)
+
+
+def test_language_setting_round_trips_through_the_dialog_and_the_store(app_dirs, qtbot):
+    dialog = SettingsDialog(AppSettings(language="fr"))
+    qtbot.addWidget(dialog)
+    assert dialog.language.currentData() == "fr"
+    dialog.language.setCurrentIndex(dialog.language.findData("en"))
+    SettingsStore().save(dialog.settings())
+    assert SettingsStore().load().language == "en"
+
+
+def test_every_string_in_the_code_has_a_finished_french_translation(messages):
+    missing = [(m.context, m.source) for m in messages if not m.finished]
+    assert messages and not missing, f"run tools/i18n.py update, translate, update again: {missing}"
+
+
+def test_committed_translation_file_holds_every_string_of_the_code(messages):
+    committed = {(m.context, m.source) for m in tool.read_ts() if m.finished}
+    assert {(m.context, m.source) for m in messages} <= committed
+
+
+def test_translations_keep_exactly_the_placeholders_of_their_source():
+    wrong = [
+        (m.source, m.translation)
+        for m in tool.read_ts()
+        if m.finished and tool.placeholders(m.source) != tool.placeholders(m.translation)
+    ]
+    assert not wrong
+
+
+def test_placeholder_check_sees_a_lost_placeholder():
+    assert tool.placeholders("{0} of {1:.0%} <b>x</b>") == ["</b>", "<b>", "{0}", "{1:.0%}"]
+    assert tool.placeholders("{0} sur") != tool.placeholders("{0} of {1}")
+
+
+def test_compiled_qm_matches_the_ts(tmp_path: Path) -> None:
+    fresh = tmp_path / "specchat_fr.qm"
+    tool.compile_qm(tool.TS_FILE, fresh)
+    assert fresh.read_bytes() == tool.QM_FILE.read_bytes(), "run tools/i18n.py update"
+
+
+def test_translatable_text_is_always_a_literal_lupdate_can_see():
+    problems = [p for path in tool.source_files() for p in tool.convention_problems(path)]
+    assert not problems
+
+
+def test_convention_check_catches_helpers_variables_and_fstrings(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from PySide6.QtCore import QCoreApplication\n"
+        "def _tr(text):\n"
+        "    return QCoreApplication.translate('Ctx', text)\n"
+        "class W:\n"
+        "    def m(self, name):\n"
+        "        self.tr(name)\n"
+        "        self.tr(f'hi {name}')\n"
+        "        QCoreApplication.translate('Ctx', 'fine')\n"
+    )
+    problems = list(tool.convention_problems(bad))
+    assert len(problems) == 4  # the helper, its translate(text), tr(name), tr(f"...")
+    assert any("helper _tr()" in p for p in problems)
+
+
+def test_self_tr_is_not_inherited_by_a_subclass_in_app():
+    """PySide6's self.tr() looks up the *runtime* class name: a subclass of a class that calls
+    it would find no translation (lupdate files the strings under the defining class)."""
+    classes: dict[str, bool] = {}  # class name -> calls self.tr
+    bases: set[str] = set()
+    for path in tool.source_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = classes.get(node.name, False) or any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "tr"
+                    for n in ast.walk(node)
+                )
+                bases |= {b.id for b in node.bases if isinstance(b, ast.Name)}
+    assert not [name for name, uses_tr in classes.items() if uses_tr and name in bases]
+
+
+def test_rewrite_inlines_a_tr_helper_as_literal_translate_calls():
+    source = (
+        "from PySide6.QtCore import QCoreApplication\n\n\n"
+        "def _tr(text: str) -> str:\n"
+        '    return QCoreApplication.translate("Stats", text)\n\n\n'
+        "def line(n: int) -> str:\n"
+        '    return _tr("{0} new tokens").format(n) + _tr("é" "x")\n'
+    )
+    out, problems = tool.rewrite_source(source)
+    assert not problems and "_tr" not in out
+    assert 'QCoreApplication.translate("Stats", "{0} new tokens").format(n)' in out
+    assert 'QCoreApplication.translate("Stats", "é" "x")' in out
+    _, problems = tool.rewrite_source(source.replace('_tr("é" "x")', "_tr(str(n))"))
+    assert problems
+
+
+def test_rewrite_leaves_calls_inside_fstrings_to_a_person():
+    source = (
+        "from PySide6.QtCore import QCoreApplication\n"
+        "def _tr(text):\n"
+        "    return QCoreApplication.translate('Export', text)\n"
+        "x = f\"# {_tr('New chat')}\"\n"
+    )
+    out, problems = tool.rewrite_source(source)
+    assert out == source and problems
+
+
+def test_a_new_untranslated_string_is_reported_missing(tmp_path: Path) -> None:
+    """What the completeness test relies on: lupdate sees a new self.tr() string and the
+    merge with the committed .ts leaves it unfinished."""
+    extra = tmp_path / "new_widget.py"
+    extra.write_text(
+        "from PySide6.QtWidgets import QWidget\n"
+        "class NewWidget(QWidget):\n"
+        "    def m(self):\n"
+        '        return self.tr("A brand new string")\n'
+    )
+    ts = tmp_path / "specchat_fr.ts"
+    shutil.copy(tool.TS_FILE, ts)
+    tool.extract(ts, [*tool.source_files(), extra])
+    found = {(m.context, m.source): m.finished for m in tool.read_ts(ts)}
+    assert found[("NewWidget", "A brand new string")] is False
+    assert found[("MainWindow", "Send")] is True  # existing translations are kept
