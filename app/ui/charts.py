@@ -23,10 +23,6 @@ CURVE_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 MAX_LABELLED_PASSES = 60  # above this, token counts per bar would overlap
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Charts", text)
-
-
 def _plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
     plot = pg.PlotWidget(title=title)
     plot.setLabel("bottom", x_label)
@@ -46,7 +42,11 @@ class AcceptanceCharts(QWidget):
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         rows = explanation.acceptance_by_position
-        self.by_position = _plot(_tr("Acceptance by draft position"), _tr("draft position"), _tr("accepted"))
+        self.by_position = _plot(
+            QCoreApplication.translate("Charts", "Acceptance by draft position"),
+            QCoreApplication.translate("Charts", "draft position"),
+            QCoreApplication.translate("Charts", "accepted"),
+        )
         positions = [r.position for r in rows]
         self.reached_bars = pg.BarGraphItem(
             x=[p - 0.2 for p in positions],
@@ -62,8 +62,11 @@ class AcceptanceCharts(QWidget):
         )
         legend = self.by_position.addLegend(offset=(-10, 10))
         for item, name in (
-            (self.reached_bars, _tr("of drafts judged (earlier ones accepted)")),
-            (self.proposed_bars, _tr("of drafts proposed")),
+            (
+                self.reached_bars,
+                QCoreApplication.translate("Charts", "of drafts judged (earlier ones accepted)"),
+            ),
+            (self.proposed_bars, QCoreApplication.translate("Charts", "of drafts proposed")),
         ):
             self.by_position.addItem(item)
             legend.addItem(item, name)
@@ -72,7 +75,9 @@ class AcceptanceCharts(QWidget):
                 pos=explanation.acceptance_rate,
                 angle=0,
                 pen=pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine),
-                label=_tr("α = {0}").format(format_percent(explanation.acceptance_rate)),
+                label=QCoreApplication.translate("Charts", "α = {0}").format(
+                    format_percent(explanation.acceptance_rate)
+                ),
                 labelOpts={"position": 0.9, "color": MEASURED_COLOUR},
             )
             self.by_position.addItem(alpha)
@@ -80,7 +85,11 @@ class AcceptanceCharts(QWidget):
         _integer_ticks(self.by_position, positions)
 
         histogram = explanation.tokens_per_pass_histogram
-        self.histogram = _plot(_tr("Tokens per target pass"), _tr("tokens from one pass"), _tr("passes"))
+        self.histogram = _plot(
+            QCoreApplication.translate("Charts", "Tokens per target pass"),
+            QCoreApplication.translate("Charts", "tokens from one pass"),
+            QCoreApplication.translate("Charts", "passes"),
+        )
         self.histogram_bars = pg.BarGraphItem(
             x=[t for t, _ in histogram], height=[n for _, n in histogram], width=0.7, brush=VERIFY_COLOUR
         )
@@ -99,8 +108,8 @@ class TimelineChart(pg.PlotWidget):
     ROWS: ClassVar[dict[str, float]] = {"speculative": 1.0, "baseline": 0.0}  # y of each run
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
-        super().__init__(parent, title=_tr("Timeline of target passes"))
-        self.setLabel("bottom", _tr("wall-clock time (s)"))
+        super().__init__(parent, title=QCoreApplication.translate("Charts", "Timeline of target passes"))
+        self.setLabel("bottom", QCoreApplication.translate("Charts", "wall-clock time (s)"))
         self.setMenuEnabled(False)
         bars = explanation.timeline
         most = max((b.tokens for b in bars), default=1)
@@ -123,14 +132,17 @@ class TimelineChart(pg.PlotWidget):
         )
         legend = self.addLegend(offset=(-10, 10))
         for item, name in (
-            (self.draft_bars, _tr("drafting")),
-            (self.verify_bars, _tr("target pass (verify)")),
+            (self.draft_bars, QCoreApplication.translate("Charts", "drafting")),
+            (self.verify_bars, QCoreApplication.translate("Charts", "target pass (verify)")),
         ):
             self.addItem(item)
             legend.addItem(item, name)
         self.token_labels = self._label_tokens(bars, heights)
         runs = sorted({b.run for b in bars}, key=lambda run: self.ROWS[run])
-        names = {"speculative": _tr("speculative"), "baseline": _tr("plain")}
+        names = {
+            "speculative": QCoreApplication.translate("Charts", "speculative"),
+            "baseline": QCoreApplication.translate("Charts", "plain"),
+        }
         self.getAxis("left").setTicks([[(self.ROWS[run], names[run]) for run in runs]])
         self.setYRange(-0.6, 2.1)  # room above the bars for the legend
         self.setLimits(xMin=0)
@@ -154,9 +166,11 @@ class WhatIfChart(pg.PlotWidget):
     point on top, so a person sees where their draft sits and what a better one would give."""
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
-        super().__init__(parent, title=_tr("What if the draft agreed more often?"))
-        self.setLabel("bottom", _tr("acceptance α"))
-        self.setLabel("left", _tr("speed-up over plain decoding (×)"))
+        super().__init__(
+            parent, title=QCoreApplication.translate("Charts", "What if the draft agreed more often?")
+        )
+        self.setLabel("bottom", QCoreApplication.translate("Charts", "acceptance α"))
+        self.setLabel("left", QCoreApplication.translate("Charts", "speed-up over plain decoding (×)"))
         self.setMenuEnabled(False)
         self.showGrid(x=True, y=True, alpha=0.3)
         legend = self.addLegend(offset=(10, 10))
@@ -166,13 +180,15 @@ class WhatIfChart(pg.PlotWidget):
         for colour, curve in zip(CURVE_COLOURS * 3, explanation.what_if):
             ours = curve.kind == "this_run" or (not mixed and curve.k == explanation.k_used)
             if curve.kind == "this_run":
-                name = _tr("this run (its mix of draft lengths)")
+                name = QCoreApplication.translate("Charts", "this run (its mix of draft lengths)")
             elif ours:
-                name = _tr("k = {0} (this run)").format(curve.k)
+                name = QCoreApplication.translate("Charts", "k = {0} (this run)").format(curve.k)
             elif curve.estimated:
-                name = _tr("k = {0} every pass (cost interpolated)").format(curve.k)
+                name = QCoreApplication.translate("Charts", "k = {0} every pass (cost interpolated)").format(
+                    curve.k
+                )
             else:
-                name = _tr("k = {0} every pass").format(curve.k)
+                name = QCoreApplication.translate("Charts", "k = {0} every pass").format(curve.k)
             style = Qt.PenStyle.DashLine if curve.estimated else Qt.PenStyle.SolidLine
             pen = pg.mkPen(MEASURED_COLOUR if ours else colour, width=3 if ours else 1.5, style=style)
             item = self.plot(list(curve.alphas), list(curve.speedups), pen=pen)
@@ -186,12 +202,16 @@ class WhatIfChart(pg.PlotWidget):
                 pos=1.0,
                 angle=0,
                 pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
-                label=_tr("break-even"),
+                label=QCoreApplication.translate("Charts", "break-even"),
                 labelOpts={"position": 0.05, "color": "#555555"},
             )
         )
-        self.measured_point = self._point(explanation, explanation.measured_speedup, "o", _tr("measured"))
-        self.predicted_point = self._point(explanation, explanation.predicted_speedup, "x", _tr("predicted"))
+        self.measured_point = self._point(
+            explanation, explanation.measured_speedup, "o", QCoreApplication.translate("Charts", "measured")
+        )
+        self.predicted_point = self._point(
+            explanation, explanation.predicted_speedup, "x", QCoreApplication.translate("Charts", "predicted")
+        )
         self.setXRange(0, 1)
 
     def _point(

@@ -40,10 +40,6 @@ from .token_view import LINE_SEPARATOR, TokenTextView
 TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neutral": "#2e86c1"}
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("CompareDialog", text)
-
-
 def _say(phrase: Phrase) -> str:
     return phrase.render(_tr)
 

@@ -35,10 +35,6 @@ from app.engine.explanation import (
 NONE = "—"
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Explanation", text)
-
-
 def _percent(value: float | None) -> str:
     return NONE if value is None else format_percent(value)
 

@@ -44,8 +44,119 @@
         <translation>Relancer cette réponse dans l’autre mode (avec / sans spéculation) et comparer</translation>
     </message>
     <message>
+        <source>Why?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Assistant · {0}</source>
         <translation>Assistant · {0}</translation>
+    </message>
+</context>
+<context>
+    <name>Charts</name>
+    <message>
+        <source>Acceptance by draft position</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>draft position</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>accepted</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>of drafts judged (earlier ones accepted)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>of drafts proposed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>α = {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokens per target pass</source>
+        <translation type="unfinished">Jetons par passe du modèle cible</translation>
+    </message>
+    <message>
+        <source>tokens from one pass</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>passes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Timeline of target passes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>wall-clock time (s)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>drafting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>target pass (verify)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>speculative</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>plain</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>What if the draft agreed more often?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>acceptance α</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>speed-up over plain decoding (×)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>this run (its mix of draft lengths)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k = {0} (this run)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k = {0} every pass (cost interpolated)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k = {0} every pass</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>break-even</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>measured</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>predicted</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -72,58 +183,6 @@
 </context>
 <context>
     <name>CompareDialog</name>
-    <message>
-        <source>speed unknown</source>
-        <translation>vitesse inconnue</translation>
-    </message>
-    <message>
-        <source>{0:.1f}× faster</source>
-        <translation>{0:.1f}× plus rapide</translation>
-    </message>
-    <message>
-        <source>{0:.1f}× slower</source>
-        <translation>{0:.1f}× plus lent</translation>
-    </message>
-    <message>
-        <source>Identical answer · {0}</source>
-        <translation>Réponse identique · {0}</translation>
-    </message>
-    <message>
-        <source>Different sample · {0}</source>
-        <translation>Autre tirage · {0}</translation>
-    </message>
-    <message>
-        <source>Answers differ from token {0} · {1}</source>
-        <translation>Les réponses divergent à partir du jeton {0} · {1}</translation>
-    </message>
-    <message>
-        <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation>Les deux exécutions ont produit exactement les mêmes jetons : la spéculation a changé la vitesse, pas la réponse.</translation>
-    </message>
-    <message>
-        <source>They first differ at token {0} (character {1})</source>
-        <translation>Elles divergent pour la première fois au jeton {0} (caractère {1})</translation>
-    </message>
-    <message>
-        <source>unknown</source>
-        <translation>inconnue</translation>
-    </message>
-    <message>
-        <source>{0}, where the target&apos;s two best tokens were only {1} logits apart: a near-tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation>{0}, là où les deux meilleurs jetons du modèle cible n’étaient séparés que de {1} logits : une quasi-égalité départagée autrement par le calcul en lot — une question de calcul numérique, pas un bogue.</translation>
-    </message>
-    <message>
-        <source>{0}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation>{0}. Ces réponses ont été échantillonnées sans le mode invariant par graine : un texte différent est donc attendu ; la distribution est la même.</translation>
-    </message>
-    <message>
-        <source>{0}, where the target was confident (margin {1} logits). Greedy decoding should never diverge like this: this is a bug, please report it.</source>
-        <translation>{0}, là où le modèle cible était sûr de lui (marge de {1} logits). Le décodage glouton ne devrait jamais diverger ainsi : c’est un bogue, merci de le signaler.</translation>
-    </message>
-    <message>
-        <source>Speculation was slower here: the drafter&apos;s guesses were accepted too rarely to pay for drafting and verifying them.</source>
-        <translation>La spéculation a été plus lente ici : les propositions du brouillon ont été acceptées trop rarement pour compenser le coût de leur rédaction et de leur vérification.</translation>
-    </message>
     <message>
         <source>Compare: with and without speculation</source>
         <translation>Comparer : avec et sans spéculation</translation>
@@ -254,6 +313,85 @@
     </message>
 </context>
 <context>
+    <name>ExplainDialog</name>
+    <message>
+        <source>Why was it faster or slower?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run comparison</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run this answer again without speculation, to measure the real speed-up</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Acceptance α (per position the target judged)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of all proposed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokens per target pass</source>
+        <translation type="unfinished">Jetons par passe du modèle cible</translation>
+    </message>
+    <message>
+        <source>Cost of drafting one token, c (× a plain pass)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cost of a pass over {0} tokens, v({1}) (× a plain pass)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Predicted speed-up</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measured speed-up (decode tokens per second)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cost of a plain pass</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} ms, measured on the plain run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Acceptance</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Timeline</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>What if</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>What if: this run checked no drafts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>What if: needs the cost of a plain pass (run a comparison)</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>Export</name>
     <message>
         <source>New chat</source>
@@ -343,6 +481,10 @@
         <translation>Envoyer (Entrée)</translation>
     </message>
     <message>
+        <source>Fix them in Settings.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>the bundled model</source>
         <translation>le modèle fourni</translation>
     </message>
@@ -355,16 +497,28 @@
         <translation>Cible : {0} · Brouillon : {1}</translation>
     </message>
     <message>
+        <source>Target: {0} · Speculation off</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the requested models could not be loaded (see Settings)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>… and {0} more</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Could not load the models: {0}</source>
         <translation>Impossible de charger les modèles : {0}</translation>
     </message>
     <message>
         <source>Still using the models loaded before.</source>
         <translation>Les modèles chargés auparavant restent utilisés.</translation>
-    </message>
-    <message>
-        <source>Model load failed</source>
-        <translation>Échec du chargement du modèle</translation>
     </message>
 </context>
 <context>
@@ -570,6 +724,10 @@
     <message>
         <source>Choose a path or model id for the {0}.</source>
         <translation>Choisissez un chemin ou un identifiant de modèle pour : {0}.</translation>
+    </message>
+    <message>
+        <source>These models could not be loaded: {0}</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
