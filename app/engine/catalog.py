@@ -285,7 +285,8 @@ def read_folder_entry(folder: Path, source: str) -> ModelEntry:
     config = _read_json(folder / "config.json", "config.json")
     if not isinstance(config, dict):
         raise CatalogError("Its config.json is not a JSON object.")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config  # multimodal: the LM's part
     parameters, dtype = _safetensors_summary(folder)
     problem = ""
     if parameters is None:

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import torch
 from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -42,7 +42,8 @@ def load_tokenizer(entry: ModelEntry) -> PreTrainedTokenizerBase:
         if not (converted / "config.json").is_file():
             return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
         path = converted
-    return _tokenizer_class(path).from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    tokenizer_class: Any = _tokenizer_class(path)
+    return tokenizer_class.from_pretrained(path, local_files_only=True, trust_remote_code=False)
 
 
 class PairingChecker:
