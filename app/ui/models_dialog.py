@@ -80,9 +80,9 @@ class ModelsDialog(QDialog):
         self.target: ModelEntry | None = None
         self.checks: dict[str, PairCheck] = {}  # draft source -> verdict for self.target
         self.suggestion: str | None = None  # draft source (or LOOKUP) once all are checked
-        # (target, draft) to select once that target's drafts are checked: the pair in use,
-        # or a recent pair; otherwise the suggestion is selected
-        self._pending: tuple[str, str] | None = (models.target_source, models.draft_source or NO_DRAFTER)
+        # (target, draft) to select once that target's drafts are checked: a recent pair;
+        # otherwise the suggestion is selected
+        self._pending: tuple[str, str] | None = None
         self._wanted_target = models.target_source
         self._scan_id = 0
         self._build()
