@@ -3,6 +3,7 @@ words, the suggestion rule and the per-pair cache."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from pathlib import Path
@@ -96,10 +97,13 @@ def test_corrupt_files_become_entries_with_a_problem_not_exceptions(tmp_path, ti
     huge.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 1, 2**60))
     broken = shutil.copytree(tiny_models["llama"], tmp_path / "broken")
     (broken / "model.safetensors").write_bytes(struct.pack("<Q", 10**12) + b"{}")
+    classifier = shutil.copytree(tiny_models["llama"], tmp_path / "classifier")
+    config = json.loads((classifier / "config.json").read_text())
+    (classifier / "config.json").write_text(json.dumps({**config, "architectures": ["BertForMaskedLM"]}))
     no_config = tmp_path / "empty-folder"
     no_config.mkdir()
     entries = scan_models(
-        [str(tmp_path / "garbage.gguf"), str(huge), str(broken), str(no_config), str(tmp_path / "gone")],
+        [str(tmp_path / "garbage.gguf"), str(huge), str(broken), str(classifier), str(no_config), str(tmp_path / "gone")],
         hub_cache=tmp_path / "no-hub", include_bundled=False,
     )
     problems = {Path(e.source).name: e.problem for e in entries}
@@ -107,6 +111,7 @@ def test_corrupt_files_become_entries_with_a_problem_not_exceptions(tmp_path, ti
     assert "corrupt" in problems["huge-count.gguf"]
     assert "model.safetensors is corrupt" in problems["broken"]
     assert "no config.json" in problems["empty-folder"]
+    assert "'BertForMaskedLM' model, which cannot generate text" in problems["classifier"]
     assert "Not found" in problems["gone"]
 
 

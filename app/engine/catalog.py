@@ -40,6 +40,7 @@ DRAFT_MIN_RATIO = 3.0  # a suggested draft has at most 1/3 of the target's param
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # bytes; a larger "header" means a corrupt file
 MAX_GGUF_STRING = 16 * 2**20
 KEPT_ARRAY_ITEMS = 16  # longer GGUF arrays (token lists, merges) are skipped, only counted
+GENERATIVE_HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 SAFETENSORS_DTYPES = {
     "F64": "float64", "F32": "float32", "BF16": "bfloat16", "F16": "float16",
@@ -306,12 +307,15 @@ def read_folder_entry(folder: Path, source: str) -> ModelEntry:
     problem = ""
     if parameters is None:
         problem = "It has no .safetensors weights." if not _has_pickle(folder) else ""
+    architecture = _architecture(config)
+    if not _generates_text(config):
+        problem = f"It is a '{architecture}' model, which cannot generate text."
     tokenizer, vocab = _folder_tokenizer(folder)
     return ModelEntry(
         name=folder.name,
         source=source,
         kind="folder",
-        architecture=_architecture(config),
+        architecture=architecture,
         parameters=parameters,
         size_bytes=_size_or_none(folder),
         dtype=_dtype_label(dtype or str(config.get("torch_dtype") or config.get("dtype") or ""), config),
@@ -338,6 +342,14 @@ def _architecture(config: dict[str, Any]) -> str:
     if isinstance(names, list) and names and isinstance(names[0], str):
         return names[0]
     return str(config.get("model_type") or "")
+
+
+def _generates_text(config: dict[str, Any]) -> bool:
+    """From the declared head classes (the loader's exact check needs transformers)."""
+    names = config.get("architectures")
+    if not isinstance(names, list) or not names:
+        return True  # undeclared: let the loader decide
+    return any(isinstance(n, str) and n.endswith(GENERATIVE_HEADS) for n in names)
 
 
 def _dtype_label(dtype: str, config: dict[str, Any]) -> str:

@@ -97,6 +97,15 @@ class ModelsDialog(QDialog):
             self.tr("Name"), self.tr("Architecture"), self.tr("Parameters"), self.tr("Size"),
             self.tr("Data type"), self.tr("Context"), self.tr("Tokenizer"), self.tr("As a draft"),
         ])
+        header_tips = {
+            PARAMS: self.tr("Number of weights, counted from the file headers"),
+            DTYPE: self.tr("How the weights are stored: a float type or a quantisation"),
+            CONTEXT: self.tr("The longest conversation the model was built for, in tokens"),
+            TOKENIZER: self.tr("How text is cut into tokens, and how many tokens it knows"),
+            DRAFT: self.tr("Whether the model can draft for the chosen target (same text → same token ids)"),
+        }
+        for column, tip in header_tips.items():
+            self.table.horizontalHeaderItem(column).setToolTip(tip)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
