@@ -102,6 +102,8 @@ class CatalogWorker(QObject):
             try:
                 self._do(job)
             except Exception as e:  # every failure must reach the person
+                if isinstance(e, RuntimeError) and "already deleted" in str(e):
+                    return  # the window closed while a check ran: nobody is listening
                 log.exception("model library job failed", exc_info=e)
                 self.failed.emit(f"The model library could not be read ({type(e).__name__}: {e}).")
 

@@ -4,6 +4,8 @@ off the GUI thread."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +19,7 @@ from app.engine.catalog import ModelEntry, scan_models
 from app.engine.pairing import PairingChecker
 from app.ui.main_window import MainWindow
 from app.ui.models_dialog import DRAFT, ModelsDialog
-from app.ui.settings import ModelPair, SettingsStore
+from app.ui.settings import ModelPair, ModelSettings, SettingsStore
 from app.ui.storage import ConversationStore
 from app.worker import EngineWorker
 from app.worker.catalog_worker import CatalogWorker
@@ -218,3 +220,23 @@ def test_the_draft_column_says_in_text_not_colour_alone(window_with_library, qtb
     choose_target(qtbot, dialog, library_models["target"])
     texts = {dialog.table.item(r, DRAFT).text()[:1] for r in range(dialog.table.rowCount())}
     assert {"●", "★", "✗", "⚠"} <= texts
+
+
+def test_the_library_modules_the_gui_imports_load_no_torch():
+    code = (
+        "import sys, app.ui.models_dialog, app.worker.catalog_worker, app.engine.catalog;"
+        "bad = [m for m in ('torch', 'transformers') if m in sys.modules];"
+        "sys.exit(f'imported {bad}' if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def test_a_failing_scan_is_reported_in_the_dialog_not_raised(app_dirs, qtbot):
+    def broken_scan(_added: Sequence[str]) -> list[ModelEntry]:
+        raise OSError("disk unplugged")
+
+    dialog = ModelsDialog(CatalogWorker(scanner=broken_scan), SettingsStore(), ModelSettings())
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: "disk unplugged" in dialog.status.text(), timeout=TIMEOUT_MS)
+    assert dialog.table.rowCount() == 0
