@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def other_models(tmp_path_factory, tokenizer) -> dict[str, Path]:
     smaller, larger = build_tokenizer(300), build_tokenizer(400)
     assert len(smaller) < len(tokenizer) < len(larger)
     return {
-        "small": save(build_model("llama", tokenizer, seed=3, layers=1, hidden=16), tokenizer, root / "small"),
+        "small": save(build_model("llama", tokenizer, seed=3, layers=1, hidden=16), tokenizer, root / "sm"),
         "smaller-vocab": save(build_model("llama", smaller, seed=4), smaller, root / "smaller-vocab"),
         "larger-vocab": save(build_model("llama", larger, seed=5), larger, root / "larger-vocab"),
     }
@@ -103,7 +104,7 @@ def test_corrupt_files_become_entries_with_a_problem_not_exceptions(tmp_path, ti
     no_config = tmp_path / "empty-folder"
     no_config.mkdir()
     entries = scan_models(
-        [str(tmp_path / "garbage.gguf"), str(huge), str(broken), str(classifier), str(no_config), str(tmp_path / "gone")],
+        [str(p) for p in (tmp_path / "garbage.gguf", huge, broken, classifier, no_config, tmp_path / "gone")],
         hub_cache=tmp_path / "no-hub", include_bundled=False,
     )
     problems = {Path(e.source).name: e.problem for e in entries}
@@ -196,7 +197,7 @@ def test_the_suggestion_is_the_smallest_compatible_draft_several_times_smaller()
 
     target = entry("target", 1_500_000_000)
     drafts = [
-        (entry("tiny-incompatible", 50_000_000), PairCheck("target", "tiny-incompatible", False, "end_tokens")),
+        (entry("tiny", 50_000_000), PairCheck("target", "tiny", False, "end_tokens")),
         (entry("half", 700_000_000), PairCheck("target", "half", True)),
         (entry("small", 360_000_000), PairCheck("target", "small", True)),
         (entry("smaller", 135_000_000), PairCheck("target", "smaller", True)),
@@ -210,3 +211,18 @@ def test_parameter_counts_are_shown_in_k_m_and_b():
     assert [format_parameters(n) for n in (648, 123_200, 134_515_008, 1_543_714_304, None)] == [
         "648", "123K", "135M", "1.5B", "?",
     ]
+
+
+def test_the_catalog_finds_the_bundled_model_where_the_loader_does(monkeypatch, tmp_path):
+    from app.engine import catalog, loading
+
+    names = ("DEFAULT_SOURCE", "BUNDLED_NAME", "BUNDLED_PACKAGE", "BUNDLED_FILE")
+    assert [getattr(catalog, n) for n in names] == [getattr(loading, n) for n in names]
+    packaged = tmp_path / loading.BUNDLED_PACKAGE / loading.BUNDLED_FILE  # a PyInstaller bundle
+    packaged.parent.mkdir()
+    write_tiny_gguf(packaged)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert catalog.find_bundled_model() == loading.bundled_model_path() == packaged
+    [entry] = scan_models(hub_cache=tmp_path / "no-hub")
+    assert (entry.source, entry.kind, entry.name) == ("default", "default", loading.BUNDLED_NAME)

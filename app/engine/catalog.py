@@ -592,7 +592,8 @@ class _Reader:
 
     def array(self) -> list[Any] | int:
         """The items of a short array; only the length of a long one (its items skipped)."""
-        item_type, count = self.scalar("I"), self.scalar("Q")
+        item_type: int = self.scalar("I")
+        count: int = self.scalar("Q")
         if count <= KEPT_ARRAY_ITEMS:
             return [self.value(item_type) for _ in range(count)]
         if item_type in GGUF_SCALARS:

@@ -43,7 +43,10 @@ def load_tokenizer(entry: ModelEntry) -> PreTrainedTokenizerBase:
             return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
         path = converted
     tokenizer_class: Any = _tokenizer_class(path)
-    return tokenizer_class.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    tokenizer: PreTrainedTokenizerBase = tokenizer_class.from_pretrained(
+        path, local_files_only=True, trust_remote_code=False
+    )
+    return tokenizer
 
 
 class PairingChecker:
@@ -87,7 +90,7 @@ class PairingChecker:
         if entry.source not in self._tokenizers:
             try:
                 self._tokenizers[entry.source] = self._load_tokenizer(entry)
-            except Exception as exc:  # noqa: BLE001 - becomes an "unreadable" verdict
+            except Exception as exc:
                 self._tokenizers[entry.source] = exc
         return self._tokenizers[entry.source]
 
@@ -103,7 +106,8 @@ class PairingChecker:
         if check.reason == "unreadable":
             return  # maybe a file still being downloaded: try again next time
         with self._lock:
-            self._verdicts[key] = {"compatible": check.compatible, "reason": check.reason, "detail": check.detail}
+            verdict: dict[str, str | bool] = {"compatible": check.compatible, "reason": check.reason}
+            self._verdicts[key] = {**verdict, "detail": check.detail}
             snapshot = dict(self._verdicts)
         try:  # atomic: a reader never sees half a file
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -134,7 +138,9 @@ def plain_reason(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase
 def _tokenizer_only(entry: ModelEntry, tokenizer: PreTrainedTokenizerBase) -> LoadedModel:
     """A ``LoadedModel`` without weights: ``check_compatible`` reads only the tokenizer, the
     name and the end-of-text ids (generation config's plus the tokenizer's, like the loader)."""
-    eos = set(entry.eos_token_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
+    eos = set(entry.eos_token_ids)
+    if tokenizer.eos_token_id is not None:
+        eos.add(tokenizer.eos_token_id)
     return LoadedModel(
         name=entry.name,
         source=entry.source,

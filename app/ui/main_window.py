@@ -86,7 +86,7 @@ class MainWindow(QMainWindow):
         self._running_load = 0  # the load the engine thread is working on
         self.compare_dialog: CompareDialog | None = None
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
-        self.catalog: CatalogWorker | None = None  # the model library's thread, made on first use
+        self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
         self._build()
@@ -295,11 +295,10 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def _on_open_models(self) -> ModelsDialog:
-        if self.catalog is None:
-            from app.worker.catalog_worker import CatalogWorker
-
-            self.catalog = CatalogWorker(parent=self)
+    def _on_open_models(self) -> ModelsDialog | None:
+        if self.catalog is None:  # set by the app (app/gui.py), which owns the worker threads
+            self.show_error(self.tr("The model library is not available in this window."))
+            return None
         dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self)
         self._remember_geometry(dialog, "models_dialog")
         dialog.pair_chosen.connect(lambda models: self.apply_settings(replace(self.settings, models=models)))

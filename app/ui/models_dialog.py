@@ -104,8 +104,10 @@ class ModelsDialog(QDialog):
             TOKENIZER: self.tr("How text is cut into tokens, and how many tokens it knows"),
             DRAFT: self.tr("Whether the model can draft for the chosen target (same text → same token ids)"),
         }
-        for column, tip in header_tips.items():
-            self.table.horizontalHeaderItem(column).setToolTip(tip)
+        for index, tip in header_tips.items():
+            header = self.table.horizontalHeaderItem(index)
+            if header is not None:
+                header.setToolTip(tip)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -208,7 +210,10 @@ class ModelsDialog(QDialog):
         if self.target is None or not self.target.usable:
             return None
         draft = str(self.draft_combo.currentData() or LOOKUP)
-        draft_kind, draft_path = (draft, "") if draft in (LOOKUP, NO_DRAFTER) else _kind_and_path(self._entry(draft))
+        if draft in (LOOKUP, NO_DRAFTER):
+            draft_kind, draft_path = draft, ""
+        else:
+            draft_kind, draft_path = _kind_and_path(self._entry(draft))
         return ModelPair(*_kind_and_path(self.target), draft_kind, draft_path)
 
     def draft_cell(self, source: str) -> QTableWidgetItem | None:
@@ -250,7 +255,8 @@ class ModelsDialog(QDialog):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.setItem(row, column, item)
         if entry.problem:
-            self._set_draft_cell(entry.source, "⚠ " + self.tr("Cannot be used"), _engine_text(entry.problem), MUTED_COLOUR)
+            text = "⚠ " + self.tr("Cannot be used")
+            self._set_draft_cell(entry.source, text, _engine_text(entry.problem), MUTED_COLOUR)
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(message)
@@ -326,15 +332,13 @@ class ModelsDialog(QDialog):
         if self.target is None or self.suggestion is None:
             return
         draft = self.draft_combo.currentData()
-        counts = self.tr("{0} compatible, {1} not.").format(
-            sum(c.compatible for c in self.checks.values()), sum(not c.compatible for c in self.checks.values())
-        )
+        compatible = sum(c.compatible for c in self.checks.values())
+        counts = self.tr("{0} compatible, {1} not.").format(compatible, len(self.checks) - compatible)
         if draft == LOOKUP:
             text = self.tr("Prompt lookup drafts by copying from the conversation; it needs no second model.")
             if self.suggestion == LOOKUP:
-                text += " " + self.tr("No compatible model is at least {0:g}× smaller than the target.").format(
-                    DRAFT_MIN_RATIO
-                )
+                none_fits = self.tr("No compatible model is at least {0:g}× smaller than the target.")
+                text += " " + none_fits.format(DRAFT_MIN_RATIO)
         elif draft == NO_DRAFTER:
             text = self.tr("Without a drafter the target writes every token itself.")
         else:
@@ -349,7 +353,8 @@ class ModelsDialog(QDialog):
     def _fill_recent(self) -> None:
         self.recent_combo.clear()
         pairs = self._store.recent_pairs()
-        self.recent_combo.addItem(self.tr("(none yet)") if not pairs else self.tr("Choose a recent pair…"), None)
+        prompt = self.tr("Choose a recent pair…") if pairs else self.tr("(none yet)")
+        self.recent_combo.addItem(prompt, None)
         for pair in pairs:
             label = f"{self._describe(pair.target_kind, pair.target_path)} + " + self._describe(
                 pair.draft_kind, pair.draft_path

@@ -36,7 +36,7 @@ def library_models(tmp_path_factory, tokenizer, tiny_models) -> dict[str, Path]:
     (root / "corrupt.gguf").write_bytes(b"GGUF\x03\x00\x00\x00 truncated")
     return {
         "target": tiny_models["llama"],
-        "small": save(build_model("llama", tokenizer, seed=3, layers=1, hidden=16), tokenizer, root / "small"),
+        "small": save(build_model("llama", tokenizer, seed=3, layers=1, hidden=16), tokenizer, root / "sm"),
         "other": save(build_model("llama", other, seed=4), other, root / "other-vocab"),
         "gguf": write_tiny_gguf(root / "tiny.gguf", context_length=1024),
         "corrupt": root / "corrupt.gguf",
@@ -93,6 +93,7 @@ def open_library(qtbot, window: MainWindow) -> ModelsDialog:  # type: ignore[no-
     assert window.catalog is not None
     with qtbot.waitSignals([window.catalog.scanned, window.catalog.pairings_done], timeout=TIMEOUT_MS):
         dialog = window._on_open_models()
+    assert dialog is not None
     qtbot.addWidget(dialog)
     return dialog
 
@@ -107,7 +108,9 @@ def choose_target(qtbot, dialog: ModelsDialog, source: Path) -> None:  # type: i
         assert dialog.choose_target(str(source))
 
 
-def test_the_library_lists_a_model_folder_and_a_gguf_with_their_metadata(window_with_library, qtbot, library_models):
+def test_the_library_lists_a_model_folder_and_a_gguf_with_their_metadata(
+    window_with_library, qtbot, library_models
+):
     window, _, _ = window_with_library()
     dialog = open_library(qtbot, window)
     name, arch, params, _size, dtype, context, tokenizer, _ = row_texts(dialog, library_models["target"])
@@ -118,7 +121,9 @@ def test_the_library_lists_a_model_folder_and_a_gguf_with_their_metadata(window_
     assert size.endswith("KB") and tokenizer == "BPE (byte-level, tiny), 40"
 
 
-def test_a_corrupt_file_is_listed_with_its_problem_and_cannot_be_used(window_with_library, qtbot, library_models):
+def test_a_corrupt_file_is_listed_with_its_problem_and_cannot_be_used(
+    window_with_library, qtbot, library_models
+):
     window, _, _ = window_with_library()
     dialog = open_library(qtbot, window)
     cell = dialog.draft_cell(str(library_models["corrupt"]))
@@ -187,7 +192,9 @@ def test_a_recent_pair_selects_its_target_and_draft(window_with_library, qtbot, 
     assert dialog.draft_combo.currentData() == "none"
 
 
-def test_an_added_gguf_file_is_scanned_and_remembered(window_with_library, qtbot, library_models, tmp_path, monkeypatch):
+def test_an_added_gguf_file_is_scanned_and_remembered(
+    window_with_library, qtbot, library_models, tmp_path, monkeypatch
+):
     window, _, _ = window_with_library()
     dialog = open_library(qtbot, window)
     added = write_tiny_gguf(tmp_path / "added.gguf", context_length=2048)
@@ -228,7 +235,9 @@ def test_the_library_modules_the_gui_imports_load_no_torch():
         "bad = [m for m in ('torch', 'transformers') if m in sys.modules];"
         "sys.exit(f'imported {bad}' if bad else 0)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr + done.stdout
 
 
