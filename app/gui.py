@@ -18,13 +18,12 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.paths import resource_path
-
 from app.ui.i18n import install_translators
 from app.ui.main_window import MainWindow
 from app.ui.settings import SettingsStore, configure_application
 from app.ui.storage import ConversationStore
 from app.worker import EngineWorker
-
+from app.worker.catalog_worker import CatalogWorker
 
 SMOKE_TEST_TIMEOUT_S = 600
 
@@ -32,6 +31,7 @@ SMOKE_TEST_TIMEOUT_S = 600
 async def run_app(app: QApplication, smoke_prompt: str | None = None) -> int:
     worker = EngineWorker()
     window = MainWindow(worker, SettingsStore(), ConversationStore())
+    window.catalog = CatalogWorker(parent=window)  # the model library's scans and pairing checks
     window.setWindowIcon(app_icon())
     closed = asyncio.get_running_loop().create_future()
     window.closed.connect(lambda: closed.done() or closed.set_result(None))

@@ -35,6 +35,7 @@ from .composer import Composer
 from .context_meter import ContextMeter
 from .conversation import Conversation, Message
 from .conversation_list import ConversationPanel
+from .models_dialog import ModelsDialog
 from .settings import AppSettings, ModelSettings, SettingsStore
 from .settings_dialog import SettingsDialog
 from .storage import ConversationStore
@@ -42,6 +43,7 @@ from .token_style import TokenLegend
 
 if TYPE_CHECKING:
     from app.worker import EngineWorker
+    from app.worker.catalog_worker import CatalogWorker
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
@@ -84,6 +86,7 @@ class MainWindow(QMainWindow):
         self._running_load = 0  # the load the engine thread is working on
         self.compare_dialog: CompareDialog | None = None
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
+        self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
         self._build()
@@ -98,6 +101,8 @@ class MainWindow(QMainWindow):
         self.new_chat_action.setShortcut(QKeySequence.StandardKey.New)
         self.settings_action = QAction(self.tr("Settings…"), self)
         self.settings_action.setShortcut(QKeySequence.StandardKey.Preferences)
+        self.models_action = QAction(self.tr("Models…"), self)
+        self.models_action.setToolTip(self.tr("The models on this computer, and which can draft for which"))
         self.speculation_switch = QCheckBox(self.tr("Speculation"), self)
         self.speculation_switch.setToolTip(self.tr("Draft tokens and verify them in one target pass"))
         self.show_rejected = QCheckBox(self.tr("Show rejected drafts"), self)
@@ -106,6 +111,7 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.speculation_switch)
         toolbar.addWidget(self.show_rejected)
         toolbar.addSeparator()
+        toolbar.addAction(self.models_action)
         toolbar.addAction(self.settings_action)
 
         self.conversation_panel = ConversationPanel(self._conversations, self)
@@ -177,6 +183,7 @@ class MainWindow(QMainWindow):
         self.conversation_panel.error.connect(self.show_error)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
+        self.models_action.triggered.connect(self._on_open_models)
         self.speculation_switch.toggled.connect(self._on_speculation_toggled)
         self.show_rejected.toggled.connect(self._on_show_rejected_toggled)
         self.composer.submitted.connect(self._on_send)
@@ -284,6 +291,17 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def _on_open_models(self) -> ModelsDialog | None:
+        if self.catalog is None:  # set by the app (app/gui.py), which owns the worker threads
+            self.show_error(self.tr("The model library is not available in this window."))
+            return None
+        dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self)
+        self._remember_geometry(dialog, "models_dialog")
+        dialog.pair_chosen.connect(lambda models: self.apply_settings(replace(self.settings, models=models)))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog

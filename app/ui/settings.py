@@ -7,7 +7,8 @@ writes it, plus window geometry. Organisation and application names are set once
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import json
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
@@ -23,6 +24,8 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 # The draft may also run in int8 (CPU): a cheaper drafter; the target cannot (not lossless).
 DRAFT_DTYPES = ("same as target", "int8", "float32", "float16", "bfloat16")
+
+RECENT_PAIRS = 8  # remembered by the model library
 
 _Settings = TypeVar("_Settings", "ModelSettings", "AppSettings")
 
@@ -67,6 +70,27 @@ def model_source(kind: str, path: str) -> str | None:
     if kind in ("default", LOOKUP):
         return kind
     return path
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A target and its drafter, as the model library remembers them."""
+
+    target_kind: str
+    target_path: str
+    draft_kind: str
+    draft_path: str
+
+    @classmethod
+    def of(cls, models: ModelSettings) -> ModelPair:
+        return cls(models.target_kind, models.target_path, models.draft_kind, models.draft_path)
+
+    def apply_to(self, models: ModelSettings) -> ModelSettings:
+        """``models`` with this pair (device, dtypes and the rest kept)."""
+        return replace(
+            models, target_kind=self.target_kind, target_path=self.target_path,  # type: ignore[arg-type]
+            draft_kind=self.draft_kind, draft_path=self.draft_path,  # type: ignore[arg-type]
+        )
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,31 @@ class SettingsStore:
         _write(self._qs, "generation", settings)
         self._qs.sync()
 
+    def added_models(self) -> list[str]:
+        """Folders and .gguf files added to the model library, in the order added."""
+        return [str(s) for s in _read_json_list(self._qs, "library/added")]
+
+    def add_model(self, source: str) -> None:
+        added = self.added_models()
+        if source not in added:
+            self._qs.setValue("library/added", json.dumps([*added, source]))
+            self._qs.sync()
+
+    def recent_pairs(self) -> list[ModelPair]:
+        pairs = []
+        for item in _read_json_list(self._qs, "library/recent_pairs"):
+            try:
+                pairs.append(ModelPair(**item))
+            except TypeError:
+                continue
+        return pairs
+
+    def remember_pair(self, pair: ModelPair) -> None:
+        """Most recent first, each pair once, at most ``RECENT_PAIRS``."""
+        pairs = [pair] + [p for p in self.recent_pairs() if p != pair]
+        self._qs.setValue("library/recent_pairs", json.dumps([asdict(p) for p in pairs[:RECENT_PAIRS]]))
+        self._qs.sync()
+
     def geometry(self, key: str) -> QByteArray | None:
         value = self._qs.value(f"geometry/{key}")
         return value if isinstance(value, QByteArray) and not value.isEmpty() else None
@@ -144,6 +193,14 @@ def _read(qs: QSettings, group: str, defaults: _Settings) -> _Settings:
         except (TypeError, ValueError):
             values[f.name] = default
     return replace(defaults, **values)
+
+
+def _read_json_list(qs: QSettings, key: str) -> list[Any]:
+    try:
+        value = json.loads(str(qs.value(key, "[]")))
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 def _write(qs: QSettings, group: str, data: ModelSettings | AppSettings) -> None:
