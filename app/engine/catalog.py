@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from .config import LOOKUP
+from .i18n import QT_TRANSLATE_NOOP
 
 # The bundled model, as app.engine.loading names it (a test holds the two to agreeing): the
 # library lists it without importing loading, which imports torch.
@@ -43,14 +44,25 @@ KEPT_ARRAY_ITEMS = 16  # longer GGUF arrays (token lists, merges) are skipped, o
 GENERATIVE_HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 SAFETENSORS_DTYPES = {
-    "F64": "float64", "F32": "float32", "BF16": "bfloat16", "F16": "float16",
-    "F8_E4M3": "float8", "F8_E5M2": "float8", "I64": "int64", "I32": "int32",
-    "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
+    "F64": "float64",
+    "F32": "float32",
+    "BF16": "bfloat16",
+    "F16": "float16",
+    "F8_E4M3": "float8",
+    "F8_E5M2": "float8",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
 }
 GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")  # say nothing of the family
 # tokenizer.ggml.model -> (family, detail)
 GGUF_TOKENIZERS = {
-    "gpt2": ("BPE", "byte-level"), "llama": ("SentencePiece", ""), "bert": ("WordPiece", ""),
+    "gpt2": ("BPE", "byte-level"),
+    "llama": ("SentencePiece", ""),
+    "bert": ("WordPiece", ""),
     "t5": ("Unigram", ""),
 }
 
@@ -81,30 +93,45 @@ class ModelEntry:
 # ---------------------------------------------------------------- pairing verdicts
 
 PairReason = Literal[
-    "", "different_tokenizers", "draft_vocab_larger", "draft_vocab_smaller", "ids_differ",
-    "tokenize_differently", "end_tokens", "unreadable",
+    "",
+    "different_tokenizers",
+    "draft_vocab_larger",
+    "draft_vocab_smaller",
+    "ids_differ",
+    "tokenize_differently",
+    "end_tokens",
+    "unreadable",
 ]
 PLAIN_REASONS: dict[str, str] = {
-    "": "These two models share a tokenizer: the draft can be used.",
-    "different_tokenizers": "These two models use different tokenizers.",
-    "draft_vocab_larger": "The draft's vocabulary is larger than the target's: "
-    "it could propose tokens the target does not know.",
-    "draft_vocab_smaller": "The draft's vocabulary is smaller than the target's: "
-    "their tokenizers are related but not the same.",
-    "ids_differ": "The two vocabularies hold the same words, but some have different numbers.",
-    "tokenize_differently": "The two tokenizers split the same text into different tokens.",
-    "end_tokens": "The two models end an answer with different tokens.",
-    "unreadable": "The tokenizer of one of the two models could not be read.",
+    "": QT_TRANSLATE_NOOP("catalog", "These two models share a tokenizer: the draft can be used."),
+    "different_tokenizers": QT_TRANSLATE_NOOP("catalog", "These two models use different tokenizers."),
+    "draft_vocab_larger": QT_TRANSLATE_NOOP(
+        "catalog",
+        "The draft's vocabulary is larger than the target's: "
+        "it could propose tokens the target does not know.",
+    ),
+    "draft_vocab_smaller": QT_TRANSLATE_NOOP(
+        "catalog",
+        "The draft's vocabulary is smaller than the target's: their tokenizers are related but not the same.",
+    ),
+    "ids_differ": QT_TRANSLATE_NOOP(
+        "catalog", "The two vocabularies hold the same words, but some have different numbers."
+    ),
+    "tokenize_differently": QT_TRANSLATE_NOOP(
+        "catalog", "The two tokenizers split the same text into different tokens."
+    ),
+    "end_tokens": QT_TRANSLATE_NOOP("catalog", "The two models end an answer with different tokens."),
+    "unreadable": QT_TRANSLATE_NOOP("catalog", "The tokenizer of one of the two models could not be read."),
 }
 SHORT_REASONS: dict[str, str] = {
-    "": "Compatible",
-    "different_tokenizers": "Different tokenizer",
-    "draft_vocab_larger": "Larger vocabulary",
-    "draft_vocab_smaller": "Smaller vocabulary",
-    "ids_differ": "Different token ids",
-    "tokenize_differently": "Splits text differently",
-    "end_tokens": "Different end token",
-    "unreadable": "Tokenizer unreadable",
+    "": QT_TRANSLATE_NOOP("catalog", "Compatible"),
+    "different_tokenizers": QT_TRANSLATE_NOOP("catalog", "Different tokenizer"),
+    "draft_vocab_larger": QT_TRANSLATE_NOOP("catalog", "Larger vocabulary"),
+    "draft_vocab_smaller": QT_TRANSLATE_NOOP("catalog", "Smaller vocabulary"),
+    "ids_differ": QT_TRANSLATE_NOOP("catalog", "Different token ids"),
+    "tokenize_differently": QT_TRANSLATE_NOOP("catalog", "Splits text differently"),
+    "end_tokens": QT_TRANSLATE_NOOP("catalog", "Different end token"),
+    "unreadable": QT_TRANSLATE_NOOP("catalog", "Tokenizer unreadable"),
 }
 
 
@@ -218,7 +245,7 @@ def scan_hub_cache(root: Path) -> list[ModelEntry]:
         snapshot = _current_snapshot(repo)
         if snapshot is None:
             continue
-        hub_id = repo.name[len("models--"):].replace("--", "/")
+        hub_id = repo.name[len("models--") :].replace("--", "/")
         ggufs = sorted(snapshot.glob("*.gguf"))
         if ggufs and not (snapshot / "config.json").is_file():
             for gguf in ggufs:
@@ -273,8 +300,11 @@ def _guarded(read: Callable[[Path, str], ModelEntry], path: Path, source: str) -
         return read(path, source)
     except Exception as exc:  # one bad file must not hide the others
         return ModelEntry(
-            name=path.name or source, source=source, kind=kind,
-            size_bytes=_size_or_none(path), problem=_problem_sentence(exc),
+            name=path.name or source,
+            source=source,
+            kind=kind,
+            size_bytes=_size_or_none(path),
+            problem=_problem_sentence(exc),
         )
 
 
@@ -417,8 +447,10 @@ def _folder_tokenizer(folder: Path) -> tuple[str, int | None]:
     model = data.get("model") or {}
     parts = (data.get("pre_tokenizer"), data.get("decoder"))
     detail = (
-        "byte-level" if any(_mentions(p, "ByteLevel") for p in parts)
-        else "SentencePiece-style" if any(_mentions(p, "Metaspace") for p in parts)
+        "byte-level"
+        if any(_mentions(p, "ByteLevel") for p in parts)
+        else "SentencePiece-style"
+        if any(_mentions(p, "Metaspace") for p in parts)
         else ""
     )
     declared = _declared_tokenizer_class(folder)
@@ -524,7 +556,7 @@ def _gguf_tokenizer(meta: dict[str, Any]) -> str:
 
 
 def _tokenizer_label(family: str, *details: str) -> str:
-    """"BPE (byte-level, smollm)": the family, then what tells its variants apart."""
+    """ "BPE (byte-level, smollm)": the family, then what tells its variants apart."""
     shown = ", ".join(d for d in details if d)
     return f"{family} ({shown})" if family and shown else family
 

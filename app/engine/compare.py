@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .events import RunProvenance, RunResult, StepEvent
+from .i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
 Outcome = Literal["faster", "slower", "same_speed", "unknown"]
@@ -321,46 +322,103 @@ def _phrase(template: str, **values: Any) -> Phrase:
 
 
 SPEED = {
-    "faster": "{ratio:.1f}× faster",
-    "slower": "{ratio:.1f}× slower",
-    "same_speed": "about as fast",
-    "unknown": "speed unknown",
+    "faster": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{ratio:.1f}× faster",
+    ),
+    "slower": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{ratio:.1f}× slower",
+    ),
+    "same_speed": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "about as fast",
+    ),
+    "unknown": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "speed unknown",
+    ),
 }
 HEADLINES = {
-    "identical": "Identical answer · {speed}",
-    "sampling": "Different sample · {speed}",
-    "near_tie": "Answers differ from token {token} · {speed}",
-    "divergence": "Answers differ from token {token} · {speed}",
+    "identical": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Identical answer · {speed}",
+    ),
+    "sampling": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Different sample · {speed}",
+    ),
+    "near_tie": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Answers differ from token {token} · {speed}",
+    ),
+    "divergence": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Answers differ from token {token} · {speed}",
+    ),
 }
-WHERE = "They first differ at token {token} (character {char})"
+WHERE = QT_TRANSLATE_NOOP(
+    "CompareDialog",
+    "They first differ at token {token} (character {char})",
+)
 MEANINGS = {
-    "identical": "Both runs produced exactly the same tokens: speculation changed the speed, not the answer.",
-    "near_tie": "{where}, where the target's two best tokens were only {margin} logits apart, within "
-    "{threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by "
-    "batched arithmetic — numerics, not a bug.",
-    "sampling": "{where}. These answers were sampled without seed-invariant mode, so different text "
-    "is expected; the distribution is the same.",
-    "divergence": "{where}, where the target was confident: its two best tokens were {margin} logits "
-    "apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge "
-    "like this: this looks like a bug, please report it.",
+    "identical": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Both runs produced exactly the same tokens: speculation changed the speed, not the answer.",
+    ),
+    "near_tie": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}, where the target's two best tokens were only {margin} logits apart, within "
+        "{threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by "
+        "batched arithmetic — numerics, not a bug.",
+    ),
+    "sampling": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}. These answers were sampled without seed-invariant mode, so different text "
+        "is expected; the distribution is the same.",
+    ),
+    "divergence": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}, where the target was confident: its two best tokens were {margin} logits "
+        "apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge "
+        "like this: this looks like a bug, please report it.",
+    ),
 }
 CAUSES = {
-    "acceptance": "Speculation was slower here: only {acceptance} of the drafts were accepted "
-    "({per_pass} tokens per target pass), too few to pay for drafting and verifying them.",
-    "draft_cost": "Speculation was slower here although {acceptance} of the drafts were accepted: "
-    "each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which "
-    "ate the gain of {per_pass} tokens per target pass.",
-    "verify_cost": "Speculation was slower here although {acceptance} of the drafts were accepted: "
-    "one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} "
-    "tokens per target pass.",
+    "acceptance": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here: only {acceptance} of the drafts were accepted "
+        "({per_pass} tokens per target pass), too few to pay for drafting and verifying them.",
+    ),
+    "draft_cost": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here although {acceptance} of the drafts were accepted: "
+        "each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which "
+        "ate the gain of {per_pass} tokens per target pass.",
+    ),
+    "verify_cost": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here although {acceptance} of the drafts were accepted: "
+        "one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} "
+        "tokens per target pass.",
+    ),
 }
 STORED_NOTES = {
-    "unknown": "This answer was saved without a record of the models that made it, so both runs "
-    "were made again with the models loaded now ({now}).",
-    "different": "This answer was made by {then}; the models loaded now are {now}. Both runs were "
-    "made again with the loaded models: this compares them, not the stored answer.",
-    "not_reproduced": "The run with speculation differs from the stored answer from token {token}, "
-    "although the same models and settings made both.",
+    "unknown": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "This answer was saved without a record of the models that made it, so both runs "
+        "were made again with the models loaded now ({now}).",
+    ),
+    "different": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "This answer was made by {then}; the models loaded now are {now}. Both runs were "
+        "made again with the loaded models: this compares them, not the stored answer.",
+    ),
+    "not_reproduced": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "The run with speculation differs from the stored answer from token {token}, "
+        "although the same models and settings made both.",
+    ),
 }
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 from .events import RunResult, StepEvent
+from .i18n import QT_TRANSLATE_NOOP
 
 PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
 Cause = Literal["acceptance", "draft", "verify"]
@@ -34,12 +35,6 @@ CurveKind = Literal["fixed_k", "this_run"]
 WHAT_IF_KS = (1, 2, 4, 8)
 WHAT_IF_POINTS = 51  # α = 0, 0.02, …, 1
 MEASURED_BASIS = "decode tokens per second"
-
-
-def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
-    """Marks a sentence for Qt's translation tools without importing Qt; the GUI translates
-    it with ``QCoreApplication.translate("Explanation", text)``."""
-    return text
 
 
 # --- the data -------------------------------------------------------------------------------
@@ -408,31 +403,34 @@ def format_tokens(value: float) -> str:
     return f"{value:.2f}"
 
 
-_CTX = "Explanation"
 NO_STEPS = QT_TRANSLATE_NOOP(
-    _CTX, "This answer's passes were not kept (it was restored from disk): run a comparison to explain it."
+    "Explanation",
+    "This answer's passes were not kept (it was restored from disk): run a comparison to explain it.",
 )
 NO_DRAFTS = QT_TRANSLATE_NOOP(
-    _CTX,
+    "Explanation",
     "No draft was checked in this run, so every target pass produced one token and speculation could not help.",
 )
 AGREED = QT_TRANSLATE_NOOP(
-    _CTX, "The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)"
+    "Explanation",
+    "The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)",
 )
 COSTS = QT_TRANSLATE_NOOP(
-    _CTX, "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}"
+    "Explanation", "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}"
 )
-UNKNOWN_COST = QT_TRANSLATE_NOOP(_CTX, "run a comparison to measure what a plain step costs")
+UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure what a plain step costs")
 OUTCOMES = {
-    (True, True): QT_TRANSLATE_NOOP(_CTX, "so speculation gained {percent}"),
-    (True, False): QT_TRANSLATE_NOOP(_CTX, "so speculation lost {percent}"),
-    (False, True): QT_TRANSLATE_NOOP(_CTX, "so speculation should gain {percent}"),
-    (False, False): QT_TRANSLATE_NOOP(_CTX, "so speculation should lose {percent}"),
+    (True, True): QT_TRANSLATE_NOOP("Explanation", "so speculation gained {percent}"),
+    (True, False): QT_TRANSLATE_NOOP("Explanation", "so speculation lost {percent}"),
+    (False, True): QT_TRANSLATE_NOOP("Explanation", "so speculation should gain {percent}"),
+    (False, False): QT_TRANSLATE_NOOP("Explanation", "so speculation should lose {percent}"),
 }
 CAUSES = {
-    "acceptance": QT_TRANSLATE_NOOP(_CTX, "held back most by low acceptance"),
-    "draft": QT_TRANSLATE_NOOP(_CTX, "held back most by the cost of drafting"),
-    "verify": QT_TRANSLATE_NOOP(_CTX, "held back most by the cost of verifying several tokens at once"),
+    "acceptance": QT_TRANSLATE_NOOP("Explanation", "held back most by low acceptance"),
+    "draft": QT_TRANSLATE_NOOP("Explanation", "held back most by the cost of drafting"),
+    "verify": QT_TRANSLATE_NOOP(
+        "Explanation", "held back most by the cost of verifying several tokens at once"
+    ),
 }
 
 

@@ -41,7 +41,8 @@ TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neut
 
 
 def _say(phrase: Phrase) -> str:
-    return phrase.render(_tr)
+    """The engine's phrase (marked with QT_TRANSLATE_NOOP there), translated in this context."""
+    return phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
 
 
 def verdict_line(comparison: Comparison) -> str:

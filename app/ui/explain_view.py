@@ -53,7 +53,10 @@ class ExplainDialog(QDialog):
         self.setWindowTitle(self.tr("Why was it faster or slower?"))
         self.explanation = explain(speculative, baseline)
         self.has_baseline = baseline is not None
-        self.summary = QLabel(summary_sentence(self.explanation, _tr), self)
+        sentence = summary_sentence(
+            self.explanation, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
+        )
+        self.summary = QLabel(sentence, self)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setStyleSheet("font-size: 110%;")

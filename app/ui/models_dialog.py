@@ -52,15 +52,6 @@ MUTED_COLOUR = QColor("#666666")
 (NAME, ARCH, PARAMS, SIZE, DTYPE, CONTEXT, TOKENIZER, DRAFT) = range(8)
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ModelsDialog", text)
-
-
-def _engine_text(text: str) -> str:
-    """Sentences written by the engine (one truth), translatable in the catalog context."""
-    return QCoreApplication.translate("catalog", text)
-
-
 class ModelsDialog(QDialog):
     pair_chosen = Signal(object)  # ModelSettings with the chosen target and drafter
 
@@ -93,10 +84,18 @@ class ModelsDialog(QDialog):
     # ---- layout ------------------------------------------------------------------------
     def _build(self) -> None:
         self.table = QTableWidget(0, 8, self)
-        self.table.setHorizontalHeaderLabels([
-            self.tr("Name"), self.tr("Architecture"), self.tr("Parameters"), self.tr("Size"),
-            self.tr("Data type"), self.tr("Context"), self.tr("Tokenizer"), self.tr("As a draft"),
-        ])
+        self.table.setHorizontalHeaderLabels(
+            [
+                self.tr("Name"),
+                self.tr("Architecture"),
+                self.tr("Parameters"),
+                self.tr("Size"),
+                self.tr("Data type"),
+                self.tr("Context"),
+                self.tr("Tokenizer"),
+                self.tr("As a draft"),
+            ]
+        )
         header_tips = {
             PARAMS: self.tr("Number of weights, counted from the file headers"),
             DTYPE: self.tr("How the weights are stored: a float type or a quantisation"),
@@ -245,8 +244,14 @@ class ModelsDialog(QDialog):
         context = f"{entry.context_length:,}" if entry.context_length else "?"
         vocab = f", {entry.vocab_size:,}" if entry.vocab_size else ""
         cells = [
-            entry.name, entry.architecture or "?", format_parameters(entry.parameters),
-            format_size(entry.size_bytes), entry.dtype or "?", context, (entry.tokenizer or "?") + vocab, "",
+            entry.name,
+            entry.architecture or "?",
+            format_parameters(entry.parameters),
+            format_size(entry.size_bytes),
+            entry.dtype or "?",
+            context,
+            (entry.tokenizer or "?") + vocab,
+            "",
         ]
         for column, text in enumerate(cells):
             item = QTableWidgetItem(text)
@@ -256,7 +261,8 @@ class ModelsDialog(QDialog):
             self.table.setItem(row, column, item)
         if entry.problem:
             text = "⚠ " + self.tr("Cannot be used")
-            self._set_draft_cell(entry.source, text, _engine_text(entry.problem), MUTED_COLOUR)
+            problem = QCoreApplication.translate("catalog", entry.problem)  # i18n: noop
+            self._set_draft_cell(entry.source, text, problem, MUTED_COLOUR)
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(message)
@@ -275,7 +281,7 @@ class ModelsDialog(QDialog):
         self.details.setText("")
         self.use_button.setEnabled(target.usable)
         if not target.usable:
-            self.explanation.setText(_engine_text(target.problem))
+            self.explanation.setText(QCoreApplication.translate("catalog", target.problem))  # i18n: noop
             return
         drafts = [e for e in self.entries if e.usable and e.source != target.source]
         for entry in self.entries:
@@ -292,14 +298,15 @@ class ModelsDialog(QDialog):
         if self.target is None or check.target != self.target.source:
             return  # a verdict for a target chosen before
         self.checks[check.draft] = check
-        plain = _engine_text(check.plain)
+        plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
         if check.compatible:
             self._set_draft_cell(check.draft, "✓ " + self.tr("Compatible"), plain, COMPATIBLE_COLOUR)
             entry = self._entry(check.draft)
             self.draft_combo.addItem(entry.name, entry.source)
         else:
             tip = plain + "\n\n" + self.tr("Technical detail: {0}").format(check.detail)
-            self._set_draft_cell(check.draft, "✗ " + _engine_text(check.short), tip, INCOMPATIBLE_COLOUR)
+            short = QCoreApplication.translate("catalog", check.short)  # i18n: noop
+            self._set_draft_cell(check.draft, "✗ " + short, tip, INCOMPATIBLE_COLOUR)
 
     def _on_pairings_done(self, target: str) -> None:
         if self.target is None or target != self.target.source:
@@ -307,10 +314,8 @@ class ModelsDialog(QDialog):
         pairs = [(self._entry(s), c) for s, c in self.checks.items()]
         self.suggestion = suggest_draft(self.target, pairs)
         if self.suggestion != LOOKUP:
-            self._set_draft_cell(
-                self.suggestion, "★ " + self.tr("Suggested draft"),
-                _engine_text(self.checks[self.suggestion].plain), COMPATIBLE_COLOUR,
-            )
+            plain = QCoreApplication.translate("catalog", self.checks[self.suggestion].plain)  # i18n: noop
+            self._set_draft_cell(self.suggestion, "★ " + self.tr("Suggested draft"), plain, COMPATIBLE_COLOUR)
         index = self.draft_combo.findData(self.suggestion)
         self.draft_combo.setItemText(index, self.draft_combo.itemText(index) + " " + self.tr("(suggested)"))
         wanted = self._pending[1] if self._pending and self._pending[0] == target else self.suggestion
@@ -343,7 +348,7 @@ class ModelsDialog(QDialog):
             text = self.tr("Without a drafter the target writes every token itself.")
         else:
             entry = self._entry(str(draft))
-            text = _engine_text(self.checks[entry.source].plain)
+            text = QCoreApplication.translate("catalog", self.checks[entry.source].plain)  # i18n: noop
             if entry.parameters and self.target.parameters:
                 ratio = self.target.parameters / entry.parameters
                 text += " " + self.tr("It has {0:.1f}× fewer parameters than the target.").format(ratio)

@@ -323,7 +323,8 @@ class EngineWorker(QObject):
     def _compare(self, request: CompareRequest) -> None:
         report, error = None, ""
         if self._engine is None:
-            error = _tr("No model is loaded: {0}").format(self._load_error or _tr("the model is not loaded"))
+            reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
+            error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
         else:
             try:
                 report = run_comparison(

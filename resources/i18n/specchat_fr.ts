@@ -231,6 +231,78 @@
         <source>No differences.</source>
         <translation>Aucune différence.</translation>
     </message>
+    <message>
+        <source>{ratio:.1f}× faster</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{ratio:.1f}× slower</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>about as fast</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>speed unknown</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Identical answer · {speed}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Different sample · {speed}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Answers differ from token {token} · {speed}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>They first differ at token {token} (character {char})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which ate the gain of {per_pass} tokens per target pass.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>Composer</name>
@@ -392,6 +464,57 @@
     </message>
 </context>
 <context>
+    <name>Explanation</name>
+    <message>
+        <source>This answer&apos;s passes were not kept (it was restored from disk): run a comparison to explain it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>run a comparison to measure what a plain step costs</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>so speculation gained {percent}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>so speculation lost {percent}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>so speculation should gain {percent}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>so speculation should lose {percent}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>held back most by low acceptance</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>held back most by the cost of drafting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>held back most by the cost of verifying several tokens at once</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>Export</name>
     <message>
         <source>New chat</source>
@@ -441,6 +564,14 @@
         <translation>Réglages…</translation>
     </message>
     <message>
+        <source>Models…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The models on this computer, and which can draft for which</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Speculation</source>
         <translation>Spéculation</translation>
     </message>
@@ -479,6 +610,10 @@
     <message>
         <source>Send (Enter)</source>
         <translation>Envoyer (Entrée)</translation>
+    </message>
+    <message>
+        <source>The model library is not available in this window.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Fix them in Settings.</source>
@@ -577,6 +712,211 @@
     <message>
         <source>Choose a model folder</source>
         <translation>Choisir un dossier de modèle</translation>
+    </message>
+</context>
+<context>
+    <name>ModelsDialog</name>
+    <message>
+        <source>Models</source>
+        <translation type="unfinished">Modèles</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Architecture</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Data type</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokenizer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>As a draft</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Number of weights, counted from the file headers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How the weights are stored: a float type or a quantisation</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The longest conversation the model was built for, in tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How text is cut into tokens, and how many tokens it knows</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Whether the model can draft for the chosen target (same text → same token ids)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Rescan</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Add folder…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Add GGUF file…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choose a target model in the list.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Technical detail</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Target:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draft:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Recent pairs:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Use this pair</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Looking for models…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n model(s) found</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n cannot be used</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Cannot be used</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checking</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checking which models can draft for {0}…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Compatible</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Technical detail: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Suggested draft</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>(suggested)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Prompt lookup (no draft model)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No drafter</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} compatible, {1} not.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No compatible model is at least {0:g}× smaller than the target.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Without a drafter the target writes every token itself.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>It has {0:.1f}× fewer parameters than the target.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choose a recent pair…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>(none yet)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>That model is no longer on this computer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>prompt lookup</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>no drafter</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Add a model folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Add a GGUF file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -864,6 +1204,73 @@
     <message>
         <source>Cancel</source>
         <translation>Annuler</translation>
+    </message>
+</context>
+<context>
+    <name>catalog</name>
+    <message>
+        <source>These two models share a tokenizer: the draft can be used.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>These two models use different tokenizers.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The two vocabularies hold the same words, but some have different numbers.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The two tokenizers split the same text into different tokens.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The two models end an answer with different tokens.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The tokenizer of one of the two models could not be read.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Compatible</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Different tokenizer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Larger vocabulary</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Smaller vocabulary</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Different token ids</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Splits text differently</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Different end token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokenizer unreadable</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 </TS>
