@@ -83,7 +83,17 @@ def _prepack_linears(model: PreTrainedModel) -> int:
     ]
     for parent, name, child in swaps:
         setattr(parent, name, PrepackedLinear(child))
+    _own_remaining_weights(model)
     return len(swaps)
+
+
+def _own_remaining_weights(model: PreTrainedModel) -> None:
+    """Copy what was not packed (embeddings, norms) out of the checkpoint's memory map, so
+    the map — the unpacked linears included — is released instead of lingering in RSS."""
+    with torch.no_grad():
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            if not tensor.is_mkldnn:
+                tensor.data = tensor.data.clone()
 
 
 # ---------------------------------------------------------------- attention
@@ -185,12 +195,14 @@ def cpu_kernels_apply(model: PreTrainedModel) -> bool:
     )
 
 
-def apply_cpu_kernels(model: PreTrainedModel) -> bool:
-    """Prepacked linears and row-wise attention, where they apply; True if the model changed."""
+def apply_cpu_kernels(model: PreTrainedModel, *, rowwise: bool = True) -> bool:
+    """Prepacked linears and (``rowwise``) row-wise attention where they apply; True if the
+    model changed. Without row-wise attention a block's logits still differ (~5e-5)."""
     if not cpu_kernels_apply(model):
         return False
     _prepack_linears(model)
-    _use_rowwise_attention(model)
+    if rowwise:
+        _use_rowwise_attention(model)
     model.specchat_cpu_kernels = True
     return True
 

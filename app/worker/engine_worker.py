@@ -47,6 +47,8 @@ class LoadRequest:
     dtype: str = "auto"
     draft_dtype: str | None = None  # None: the target's dtype
     allow_pickle: bool = False
+    cpu_kernels: bool = True
+    threads: str | int = "auto"
 
 
 @dataclass(frozen=True)
@@ -119,10 +121,12 @@ class EngineWorker(QObject):
         dtype: str = "auto",
         draft_dtype: str | None = None,
         allow_pickle: bool = False,
+        cpu_kernels: bool = True,
+        threads: str | int = "auto",
     ) -> None:
         """Queue a (re)load; the current models keep serving until the new ones are ready."""
         self.start()
-        self._jobs.put(LoadRequest(target, draft, device, dtype, draft_dtype, allow_pickle))
+        self._jobs.put(LoadRequest(target, draft, device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads))
 
     def request_generate(self, conversation: Conversation, config: GenerationConfig) -> int:
         """Queue a run (after any queued load); returns its id for the signals."""
@@ -233,6 +237,8 @@ class EngineWorker(QObject):
                 dtype=request.dtype,
                 draft_dtype=request.draft_dtype,
                 allow_pickle=request.allow_pickle,
+                cpu_kernels=request.cpu_kernels,
+                threads=request.threads,
                 progress=progress,
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
