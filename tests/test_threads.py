@@ -8,7 +8,7 @@ import torch
 
 from app.cli import main
 from app.engine import Engine
-from app.engine.cpu_kernels import choose_threads, parse_threads, physical_cores
+from app.engine.cpu_kernels import auto_threads, choose_threads, parse_threads, physical_cores
 from app.engine.errors import InvalidSettingError
 from app.ui.settings import AppSettings, ModelSettings
 from app.ui.settings_dialog import SettingsDialog
@@ -26,7 +26,7 @@ def test_engine_load_threads_reach_torch(tiny_models):
     Engine.load(str(tiny_models["llama"]), None, device="cpu", threads=1)
     assert torch.get_num_threads() == 1
     Engine.load(str(tiny_models["llama"]), None, device="cpu", threads="auto")
-    assert torch.get_num_threads() == physical_cores()
+    assert torch.get_num_threads() == auto_threads()
 
 
 def test_cli_threads_flag_reaches_torch(tiny_models, capsys):
@@ -37,8 +37,8 @@ def test_cli_threads_flag_reaches_torch(tiny_models, capsys):
     assert torch.get_num_threads() == 1
 
 
-def test_auto_threads_are_the_physical_cores():
-    assert choose_threads("auto") == choose_threads(None) == physical_cores() >= 1
+def test_auto_threads_leave_one_physical_core_free():
+    assert choose_threads("auto") == choose_threads(None) == max(1, physical_cores() - 1)
     assert choose_threads(3) == choose_threads("3") == 3
 
 

@@ -46,7 +46,7 @@ class ModelSettings:
     draft_dtype: str = "same as target"
     allow_pickle: bool = False
     cpu_kernels: bool = True  # prepacked linears + row-wise attention for fp32 on the CPU
-    cpu_threads: int = 0  # torch's CPU threads; 0: auto (the physical cores)
+    cpu_threads: int = 0  # torch's CPU threads; 0: auto (physical cores minus one)
 
     @property
     def threads_option(self) -> str | int:
