@@ -138,7 +138,7 @@ def _common_options() -> argparse.ArgumentParser:
         dest="cpu_kernels",
         action="store_false",
         help="run stock linears and attention (default: prepacked linears and row-wise attention "
-        "on an fp32 CPU model, so a verified block gives the same logits as one-at-a-time decoding)",
+        "on an fp32 or bf16 CPU model, so a verified block gives the same logits as one-at-a-time decoding)",
     )
     models.add_argument(
         "--allow-pickle",

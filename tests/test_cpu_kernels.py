@@ -1,6 +1,6 @@
 """CPU kernels (prepacked linears, row-wise attention): a position's logits are bit-identical
 whether verified in a block or decoded alone, the answers do not change, and the kernels apply
-only to fp32 models on the CPU unless turned off.
+only to fp32 and bf16 models on the CPU unless turned off.
 
 The exactness tests use models with a wide MLP (K = 2048 in ``down_proj``): that is where
 oneDNN's one-row path sums in another order than its many-row path, as in real models.
@@ -48,8 +48,9 @@ def _random_ids(n: int, vocab: int, seed: int) -> list[int]:
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 @pytest.mark.parametrize("block_size", [2, 5, 8, 16])
-def test_block_logits_equal_one_at_a_time_logits_bit_for_bit(wide_models, arch, block_size):
-    loaded = load_model(wide_models[arch], device="cpu", dtype="float32")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_block_logits_equal_one_at_a_time_logits_bit_for_bit(wide_models, arch, block_size, dtype):
+    loaded = load_model(wide_models[arch], device="cpu", dtype=dtype)
     ids = _random_ids(40 + block_size, loaded.vocab_size, seed=block_size)
     context, block = ids[:40], ids[40:]
     together, alone = CachedModel(loaded.model, loaded.vocab_size), CachedModel(loaded.model, loaded.vocab_size)
@@ -98,15 +99,16 @@ def test_prepacked_and_stock_paths_give_identical_greedy_answers(tiny_models, ar
     assert answers[0] == answers[1]
 
 
-def test_kernels_apply_to_float32_on_the_cpu_target_and_draft(tiny_models):
-    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype="float32")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_kernels_apply_to_float32_and_bfloat16_on_the_cpu_target_and_draft(tiny_models, dtype):
+    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype=dtype)
     for model in (engine.target.model, engine.draft.model):
         assert not any(type(m) is nn.Linear for m in model.modules())
         assert any(isinstance(m, PrepackedLinear) for m in model.modules())
         assert model.config._attn_implementation == ROWWISE
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
 def test_kernels_leave_other_dtypes_alone(tiny_models, dtype):
     loaded = load_model(str(tiny_models["llama"]), device="cpu", dtype=dtype)
     assert not has_cpu_kernels(loaded.model)

@@ -5,14 +5,15 @@ logits equal one-at-a-time decoding, for stock and CPU-kernel variants of one mo
 
 Prints one markdown table: ms per pass (median, warm cache, variants interleaved so a busy
 machine affects all alike), the max abs logit difference block vs one-at-a-time (8-token
-blocks after 3 random contexts, and the prompt's pass with 4 drafts folded in), and the RSS the
-kernels add. Timing lives here, never in a test.
+blocks after 3 random contexts, and the prompt's pass with 4 drafts folded in), and the RSS of
+a process with and without the kernels. Timing lives here, never in a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,13 +36,26 @@ def rss_mb() -> float:
     return int(line.split()[1]) / 1024
 
 
-def load_variant(source: str, dtype: str, kernels: str) -> tuple[LoadedModel, float]:
+def load_variant(source: str, dtype: str, kernels: str) -> LoadedModel:
     """kernels: "stock", "prepacked" (SDPA attention) or "rowwise" (prepacked + row-wise)."""
     loaded = load_model(source, device="cpu", dtype=dtype, cpu_kernels=False)
-    before = rss_mb()
     if kernels != "stock":
         apply_cpu_kernels(loaded.model, rowwise=kernels == "rowwise")
-    return loaded, rss_mb() - before
+    return loaded
+
+
+def process_rss_mb(source: str, cpu_kernels: bool) -> float:
+    """VmRSS of a fresh process that loaded the model and ran it once (weights paged in)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from tools.verify_cost import rss_mb;"
+        "from app.engine.loading import load_model; from app.engine.kv import CachedModel;"
+        "m = load_model(sys.argv[2], device='cpu', dtype='float32', cpu_kernels=sys.argv[3] == '1');"
+        "CachedModel(m.model, m.vocab_size).forward(list(range(40)), keep=1); print(rss_mb())"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code, root, source, str(int(cpu_kernels))],
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.split()[-1])
 
 
 def pass_ms(runner: CachedModel, context: list[int], block: list[int]) -> float:
@@ -74,17 +88,17 @@ def main() -> None:
     parser.add_argument("--source", default="default")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--threads", default="auto")
-    parser.add_argument("--bf16", action="store_true", help="also bfloat16 (stock only: oneDNN packs fp32 here)")
+    parser.add_argument("--bf16", action="store_true", help="also bfloat16, stock and with the kernels")
     args = parser.parse_args()
     threads = apply_threads(args.threads)
     variants = [("float32", "stock"), ("float32", "prepacked"), ("float32", "rowwise")]
     if args.bf16:
-        variants.append(("bfloat16", "stock"))
+        variants += [("bfloat16", "stock"), ("bfloat16", "rowwise")]
     loaded = {v: load_variant(args.source, *v) for v in variants}
     g = torch.Generator().manual_seed(1)
     context = torch.randint(0, 1000, (CONTEXT,), generator=g).tolist()
     block = torch.randint(0, 1000, (max(BLOCKS),), generator=g).tolist()
-    runners = {v: CachedModel(m.model, m.vocab_size) for v, (m, _) in loaded.items()}
+    runners = {v: CachedModel(m.model, m.vocab_size) for v, m in loaded.items()}
     for runner in runners.values():
         runner.forward(context, keep=1)
         for n in BLOCKS:  # warm-up: one-off kernel set-up per shape
@@ -94,16 +108,18 @@ def main() -> None:
         for n in BLOCKS:
             for v in variants:
                 times[v][n].append(pass_ms(runners[v], context, block[:n]))
-    print(f"{loaded[variants[0]][0].name}, {CONTEXT}-token context, {threads} thread(s), median of {args.reps}\n")
+    print(f"{loaded[variants[0]].name}, {CONTEXT}-token context, {threads} thread(s), median of {args.reps}\n")
     print("| dtype | linears + attention | " + " | ".join(f"{n} tok" for n in BLOCKS)
-          + " | max |Δlogit| block | prompt pass | RSS added |")
-    print("|---" * (len(BLOCKS) + 5) + "|")
+          + " | max abs Δlogit, block | same, prompt pass |")
+    print("|---" * (len(BLOCKS) + 4) + "|")
     for v in variants:
         medians = " | ".join(f"{statistics.median(times[v][n]):.0f}" for n in BLOCKS)
-        block_diff, fold_diff = max_logit_difference(loaded[v][0])
-        print(f"| {v[0]} | {v[1]} | {medians} | {block_diff:.1e} | {fold_diff:.1e} | {loaded[v][1]:+.0f} MB |")
+        block_diff, fold_diff = max_logit_difference(loaded[v])
+        print(f"| {v[0]} | {v[1]} | {medians} | {block_diff:.1e} | {fold_diff:.1e} |")
     packed = [str(d).removeprefix("torch.") for d in PACKED_DTYPES]
     print(f"\n(ms per target pass; kernels apply to {', '.join(packed)} on the CPU)")
+    stock, kernels = (process_rss_mb(args.source, k) for k in (False, True))
+    print(f"RSS after loading and one pass: stock {stock:.0f} MB, CPU kernels {kernels:.0f} MB ({kernels - stock:+.0f} MB)")
 
 
 if __name__ == "__main__":

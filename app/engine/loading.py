@@ -403,7 +403,7 @@ def load_model(
     cpu_kernels: bool = True,
     progress: ProgressFn | None = None,
 ) -> LoadedModel:
-    """Load ``source``. ``cpu_kernels``: an fp32 model on the CPU runs prepacked linears and
+    """Load ``source``. ``cpu_kernels``: an fp32 / bf16 model on the CPU runs prepacked linears and
     row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time."""
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)

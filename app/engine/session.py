@@ -71,7 +71,7 @@ class Engine:
         progress: ProgressFn | None = None,
     ) -> Engine:
         """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
-        ``cpu_kernels``: prepacked linears and row-wise attention for fp32 on the CPU;
+        ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
         options = dict(device=device, allow_pickle=allow_pickle, cpu_kernels=cpu_kernels, progress=progress)
