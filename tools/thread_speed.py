@@ -17,8 +17,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.engine import Engine, GenerationConfig  # noqa: E402
-from harness import PROMPT  # noqa: E402
+from harness import PROMPT
+
+from app.engine import Engine, GenerationConfig
 
 
 def main() -> None:

@@ -22,9 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.engine.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels, apply_threads  # noqa: E402
-from app.engine.kv import CachedModel  # noqa: E402
-from app.engine.loading import LoadedModel, load_model  # noqa: E402
+from app.engine.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels, apply_threads
+from app.engine.kv import CachedModel
+from app.engine.loading import LoadedModel, load_model
 
 BLOCKS = (1, 2, 4, 6, 8)
 CONTEXT = 100

@@ -74,11 +74,17 @@ class Engine:
         ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
-        options = dict(device=device, allow_pickle=allow_pickle, cpu_kernels=cpu_kernels, progress=progress)
-        loaded = load_model(target, dtype=dtype, **options)
+
+        def load_one(source: str, dtype: str | None) -> LoadedModel:
+            return load_model(
+                source, device=device, dtype=dtype, allow_pickle=allow_pickle, cpu_kernels=cpu_kernels,
+                progress=progress,
+            )
+
+        loaded = load_one(target, dtype)
         if draft is None or draft == LOOKUP:
             return cls(loaded, lookup=draft == LOOKUP)
-        draft_model = load_model(draft, dtype=draft_dtype or dtype, **options)
+        draft_model = load_one(draft, draft_dtype or dtype)
         return cls(loaded, draft_model)
 
     def warm_up(self) -> None:
