@@ -52,6 +52,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
+def _threads(text: str) -> str | int:
+    """An argparse ``type`` for ``--threads``: ``auto`` or a whole number ≥ 1."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto or a whole number, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be auto or at least 1, got {text}")
+    return value
+
+
 def _bounded(
     kind: type,
     low: float | None = None,
@@ -111,6 +124,20 @@ def _common_options() -> argparse.ArgumentParser:
     )
     models.add_argument(
         "--draft-dtype", metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
+    )
+    models.add_argument(
+        "--threads",
+        type=_threads,
+        default="auto",
+        metavar="N",
+        help="CPU threads for torch: auto (physical cores minus one) or a number (default: auto)",
+    )
+    models.add_argument(
+        "--no-cpu-kernels",
+        dest="cpu_kernels",
+        action="store_false",
+        help="run stock linears and attention (default: prepacked linears and row-wise attention "
+        "on an fp32 or bf16 CPU model, so a verified block gives the same logits as one-at-a-time decoding)",
     )
     models.add_argument(
         "--allow-pickle",
@@ -279,6 +306,8 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
         allow_pickle=args.allow_pickle,
+        cpu_kernels=args.cpu_kernels,
+        threads=args.threads,
         progress=_progress_printer(sys.stderr),
     )
 

@@ -39,6 +39,7 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
+from .cpu_kernels import apply_cpu_kernels
 from .errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
@@ -428,8 +429,11 @@ def load_model(
     device: str | None = "auto",
     dtype: str | None = "auto",
     allow_pickle: bool = False,
+    cpu_kernels: bool = True,
     progress: ProgressFn | None = None,
 ) -> LoadedModel:
+    """Load ``source``. ``cpu_kernels``: an fp32 / bf16 model on the CPU runs prepacked linears and
+    row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time."""
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
     dtype_name = resolve_dtype(dtype, dev)
@@ -442,6 +446,8 @@ def load_model(
         if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
             raise _out_of_memory(source, dev, dtype_name) from exc
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
+    if cpu_kernels:
+        apply_cpu_kernels(model)
     progress("Ready", 1.0)
     return LoadedModel(
         name=describe_source(source),

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import torch
 
 from .config import LOOKUP, GenerationConfig
+from .cpu_kernels import AUTO as AUTO_THREADS
+from .cpu_kernels import apply_threads
 from .decode import decode
 from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from .errors import InvalidSettingError, PromptError, SpecChatError
@@ -63,15 +65,25 @@ class Engine:
         dtype: str | None = "auto",
         draft_dtype: str | None = None,
         allow_pickle: bool = False,
+        cpu_kernels: bool = True,
+        threads: str | int | None = AUTO_THREADS,
         progress: ProgressFn | None = None,
     ) -> Engine:
-        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None."""
-        loaded = load_model(target, device=device, dtype=dtype, allow_pickle=allow_pickle, progress=progress)
+        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
+        ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
+        ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
+        apply_threads(threads)
+
+        def load_one(source: str, dtype: str | None) -> LoadedModel:
+            return load_model(
+                source, device=device, dtype=dtype, allow_pickle=allow_pickle, cpu_kernels=cpu_kernels,
+                progress=progress,
+            )
+
+        loaded = load_one(target, dtype)
         if draft is None or draft == LOOKUP:
             return cls(loaded, lookup=draft == LOOKUP)
-        draft_model = load_model(
-            draft, device=device, dtype=draft_dtype or dtype, allow_pickle=allow_pickle, progress=progress
-        )
+        draft_model = load_one(draft, draft_dtype or dtype)
         return cls(loaded, draft_model)
 
     def warm_up(self) -> None:

@@ -400,6 +400,8 @@ class MainWindow(QMainWindow):
             dtype=models.dtype,
             draft_dtype=models.draft_dtype_option,
             allow_pickle=models.allow_pickle,
+            cpu_kernels=models.cpu_kernels,
+            threads=models.threads_option,
         )
         self._loads[self._latest_load] = models
 

@@ -48,6 +48,13 @@ class ModelSettings:
     dtype: str = "auto"
     draft_dtype: str = "same as target"
     allow_pickle: bool = False
+    cpu_kernels: bool = True  # prepacked linears + row-wise attention for fp32 / bf16 on the CPU
+    cpu_threads: int = 0  # torch's CPU threads; 0: auto (physical cores minus one)
+
+    @property
+    def threads_option(self) -> str | int:
+        """What ``Engine.load(threads=...)`` takes."""
+        return self.cpu_threads if self.cpu_threads > 0 else "auto"
 
     @property
     def target_source(self) -> str:

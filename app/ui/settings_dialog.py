@@ -164,6 +164,11 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Data type:"), self.dtype)
         form.addRow(self.tr("Draft data type:"), self.draft_dtype)
         form.addRow("", self.allow_pickle)
+        self.cpu_kernels = QCheckBox(self.tr("Fast exact CPU kernels (prepacked linears, row-wise attention)"), page)
+        self.cpu_threads = _spin(page, 0, 256)
+        self.cpu_threads.setSpecialValueText(self.tr("auto"))
+        form.addRow("", self.cpu_kernels)
+        form.addRow(self.tr("CPU threads:"), self.cpu_threads)
         note = QLabel(self.tr("Changing a model reloads it in the background; the chat stays usable."), page)
         note.setWordWrap(True)
         form.addRow(note)
@@ -242,6 +247,8 @@ class SettingsDialog(QDialog):
         self.dtype.setCurrentText(m.dtype)
         self.draft_dtype.setCurrentIndex(max(self.draft_dtype.findData(m.draft_dtype), 0))
         self.allow_pickle.setChecked(m.allow_pickle)
+        self.cpu_kernels.setChecked(m.cpu_kernels)
+        self.cpu_threads.setValue(m.cpu_threads)
         self.speculative.setChecked(s.speculative)
         self.k.setValue(s.k)
         self.adaptive_k.setChecked(s.adaptive_k)
@@ -269,6 +276,8 @@ class SettingsDialog(QDialog):
             dtype=self.dtype.currentText(),
             draft_dtype=self.draft_dtype.currentData(),
             allow_pickle=self.allow_pickle.isChecked(),
+            cpu_kernels=self.cpu_kernels.isChecked(),
+            cpu_threads=self.cpu_threads.value(),
         )
         return replace(
             self._initial,

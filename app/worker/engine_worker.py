@@ -50,6 +50,8 @@ class LoadRequest:
     dtype: str = "auto"
     draft_dtype: str | None = None  # None: the target's dtype
     allow_pickle: bool = False
+    cpu_kernels: bool = True
+    threads: str | int = "auto"
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,16 @@ class EngineWorker(QObject):
         dtype: str = "auto",
         draft_dtype: str | None = None,
         allow_pickle: bool = False,
+        cpu_kernels: bool = True,
+        threads: str | int = "auto",
     ) -> int:
         """Queue a (re)load; returns its id for the signals. The current models keep serving
         until the new ones are ready."""
         self.start()
         load_id = next(self._load_ids)
-        self._jobs.put(LoadRequest(load_id, target, draft, device, dtype, draft_dtype, allow_pickle))
+        self._jobs.put(
+            LoadRequest(load_id, target, draft, device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads)
+        )
         return load_id
 
     def request_generate(
@@ -292,6 +298,8 @@ class EngineWorker(QObject):
                 dtype=request.dtype,
                 draft_dtype=request.draft_dtype,
                 allow_pickle=request.allow_pickle,
+                cpu_kernels=request.cpu_kernels,
+                threads=request.threads,
                 progress=progress,
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
