@@ -11,6 +11,7 @@ from .errors import InvalidSettingError
 SamplingMode = Literal["standard", "seed-invariant"]
 
 LOOKUP = "lookup"  # the draft source meaning prompt lookup (no draft model)
+DRAFT_MODEL = "model"  # the loaded draft model, when an experiment picks a drafter by name
 
 
 @dataclass(frozen=True)

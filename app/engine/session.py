@@ -19,7 +19,7 @@ from dataclasses import asdict
 
 import torch
 
-from .config import LOOKUP, GenerationConfig
+from .config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from .decode import decode
 from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from .errors import InvalidSettingError, PromptError, SpecChatError
@@ -48,11 +48,12 @@ class Engine:
         self._target_kv = CachedModel(target.model, vocab)
         self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
+        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
-            self._drafter = ModelDrafter(runner, draft.name, eos_ids)
+            self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
         elif lookup:
-            self._drafter = PromptLookupDrafter(eos_ids)
+            self._drafter = self._drafters[LOOKUP]
 
     @classmethod
     def load(
@@ -98,6 +99,22 @@ class Engine:
     def has_drafter(self) -> bool:
         return self._drafter is not None
 
+    @property
+    def drafter_choices(self) -> list[str]:
+        """What ``stream(..., drafter=...)`` accepts here: ``LOOKUP`` always, ``DRAFT_MODEL``
+        when a draft model is loaded."""
+        return list(self._drafters)
+
+    def _pick_drafter(self, choice: str | None) -> Drafter | None:
+        """The configured drafter (None), or one by name for an experiment."""
+        if choice is None:
+            return self._drafter
+        if choice not in self._drafters:
+            raise InvalidSettingError(
+                f"no drafter {choice!r} is loaded (available: {', '.join(self._drafters)})"
+            )
+        return self._drafters[choice]
+
     def prompt_ids(self, conversation: Conversation) -> list[int]:
         """The conversation as token ids, through the model's chat template when it has one."""
         messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
@@ -121,15 +138,21 @@ class Engine:
     def reset(self) -> None:
         """Forget the caches of earlier turns (the next call prefills everything)."""
         self._target_kv.reset()
-        if self._drafter is not None:
-            self._drafter.reset()
+        for drafter in self._drafters.values():
+            drafter.reset()
 
     def stream(
-        self, conversation: Conversation, config: GenerationConfig, cancel: threading.Event | None = None
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        cancel: threading.Event | None = None,
+        drafter_choice: str | None = None,
     ) -> Iterator[StepEvent]:
-        """Answer the conversation, yielding one ``StepEvent`` per target pass."""
+        """Answer the conversation, yielding one ``StepEvent`` per target pass. ``drafter_choice``
+        overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``) for this answer."""
         prompt = self.prompt_ids(conversation)
-        drafter = self._drafter if config.speculative else None
+        chosen = self._pick_drafter(drafter_choice)
+        drafter = chosen if config.speculative else None
         try:
             yield from decode(
                 self._target_kv,
@@ -159,17 +182,19 @@ class Engine:
         config: GenerationConfig,
         cancel: threading.Event | None = None,
         on_step: Callable[[StepEvent], None] | None = None,
+        drafter_choice: str | None = None,
     ) -> RunResult:
         """Answer the conversation and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel):
+        for step in self.stream(conversation, config, cancel, drafter_choice):
             steps.append(step)
             if on_step is not None:
                 on_step(step)
-        speculative = config.speculative and self.has_drafter
+        drafter = self._pick_drafter(drafter_choice)
+        speculative = config.speculative and drafter is not None
         return RunResult.from_steps(
             steps,
             speculative=speculative,
-            drafter=self.drafter_name if speculative else "none",
+            drafter=drafter.name if speculative and drafter is not None else "none",
             config=asdict(config),
         )
