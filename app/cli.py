@@ -3,6 +3,7 @@
     python -m app generate --prompt "Hi"                 # prompt lookup drafter on the default model
     python -m app compare --draft SRC --prompt "Hi"      # with and without speculation, diffed
     python -m app bench --prompts-file F --json          # ours vs Hugging Face generate(), interleaved
+    python -m app sweep --drafters none,lookup,SRC --k-values 1,2,4 --prompt "Hi"   # drafter experiment
 
 Every failure the engine can describe (``SpecChatError``) and every bad option ends as one line
 on stderr and exit code 2; Ctrl-C ends quietly with 130. torch is imported only once a command
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from app.engine import Engine
     from app.engine.events import RunStats, StepEvent
 
-COMMANDS = ("generate", "compare", "bench")
+COMMANDS = ("generate", "compare", "bench", "sweep")
 DEFAULT_PROMPTS_FILE = Path(__file__).resolve().parent.parent / "resources" / "bench_prompts.txt"
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -235,7 +236,48 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--repeat", type=_bounded(int, 1), default=1, metavar="N", help="runs per prompt (default: 1)"
     )
+    sweep = commands.add_parser(
+        "sweep",
+        parents=[common],
+        help="answer one prompt with several drafters and draft lengths",
+        description="The drafter experiment: answer the prompt without speculation, then with each "
+        "drafter at each k, from empty caches; report speed-up, acceptance and whether the answer "
+        "is the same as without speculation.",
+    )
+    sweep.add_argument(
+        "--drafters",
+        type=_drafter_list,
+        default=None,
+        metavar="LIST",
+        help="comma-separated: none, lookup, and at most one draft model source "
+        "(default: none,lookup plus --draft when given)",
+    )
+    sweep.add_argument(
+        "--k-values",
+        type=_k_list,
+        default=None,
+        metavar="LIST",
+        help="comma-separated draft lengths, 'auto' for the engine's choice (default: 2,4,8)",
+    )
     return parser
+
+
+def _drafter_list(text: str) -> list[str]:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list such as none,lookup")
+    return items
+
+
+def _k_list(text: str) -> list[int | None]:
+    parse_k = _bounded(int, 1, 64)
+    values: list[int | None] = []
+    for item in (part.strip() for part in text.split(",")):
+        if item:
+            values.append(None if item == "auto" else parse_k(item))
+    if not values:
+        raise argparse.ArgumentTypeError("expected a comma-separated list such as 1,2,4,auto")
+    return values
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -491,12 +533,72 @@ def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
     return show
 
 
+# --- sweep -----------------------------------------------------------------------------------
+
+
+def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The drafter choices and the draft model source to load (``model`` stands for it)."""
+    from app.engine.config import DRAFT_MODEL, LOOKUP
+    from app.engine.sweep import NONE
+
+    items = args.drafters or [NONE, LOOKUP] + ([args.draft] if args.draft else [])
+    sources = [item for item in items if item not in (NONE, LOOKUP, DRAFT_MODEL)]
+    if len(set(sources)) > 1:
+        raise UsageError("a sweep can load one draft model at a time: give one model source in --drafters")
+    source = sources[0] if sources else args.draft
+    if DRAFT_MODEL in items and source is None:
+        raise UsageError("'model' in --drafters needs --draft SRC")
+    choices = [DRAFT_MODEL if item in sources else item for item in items]
+    return choices, source
+
+
+def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
+    from app.engine import LOOKUP, Engine
+    from app.engine.sweep import plan_arms
+    from app.engine.sweep import run_sweep as sweep
+
+    config = generation_config(args, speculative=True)
+    messages = conversation(read_prompt(args), args.system)
+    choices, source = sweep_drafters(args)
+    engine = Engine.load(
+        args.target,
+        source or LOOKUP,
+        device=args.device,
+        dtype=args.dtype,
+        draft_dtype=args.draft_dtype,
+        allow_pickle=args.allow_pickle,
+        progress=_progress_printer(sys.stderr),
+    )
+    arms = plan_arms(choices, args.k_values or [2, 4, 8], engine.drafter_choices)
+    _clear_progress(sys.stderr)
+    engine.warm_up()
+    rows = []
+    for row in sweep(engine, messages, config, arms):
+        rows.append(row)
+        if not args.json:
+            out.write(_sweep_line(row) + "\n")
+            out.flush()
+    if args.json:
+        _print_json({"target": engine.target.name, "rows": [row.to_dict() for row in rows]}, out)
+    return 0
+
+
+def _sweep_line(row: Any) -> str:
+    stats = row.run.stats
+    same = "same answer" if row.identical else f"differs from token {row.first_difference}"
+    return (
+        f"{row.arm.label:<28} {stats.tokens_per_s:6.1f} tok/s  {row.speedup:5.2f}x  "
+        f"acceptance {stats.acceptance_rate:4.0%}  {stats.tokens_per_pass:4.2f} tokens/pass  {same}"
+    )
+
+
 # --- entry point -----------------------------------------------------------------------------
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "generate": run_generate,
     "compare": run_compare,
     "bench": run_bench,
+    "sweep": run_sweep,
 }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import torch
 
-from .config import LOOKUP, GenerationConfig
+from .config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from .cpu_kernels import AUTO as AUTO_THREADS
 from .cpu_kernels import apply_threads
 from .decode import decode
@@ -49,11 +49,12 @@ class Engine:
         self._target_kv = CachedModel(target.model, vocab)
         self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
+        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
-            self._drafter = ModelDrafter(runner, draft.name, eos_ids)
+            self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
         elif lookup:
-            self._drafter = PromptLookupDrafter(eos_ids)
+            self._drafter = self._drafters[LOOKUP]
 
     @classmethod
     def load(
@@ -109,15 +110,33 @@ class Engine:
     def has_drafter(self) -> bool:
         return self._drafter is not None
 
-    def made_by(self, config: GenerationConfig) -> RunProvenance:
+    @property
+    def drafter_choices(self) -> list[str]:
+        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` always,
+        ``DRAFT_MODEL`` when a draft model is loaded."""
+        return list(self._drafters)
+
+    def _pick_drafter(self, choice: str | None) -> Drafter | None:
+        """The configured drafter (None), or one by name for an experiment."""
+        if choice is None:
+            return self._drafter
+        if choice not in self._drafters:
+            raise InvalidSettingError(
+                f"no drafter {choice!r} is loaded (available: {', '.join(self._drafters)})"
+            )
+        return self._drafters[choice]
+
+    def made_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
         """Which models, dtypes, device and settings make a run with ``config``."""
-        drafting = config.speculative and self.has_drafter
+        drafter = self._pick_drafter(drafter_choice)
+        drafting = config.speculative and drafter is not None
+        uses_model = drafting and isinstance(drafter, ModelDrafter)
         return RunProvenance(
             target=self.target.name,
-            drafter=self.drafter_name if drafting else "none",
+            drafter=drafter.name if drafting and drafter is not None else "none",
             dtype=self.target.dtype,
             device=str(self.target.device),
-            draft_dtype=self.draft.dtype if drafting and self.draft is not None else None,
+            draft_dtype=self.draft.dtype if uses_model and self.draft is not None else None,
             config=config.to_dict(),
         )
 
@@ -154,8 +173,8 @@ class Engine:
     def reset(self) -> None:
         """Forget the caches of earlier turns (the next call prefills everything)."""
         self._target_kv.reset()
-        if self._drafter is not None:
-            self._drafter.reset()
+        for drafter in self._drafters.values():
+            drafter.reset()
 
     @property
     def context_length(self) -> int:
@@ -168,11 +187,14 @@ class Engine:
         config: GenerationConfig,
         cancel: threading.Event | None = None,
         continue_answer: bool = False,
+        drafter_choice: str | None = None,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
-        ``continue_answer`` go on with the cut answer that ends the conversation."""
+        ``continue_answer`` go on with the cut answer that ends the conversation.
+        ``drafter_choice`` overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``)."""
         prompt = self.prompt_ids(conversation, continue_answer)
-        drafter = self._drafter if config.speculative else None
+        chosen = self._pick_drafter(drafter_choice)
+        drafter = chosen if config.speculative else None
         try:
             yield from decode(
                 self._target_kv,
@@ -203,18 +225,20 @@ class Engine:
         cancel: threading.Event | None = None,
         on_step: Callable[[StepEvent], None] | None = None,
         continue_answer: bool = False,
+        drafter_choice: str | None = None,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel, continue_answer):
+        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice):
             steps.append(step)
             if on_step is not None:
                 on_step(step)
-        speculative = config.speculative and self.has_drafter
+        drafter = self._pick_drafter(drafter_choice)
+        speculative = config.speculative and drafter is not None
         return RunResult.from_steps(
             steps,
             speculative=speculative,
-            drafter=self.drafter_name if speculative else "none",
+            drafter=drafter.name if speculative and drafter is not None else "none",
             config=config.to_dict(),
-            made_by=self.made_by(config),
+            made_by=self.made_by(config, drafter_choice),
         )
