@@ -230,3 +230,27 @@ class WhatIfChart(pg.PlotWidget):
         )
         self.addItem(item)
         return item
+
+
+class SweepChart(WhatIfChart):
+    """The drafter experiment: each drafting arm at (its acceptance, its measured speed-up),
+    over the what-if curves of the first drafting arm's measured costs."""
+
+    def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
+        super().__init__(explanation, parent)
+        self.setTitle(QCoreApplication.translate("Charts", "Each drafter on the what-if curves"))
+        self.arms = pg.ScatterPlotItem(size=11, symbol="s", brush=pg.mkBrush("#2c3e50"))
+        self.addItem(self.arms)
+        self.labels: list[pg.TextItem] = []
+
+    def set_points(self, points: list[tuple[float, float, str]]) -> None:
+        """(acceptance α, measured speed-up, label) per drafting arm."""
+        self.arms.setData([p[0] for p in points], [p[1] for p in points])
+        for label in self.labels:
+            self.removeItem(label)
+        self.labels = []
+        for alpha, speedup, name in points:
+            label = pg.TextItem(name, anchor=(0, 1), color="#2c3e50")
+            label.setPos(alpha, speedup)
+            self.addItem(label)
+            self.labels.append(label)

@@ -63,16 +63,18 @@ class ChatController(QObject):
         self.model_ready = False
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
+        self._sweep_run: int | None = None
         self._continuing: tuple[str, RunStats] | None = None  # the cut answer's text and stats
         worker.events_ready.connect(self._on_events)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         worker.compared.connect(self._on_compared)
+        worker.sweep_done.connect(self._on_sweep_done)
         view.compare_requested.connect(self.compare)
 
     @property
     def busy(self) -> bool:
-        return self._answer_run is not None or self._compare_run is not None
+        return self._answer_run is not None or self._compare_run is not None or self._sweep_run is not None
 
     def show(self, conversation: Conversation) -> None:
         """Make ``conversation`` the current one and draw it."""
@@ -159,6 +161,8 @@ class ChatController(QObject):
         for run in (self._answer_run, self._compare_run):
             if run is not None:
                 self._worker.cancel(run[0])
+        if self._sweep_run is not None:
+            self._worker.cancel(self._sweep_run)
 
     def compare(self, answer: Message) -> bool:
         """Answer the conversation up to ``answer`` with and without speculation, both fresh,
@@ -173,6 +177,18 @@ class ChatController(QObject):
         self._compare_run = (run_id, answer)
         self._set_busy()
         return True
+
+    def sweep(self, answer: Message, drafters: list[str], ks: list[int | None]) -> int | None:
+        """The drafter experiment on the conversation up to ``answer``, with its settings; the
+        worker's ``sweep_row`` / ``sweep_done`` report it. None when busy or not an answer."""
+        if self.busy or answer not in self.conversation.messages or answer.config is None:
+            return None
+        index = self.conversation.messages.index(answer)
+        config = GenerationConfig.from_dict(answer.config)
+        run_id = self._worker.request_sweep(self.conversation.prompt(upto=index), config, drafters, ks)
+        self._sweep_run = run_id
+        self._set_busy()
+        return run_id
 
     def save(self) -> None:
         """Queue a snapshot of the conversation for disk; a failed write is reported. Saving
@@ -217,6 +233,11 @@ class ChatController(QObject):
             self._refresh(message, finished=True)
             self.save()
             self.context_changed.emit(self.conversation.context_tokens())
+            self._set_busy()
+
+    def _on_sweep_done(self, run_id: int, _error: str, _cancelled: bool) -> None:
+        if self._sweep_run == run_id:
+            self._sweep_run = None
             self._set_busy()
 
     def _on_compared(self, run_id: int, report: ComparisonReport) -> None:

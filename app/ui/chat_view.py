@@ -12,6 +12,7 @@ from .message_widgets import AnswerWidget, UserMessageWidget
 
 class ChatView(QScrollArea):
     compare_requested = Signal(object)  # the answer's Message
+    sweep_requested = Signal(object)  # the answer's Message: "Try drafters…"
     regenerate_requested = Signal(object)  # the answer's Message
     continue_requested = Signal(object)  # the cut answer's Message
     edit_requested = Signal(object, str)  # the user's Message, its new text
@@ -63,6 +64,7 @@ class ChatView(QScrollArea):
             answer = AnswerWidget(message, self.widget())
             answer.view.set_show_rejected(self._show_rejected)
             answer.compare_requested.connect(self._on_compare_requested)
+            answer.sweep_requested.connect(lambda a: self.sweep_requested.emit(a.message))
             answer.regenerate_requested.connect(lambda a: self.regenerate_requested.emit(a.message))
             answer.continue_requested.connect(lambda a: self.continue_requested.emit(a.message))
             self._answers.append(answer)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.config import GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from app.engine.errors import SpecChatError
 
 from .chat_controller import ChatController, CompareOutcome
@@ -39,9 +39,11 @@ from .models_dialog import ModelsDialog
 from .settings import AppSettings, ModelSettings, SettingsStore
 from .settings_dialog import SettingsDialog
 from .storage import ConversationStore
+from .sweep_view import SweepDialog
 from .token_style import TokenLegend
 
 if TYPE_CHECKING:
+    from app.engine.sweep import SweepRow
     from app.worker import EngineWorker
     from app.worker.catalog_worker import CatalogWorker
 
@@ -85,6 +87,8 @@ class MainWindow(QMainWindow):
         self._latest_load = 0  # only its answer changes what the window shows
         self._running_load = 0  # the load the engine thread is working on
         self.compare_dialog: CompareDialog | None = None
+        self.sweep_dialog: SweepDialog | None = None
+        self._sweep_run = -1  # the experiment the dialog shows; -1: none
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
@@ -179,6 +183,9 @@ class MainWindow(QMainWindow):
         self.chat_view.regenerate_requested.connect(self.regenerate)
         self.chat_view.edit_requested.connect(self.edit_and_resend)
         self.chat_view.continue_requested.connect(self.controller.continue_answer)
+        self.chat_view.sweep_requested.connect(self.open_sweep)
+        w.sweep_row.connect(self._on_sweep_row)
+        w.sweep_done.connect(self._on_sweep_done)
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
         self.conversation_panel.error.connect(self.show_error)
         self.new_chat_action.triggered.connect(self._on_new_chat)
@@ -342,6 +349,40 @@ class MainWindow(QMainWindow):
         if self.models_in_use is not None:
             text += " " + self.tr("Still using the models loaded before.")
         self.show_error(text + " " + self.tr("Fix them in Settings."))
+
+    def open_sweep(self, answer: Message) -> SweepDialog:
+        """"Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
+        if self.sweep_dialog is not None:
+            self.sweep_dialog.close()
+        in_use = self.models_in_use
+        draft = in_use.drafter if in_use is not None and in_use.drafter.startswith("draft model") else None
+        available = [LOOKUP] + ([DRAFT_MODEL] if draft else [])
+        dialog = SweepDialog(available, draft.removeprefix("draft model: ") if draft else None, self)
+        self._remember_geometry(dialog, "sweep_dialog")
+        dialog.run_requested.connect(lambda drafters, ks: self._start_sweep(dialog, answer, drafters, ks))
+        dialog.cancel_requested.connect(lambda: self._worker.cancel(self._sweep_run))
+        dialog.finished.connect(lambda _result: self._worker.cancel(self._sweep_run))
+        self.sweep_dialog = dialog
+        dialog.show()
+        return dialog
+
+    def _start_sweep(self, dialog: SweepDialog, answer: Message, drafters: list[str], ks: list[int | None]) -> None:
+        run_id = self.controller.sweep(answer, drafters, ks)
+        if run_id is None:
+            dialog.finish(error=self.tr("SpecChat is busy: wait for the current answer, then try again."))
+            return
+        self._sweep_run = run_id
+
+    def _on_sweep_row(self, run_id: int, row: SweepRow) -> None:
+        if run_id == self._sweep_run and self.sweep_dialog is not None:
+            self.sweep_dialog.add_row(row)
+
+    def _on_sweep_done(self, run_id: int, error: str, cancelled: bool) -> None:
+        if run_id != self._sweep_run:
+            return
+        self._sweep_run = -1
+        if self.sweep_dialog is not None:
+            self.sweep_dialog.finish(error=error, cancelled=cancelled)
 
     def _on_comparison_ready(self, outcome: CompareOutcome) -> None:
         if self.compare_dialog is not None:

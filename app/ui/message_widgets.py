@@ -100,6 +100,7 @@ class UserMessageWidget(QFrame):
 
 class AnswerWidget(QFrame):
     compare_requested = Signal(object)  # self
+    sweep_requested = Signal(object)  # self: the drafter experiment on this answer's conversation
     regenerate_requested = Signal(object)  # self
     continue_requested = Signal(object)  # self
 
@@ -152,6 +153,10 @@ class AnswerWidget(QFrame):
         self.why_button = QPushButton(self.tr("Why?"), self)
         self.why_button.setToolTip(self.tr("Why was this answer faster or slower? Acceptance, costs, charts"))
         self.why_dialog: QDialog | None = None
+        self.sweep_button = QPushButton(self.tr("Try drafters…"), self)
+        self.sweep_button.setToolTip(
+            self.tr("Answer this again with no speculation, prompt lookup and the draft model at a few k, side by side")
+        )
         self._busy = False
         buttons = QHBoxLayout()
         buttons.addWidget(self.stats, 1)
@@ -161,6 +166,7 @@ class AnswerWidget(QFrame):
             self.continue_button,
             self.compare_button,
             self.why_button,
+            self.sweep_button,
         ):
             buttons.addWidget(button)
         layout.addLayout(head)
@@ -174,6 +180,7 @@ class AnswerWidget(QFrame):
         self.continue_button.clicked.connect(lambda: self.continue_requested.emit(self))
         self.compare_button.clicked.connect(self._on_compare)
         self.why_button.clicked.connect(self._on_why)
+        self.sweep_button.clicked.connect(lambda: self.sweep_requested.emit(self))
         self.refresh()
 
     @property
@@ -238,6 +245,7 @@ class AnswerWidget(QFrame):
         idle = not self._busy and not self._streaming
         self.copy_button.setEnabled(idle)
         self.compare_button.setEnabled(idle and m.stats is not None)
+        self.sweep_button.setEnabled(idle and m.config is not None)
         self.regenerate_button.setEnabled(idle)
         self.continue_button.setVisible(m.can_continue and self._is_last)
         self.continue_button.setEnabled(idle and m.config is not None)

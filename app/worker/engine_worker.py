@@ -32,6 +32,7 @@ from app.engine.comparison import run_comparison  # torch-free itself: it drives
 from app.engine.config import GenerationConfig
 from app.engine.errors import SpecChatError
 from app.engine.events import RunResult, StepEvent
+from app.engine.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
 PROGRESS_INTERVAL_S = 0.05
@@ -74,6 +75,21 @@ class CompareRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(frozen=True)
+class SweepRequest:
+    """The drafter experiment (app.engine.sweep) on the engine thread, one row per arm."""
+
+    run_id: int
+    conversation: Conversation
+    config: GenerationConfig
+    drafters: tuple[str, ...]  # LOOKUP / DRAFT_MODEL
+    ks: tuple[int | None, ...]  # None: auto k
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest
+
+
 def _load_engine(**kwargs: Any) -> Any:
     from app.engine import Engine  # torch is imported here, on the worker thread
 
@@ -98,13 +114,15 @@ class EngineWorker(QObject):
     context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
     devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
     compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
+    sweep_row = Signal(int, object)  # run id, SweepRow: one finished arm of a drafter experiment
+    sweep_done = Signal(int, str, bool)  # run id, readable error or "", cancelled
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
     _compare_ended = Signal(int, object, str)  # engine thread -> GUI: run id, report | None, error
 
     def __init__(self, loader: EngineLoader | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loader = loader or _load_engine
-        self._jobs: queue.Queue[LoadRequest | GenerateRequest | CompareRequest | None] = queue.Queue()
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._run_ids = itertools.count(1)
         self._load_ids = itertools.count(1)
@@ -148,9 +166,8 @@ class EngineWorker(QObject):
         until the new ones are ready."""
         self.start()
         load_id = next(self._load_ids)
-        self._jobs.put(
-            LoadRequest(load_id, target, draft, device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads)
-        )
+        options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads)
+        self._jobs.put(LoadRequest(load_id, target, draft, *options))
         return load_id
 
     def request_generate(
@@ -172,6 +189,22 @@ class EngineWorker(QObject):
         id. ``stored``: the answer the person asked to compare, checked against the rerun."""
         self.start()
         request = CompareRequest(next(self._run_ids), conversation, config, stored)
+        with self._lock:
+            self._cancels[request.run_id] = request.cancel
+        self._jobs.put(request)
+        return request.run_id
+
+    def request_sweep(
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        drafters: list[str],
+        ks: list[int | None],
+    ) -> int:
+        """Queue a drafter experiment; ``sweep_row`` brings each arm as it finishes and
+        ``sweep_done`` ends it (also after ``cancel(run_id)``). Returns its id."""
+        self.start()
+        request = SweepRequest(next(self._run_ids), conversation, config, tuple(drafters), tuple(ks))
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
@@ -266,6 +299,9 @@ class EngineWorker(QObject):
             if isinstance(job, CompareRequest):
                 self._compare(job)
                 continue
+            if isinstance(job, SweepRequest):
+                self._sweep(job)
+                continue
             result, error = self._generate(job)
             with self._lock:
                 self._cancels.pop(job.run_id, None)
@@ -347,6 +383,26 @@ class EngineWorker(QObject):
         with self._lock:
             self._cancels.pop(request.run_id, None)
         self._compare_ended.emit(request.run_id, report, error)
+
+    def _sweep(self, request: SweepRequest) -> None:
+        """Runs on the engine thread; rows reach the GUI as queued signals."""
+        error = ""
+        if self._engine is None:
+            reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
+            error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
+        else:
+            try:
+                arms = plan_arms(request.drafters, request.ks, self._engine.drafter_choices)
+                rows = run_sweep(self._engine, request.conversation, request.config, arms, request.cancel)
+                for row in rows:
+                    self.sweep_row.emit(request.run_id, row)
+            except Exception as e:  # noqa: BLE001 - every failure must reach the person
+                error = _describe(e)
+            finally:
+                self._engine.reset()  # the next chat turn must not reuse an experiment's cache
+        with self._lock:
+            self._cancels.pop(request.run_id, None)
+        self.sweep_done.emit(request.run_id, error, request.cancel.is_set())
 
 
 def _probe_devices_list() -> list[str]:
