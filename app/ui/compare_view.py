@@ -111,6 +111,10 @@ class CompareDialog(QDialog):
         )
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
+        self.why_button = buttons.addButton(self.tr("Why?"), QDialogButtonBox.ButtonRole.ActionRole)
+        self.why_button.setToolTip(self.tr("Why was speculation faster or slower here? Acceptance, costs, charts"))
+        self.why_button.clicked.connect(self.open_why)
+        self.why_dialog: QDialog | None = None
         buttons.button(QDialogButtonBox.StandardButton.Close).setFocus()  # no caret in the texts
 
         layout = QVBoxLayout(self)
@@ -122,6 +126,16 @@ class CompareDialog(QDialog):
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
+
+    def open_why(self) -> QDialog:
+        """The Why panel for this comparison's two runs (the speculative one explained)."""
+        from .explain_view import ExplainDialog  # its charts load on first use
+
+        if self.why_dialog is not None:
+            self.why_dialog.close()
+        self.why_dialog = ExplainDialog(self.report.speculative, self.report.baseline, self)
+        self.why_dialog.show()
+        return self.why_dialog
 
     def _stats_table(self, speculative: RunResult, baseline: RunResult) -> QTableWidget:
         rows = [

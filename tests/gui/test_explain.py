@@ -122,3 +122,21 @@ def test_why_is_offered_only_for_a_finished_answer_while_nothing_runs(qtbot):
     assert not answer.why_button.isEnabled()
     answer.update_labels()  # a repaint while busy does not offer it again
     assert not answer.why_button.isEnabled()
+
+
+def test_why_opens_from_compare_and_explains_the_two_runs_it_compared(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    send_and_wait(qtbot, window)
+    answer = window.chat_view.answers[-1]
+    with qtbot.waitSignal(window.controller.comparison_ready, timeout=ANSWER_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(answer.compare_button, _left())
+    report = blocker.args[0].report
+    qtbot.waitUntil(lambda: window.compare_dialog is not None and window.compare_dialog.isVisible())
+    qtbot.mouseClick(window.compare_dialog.why_button, _left())
+    dialog = window.compare_dialog.why_dialog
+    assert dialog is not None and dialog.isVisible()
+    expected = explain(report.speculative, report.baseline)
+    assert expected.measured_speedup is not None
+    assert dialog.values["measured"].text() == format_ratio(expected.measured_speedup)
+    assert dialog.summary.text() == expected.summary
+    assert not dialog.run_comparison.isVisible()  # it has its baseline
