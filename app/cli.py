@@ -473,7 +473,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Both arms through the engine's comparison service; this only presents its report."""
-    from app.engine.compare import explanation, headline
+    from app.engine.compare import headline, verdict_reasons
     from app.engine.comparison import run_comparison
 
     config = generation_config(args, speculative=True)
@@ -489,7 +489,7 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
     out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
     out.write(f"verdict: {comparison.verdict} · {headline(comparison).render()}\n")
-    out.writelines(f"  {phrase.render()}\n" for phrase in explanation(comparison))
+    out.writelines(f"  {phrase.render()}\n" for phrase in verdict_reasons(comparison))
     first = comparison.first_difference
     if first is not None:
         out.write(f"  speculative from there: {_snippet(speculative.text, first.char_index)}\n")

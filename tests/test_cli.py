@@ -8,8 +8,8 @@ bad input ends as exit code 2 and exactly one line on stderr.
 from __future__ import annotations
 
 import json
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -226,16 +226,23 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
     assert data["speculative"]["made_by"]["drafter"].startswith("draft model")
     assert data["baseline"]["made_by"]["drafter"] == "none"
     assert data["order"] == ["speculative", "baseline"]
+    from app.engine.explanation import explain
+
+    explanation = data["explanation"]  # the engine's explanation of the two runs, as the GUI shows it
+    assert explanation == json.loads(json.dumps(explain(report.speculative, report.baseline).to_dict()))
+    keys = {"acceptance_rate", "mean_tokens_per_pass", "draft_cost_ratio", "verify_cost_ratio"}
+    assert keys | {"predicted_speedup", "measured_speedup", "summary"} <= explanation.keys()
+    assert explanation["measured_speedup"] is not None and explanation["summary"]
 
 
 def test_compare_text_says_what_the_services_report_says(models, capsys, service_reports):
-    from app.engine.compare import explanation, headline
+    from app.engine.compare import headline, verdict_reasons
 
     code, out, err = run_cli(capsys, "compare", *tiny(models), "--prompt", PROMPT)
     assert code == 0, err
     comparison = service_reports[0].comparison
     assert f"verdict: {comparison.verdict} · {headline(comparison).render()}\n" in out
-    assert all(p.render() in out for p in explanation(comparison))
+    assert all(p.render() in out for p in verdict_reasons(comparison))
 
 
 # --- bench ---------------------------------------------------------------------------------

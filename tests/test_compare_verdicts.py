@@ -9,12 +9,12 @@ import pytest
 
 from app.engine.compare import (
     compare_runs,
-    explanation,
     headline,
     headline_tone,
     near_tie_threshold,
     resolution,
     speed_cause,
+    verdict_reasons,
 )
 from app.engine.config import GenerationConfig
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
@@ -84,7 +84,7 @@ def test_a_slower_run_with_high_acceptance_blames_the_verify_pass_not_acceptance
     assert comparison.cause is not None and comparison.cause.kind == "verify_cost"
     assert comparison.cause.acceptance_rate == pytest.approx(6 / 7)
     assert comparison.cause.verify_cost == pytest.approx(12.0)
-    words = " ".join(p.render() for p in explanation(comparison))
+    words = " ".join(p.render() for p in verdict_reasons(comparison))
     assert "although 86% of the drafts were accepted" in words and "verify pass" in words
     assert "too few" not in words
 
@@ -99,7 +99,7 @@ def test_a_slower_run_with_expensive_drafting_blames_drafting():
     assert comparison.outcome == "slower"
     assert comparison.cause is not None and comparison.cause.kind == "draft_cost"
     assert comparison.cause.draft_cost == pytest.approx(2.0)
-    words = explanation(comparison)[-1].render()
+    words = verdict_reasons(comparison)[-1].render()
     assert "although 100% of the drafts were accepted" in words and "spent as long drafting as 8.00" in words
 
 
@@ -111,7 +111,7 @@ def test_a_slower_run_with_low_acceptance_blames_acceptance():
 
     assert comparison.outcome == "slower"
     assert comparison.cause is not None and comparison.cause.kind == "acceptance"
-    assert "only 20% of the drafts were accepted" in explanation(comparison)[-1].render()
+    assert "only 20% of the drafts were accepted" in verdict_reasons(comparison)[-1].render()
 
 
 def test_a_faster_run_is_green_and_has_no_cause_a_slower_one_is_not_green():
@@ -172,7 +172,7 @@ def test_a_near_tie_depends_on_the_dtype_at_the_logit(margin, top, bf16, fp32):
         comparison = compare_runs(speculative, _plain_run(n=3))
         assert comparison.verdict == expected, dtype
         assert comparison.dtype == dtype
-        assert dtype in explanation(comparison)[0].render()
+        assert dtype in verdict_reasons(comparison)[0].render()
 
 
 # --- one JSON shape --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .events import RunProvenance, RunResult, StepEvent
+from .explanation import explain
 from .i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
@@ -117,7 +118,7 @@ class Comparison:
             "cause": None if self.cause is None else self.cause.to_dict(),
             "dtype": self.dtype,
             "headline": headline(self).render(),
-            "explanation": " ".join(p.render() for p in explanation(self)),
+            "verdict_text": " ".join(p.render() for p in verdict_reasons(self)),
         }
 
 
@@ -299,6 +300,7 @@ class ComparisonReport:
             "cache_policy": self.cache_policy,
             "stored": None if self.stored is None else self.stored.to_dict(),
             "notes": [p.render() for p in stored_notes(self)],
+            "explanation": explain(self.speculative, self.baseline).to_dict(),
         }
 
 
@@ -477,7 +479,7 @@ def cause_phrase(cause: SpeedCause) -> Phrase:
     )
 
 
-def explanation(comparison: Comparison) -> tuple[Phrase, ...]:
+def verdict_reasons(comparison: Comparison) -> tuple[Phrase, ...]:
     """The verdict's meaning, then (when slower) why."""
     phrases = [meaning(comparison)]
     if comparison.cause is not None:

@@ -23,10 +23,10 @@ from app.engine.compare import (
     Comparison,
     ComparisonReport,
     Phrase,
-    explanation,
     headline,
     headline_tone,
     stored_notes,
+    verdict_reasons,
 )
 from app.engine.events import RunResult
 
@@ -52,7 +52,7 @@ def verdict_line(comparison: Comparison) -> str:
 
 def verdict_sentence(comparison: Comparison) -> str:
     """What the verdict means, and why speculation was slower when it was."""
-    return " ".join(_say(p) for p in explanation(comparison))
+    return " ".join(_say(p) for p in verdict_reasons(comparison))
 
 
 def verdict_color(comparison: Comparison) -> str:
@@ -78,8 +78,8 @@ class CompareDialog(QDialog):
         font.setBold(True)
         self.verdict.setFont(font)
         self.verdict.setStyleSheet(f"color: {verdict_color(comparison)};")
-        self.explanation = QLabel(verdict_sentence(comparison), self)
-        self.explanation.setWordWrap(True)
+        self.verdict_text = QLabel(verdict_sentence(comparison), self)
+        self.verdict_text.setWordWrap(True)
         # about the stored answer: other models made it, or the rerun did not reproduce it
         self.stored_note = QLabel(" ".join(_say(p) for p in stored_notes(report)), self)
         self.stored_note.setWordWrap(True)
@@ -119,7 +119,7 @@ class CompareDialog(QDialog):
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.verdict)
-        layout.addWidget(self.explanation)
+        layout.addWidget(self.verdict_text)
         layout.addWidget(self.stored_note)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, send_and_wait, tiny_settings
 
-from app.engine.compare import ComparisonReport, compare_runs, explanation, headline
+from app.engine.compare import ComparisonReport, compare_runs, headline, verdict_reasons
 from app.engine.config import GenerationConfig
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 from app.ui.compare_view import TONE_COLOURS, CompareDialog
@@ -87,7 +87,7 @@ def test_compare_on_an_answer_from_other_models_says_so_and_reruns_both(open_win
     assert note.isVisible()
     assert "Qwen2.5-1.5B-Instruct (bfloat16, cuda:0)" in note.text()
     assert f"{loaded.target} (float32, cpu)" in note.text()
-    assert "bug" not in window.compare_dialog.explanation.text()
+    assert "bug" not in window.compare_dialog.verdict_text.text()
 
 
 def test_compare_on_an_answer_saved_without_provenance_says_so(open_window, qtbot, tiny_models):
@@ -152,10 +152,10 @@ def test_the_dialog_says_what_the_engine_report_says(qtbot):
 
     data = report.to_dict()  # what the CLI prints with --json
     assert dialog.verdict.text() == data["headline"] == headline(report.comparison).render()
-    assert dialog.explanation.text() == data["explanation"]
+    assert dialog.verdict_text.text() == data["verdict_text"]
     # 4 tokens in 1 s against 5 in 2 s: 1.6x the tokens per second (the wall-time ratio is 2.0)
     assert dialog.verdict.text() == "Answers differ from token 3 · 1.6× faster"
-    assert "near tie" in dialog.explanation.text() and "float32" in dialog.explanation.text()
+    assert "near tie" in dialog.verdict_text.text() and "float32" in dialog.verdict_text.text()
     ops = {}
     block = dialog.diff_view.document().begin()
     it = block.begin()
@@ -171,10 +171,10 @@ def test_a_confident_difference_is_called_a_bug_and_a_sampled_one_is_not(qtbot):
     dialog = CompareDialog(divergence, [])
     qtbot.addWidget(dialog)
     assert dialog.verdict.text() == "Answers differ from token 3 · 2.0× slower"
-    assert "bug" in dialog.explanation.text() and "3.5 logits" in dialog.explanation.text()
+    assert "bug" in dialog.verdict_text.text() and "3.5 logits" in dialog.verdict_text.text()
     assert dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['bad']};"
     sampled = _report(_run("abX", [1, 2, 9], 3.5, 1.0, 0.7), _run("abY", [1, 2, 7], 3.5, 1.5, 0.7))
-    assert explanation(sampled.comparison)[0].render().endswith("the distribution is the same.")
+    assert verdict_reasons(sampled.comparison)[0].render().endswith("the distribution is the same.")
     assert headline(sampled.comparison).render() == "Different sample · 1.5× faster"
 
 
