@@ -43,6 +43,9 @@ def stop_note(stop_reason: str | None) -> str:
     return {
         "cancelled": QCoreApplication.translate("Stats", "Stopped: the answer is partial."),
         "max_new_tokens": QCoreApplication.translate("Stats", "Reached the max new tokens limit."),
+        "context_full": QCoreApplication.translate(
+            "Stats", "The context window is full: the answer was cut. Start a new chat to continue."
+        ),
     }.get(stop_reason or "", "")
 
 

@@ -110,6 +110,9 @@ class MainWindow(QMainWindow):
         self.speculation_switch = QCheckBox(self.tr("Speculation"), self)
         self.speculation_switch.setToolTip(self.tr("Draft tokens and verify them in one target pass"))
         self.show_rejected = QCheckBox(self.tr("Show rejected drafts"), self)
+        self.show_rejected.setToolTip(
+            self.tr("Also show, struck through, the guessed tokens the target model did not keep")
+        )
         toolbar.addAction(self.new_chat_action)
         toolbar.addSeparator()
         toolbar.addWidget(self.speculation_switch)
@@ -122,6 +125,9 @@ class MainWindow(QMainWindow):
         self.conversation_list = self.conversation_panel.list
         self.system_prompt = QLineEdit(self)
         self.system_prompt.setPlaceholderText(self.tr("System prompt (optional)"))
+        self.system_prompt.setToolTip(
+            self.tr("Instructions the model reads before the conversation, such as: Answer briefly.")
+        )
         self.banner = QFrame(self)
         self.banner.setStyleSheet("QFrame { background: #fdecea; color: #611a15; border-radius: 4px; }")
         self.banner_text = QLabel(self.banner)

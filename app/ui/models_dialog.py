@@ -124,16 +124,23 @@ class ModelsDialog(QDialog):
 
         self.target_label = QLabel(self.tr("Choose a target model in the list."), self)
         self.draft_combo = QComboBox(self)
+        self.draft_combo.setToolTip(
+            self.tr("The model that guesses ahead for the target; it must split text into the same tokens")
+        )
         self.explanation = QLabel(self)
         self.explanation.setWordWrap(True)
         self.details_button = QToolButton(self)
         self.details_button.setText(self.tr("Technical detail"))
         self.details_button.setCheckable(True)
+        self.details_button.setToolTip(self.tr("Show why this draft can or cannot be used, in detail"))
         self.details = QLabel(self)
         self.details.setWordWrap(True)
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details.hide()
         self.recent_combo = QComboBox(self)
+        self.recent_combo.setToolTip(
+            self.tr("Target and draft pairs you used lately: pick one to choose both again")
+        )
         form = QFormLayout()
         form.addRow(self.tr("Target:"), self.target_label)
         form.addRow(self.tr("Draft:"), self.draft_combo)

@@ -117,6 +117,7 @@ class AppSettings:
     seed: int = 0
     sampling_mode: str = "standard"  # or "seed-invariant"
     max_new_tokens: int = 256
+    repetition_penalty: float = 1.0  # 1.0: off; the same for target and draft
     show_rejected: bool = False
     language: str = "auto"  # "auto" (system locale), "en" or "fr"; applied at the next start
 
@@ -134,6 +135,7 @@ class AppSettings:
             top_p=self.top_p,
             seed=self.seed,
             sampling=self.sampling_mode,  # type: ignore[arg-type]
+            repetition_penalty=self.repetition_penalty,
         )
 
 

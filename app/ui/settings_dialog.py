@@ -44,12 +44,35 @@ class ModelSourcePicker(QWidget):
         ]
         if draft:
             kinds = [("lookup", self.tr("Prompt lookup (no model)")), ("none", self.tr("None"))] + kinds
+        kind_tips = {
+            "lookup": self.tr(
+                "No second model: guesses the next words by copying what followed the same words "
+                "earlier in the conversation. Costs nothing; best when the answer repeats text or code."
+            ),
+            "none": self.tr("No drafting: the target model writes one token at a time."),
+            "default": self.tr("The small model that comes with SpecChat."),
+            "folder": self.tr("A folder holding a Hugging Face model (config.json and its weights)."),
+            "gguf": self.tr("A single .gguf model file, as used by llama.cpp."),
+            "hub": self.tr("A model already downloaded with Hugging Face tools; nothing is downloaded."),
+        }
         for kind, label in kinds:
             self.kind.addItem(label, kind)
+            self.kind.setItemData(self.kind.count() - 1, kind_tips[kind], Qt.ItemDataRole.ToolTipRole)
+        self.kind.setToolTip(
+            self.tr(
+                "What guesses tokens ahead for the target model to check. Prompt lookup copies from the "
+                "conversation; a small model of the same family guesses like the target. The answer is "
+                "the same either way: only the speed changes."
+            )
+            if draft
+            else self.tr("The model that writes the answers.")
+        )
         self.path = QComboBox(self)
         self.path.setEditable(True)
         self.path.setMinimumContentsLength(32)
+        self.path.setToolTip(self.tr("The model folder, the .gguf file, or the ORG/NAME id in the cache."))
         self.browse = QPushButton(self.tr("Browse…"), self)
+        self.browse.setToolTip(self.tr("Pick the folder or file on this computer."))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.kind)
@@ -153,6 +176,30 @@ class SettingsDialog(QDialog):
         for option in DRAFT_DTYPES[1:]:
             self.draft_dtype.addItem(option, option)
         self.allow_pickle = QCheckBox(self.tr("Allow pickle checkpoints (can run arbitrary code)"), page)
+        self.device.setToolTip(
+            self.tr(
+                "Where the models run. Only what this computer has is listed; auto picks a GPU if "
+                "there is one."
+            )
+        )
+        self.dtype.setToolTip(
+            self.tr(
+                "How precisely the weights are held in memory. auto: the usual choice for the device; "
+                "float16 and bfloat16 use half the memory of float32."
+            )
+        )
+        self.draft_dtype.setToolTip(
+            self.tr(
+                "The draft model's number type. int8 makes the draft smaller and faster on the CPU; "
+                "the answer does not change, because the target checks every drafted token."
+            )
+        )
+        self.allow_pickle.setToolTip(
+            self.tr(
+                "Old .bin and .pt checkpoints are Python pickles, which can run code when opened. "
+                "Only tick this for files you trust; .safetensors and .gguf files never need it."
+            )
+        )
         self.model_error = QLabel(page)  # why the models shown could not be loaded
         self.model_error.setStyleSheet("color: #c0392b;")
         self.model_error.setWordWrap(True)
@@ -160,13 +207,37 @@ class SettingsDialog(QDialog):
         form.addRow(self.model_error)
         form.addRow(self.tr("Target model:"), self.target)
         form.addRow(self.tr("Draft source:"), self.draft)
+        form.addRow(
+            "",
+            _help_line(
+                self.tr(
+                    "The drafter guesses a few tokens ahead and the target model checks them all at once. "
+                    "Prompt lookup needs no second model: it copies words from the conversation."
+                ),
+                page,
+            ),
+        )
         form.addRow(self.tr("Device:"), self.device)
         form.addRow(self.tr("Data type:"), self.dtype)
         form.addRow(self.tr("Draft data type:"), self.draft_dtype)
         form.addRow("", self.allow_pickle)
-        self.cpu_kernels = QCheckBox(self.tr("Fast exact CPU kernels (prepacked linears, row-wise attention)"), page)
+        self.cpu_kernels = QCheckBox(self.tr(
+            "Fast exact CPU kernels (prepacked linears, row-wise attention)"
+        ), page)
         self.cpu_threads = _spin(page, 0, 256)
         self.cpu_threads.setSpecialValueText(self.tr("auto"))
+        self.cpu_kernels.setToolTip(
+            self.tr(
+                "Faster ways to run the models on the CPU (weights packed ahead of time, attention "
+                "computed row by row). The results are exactly the same, only sooner."
+            )
+        )
+        self.cpu_threads.setToolTip(
+            self.tr(
+                "How many CPU cores the models use. auto: the physical cores minus one, so the window"
+                " stays responsive."
+            )
+        )
         form.addRow("", self.cpu_kernels)
         form.addRow(self.tr("CPU threads:"), self.cpu_threads)
         note = QLabel(self.tr("Changing a model reloads it in the background; the chat stays usable."), page)
@@ -184,19 +255,53 @@ class SettingsDialog(QDialog):
         )
         self.k_max = _spin(page, 1, 64)
         self.confidence = _double(page, 0.0, 0.99, 0.05, 2)
+        self.speculative.setToolTip(
+            self.tr(
+                "A fast drafter guesses the next few tokens and the target model checks them all in one "
+                "step, keeping those it would have written itself. Same answer, usually sooner."
+            )
+        )
+        self.k.setToolTip(
+            self.tr(
+                "k: how many tokens the drafter guesses before the target checks them. A larger k pays "
+                "off when the guesses are usually right, and wastes work when they are not."
+            )
+        )
+        self.adaptive_k.setToolTip(
+            self.tr("Change k as the answer goes: longer after a fully accepted guess, shorter after a miss.")
+        )
+        self.k_max.setToolTip(self.tr("The longest guess the adaptive k may grow to."))
+        self.confidence.setToolTip(
+            self.tr(
+                "The draft model stops drafting when its most likely next token has a probability below "
+                "this, so the target is not asked to check weak guesses. 0: off. It changes the speed, "
+                "never the answer."
+            )
+        )
         form.addRow("", self.speculative)
+        form.addRow(
+            "",
+            _help_line(
+                self.tr(
+                    "Speculation changes only the speed: the answer is the one the target model alone"
+                    " would give."
+                ),
+                page,
+            ),
+        )
         form.addRow(self.tr("Draft length k:"), self.k)
         form.addRow("", self.adaptive_k)
         form.addRow(self.tr("Largest adaptive k:"), self.k_max)
         form.addRow(self.tr("Confidence threshold:"), self.confidence)
-        note = QLabel(
-            self.tr(
-                "A draft model stops drafting when its own probability falls below the threshold (0: off)."
-            ),
-            page,
+        form.addRow(
+            _help_line(
+                self.tr(
+                    "A draft model stops drafting when its most likely next token is less probable than "
+                    "the threshold (0: off)."
+                ),
+                page,
+            )
         )
-        note.setWordWrap(True)
-        form.addRow(note)
         return page
 
     def _decoding_tab(self) -> QWidget:
@@ -214,6 +319,65 @@ class SettingsDialog(QDialog):
             self.tr("Seed-invariant (same text per seed, with or without speculation)"), "seed-invariant"
         )
         self.max_new_tokens = _spin(page, 1, 32768)
+        self.repetition_penalty = _double(page, 1.0, 2.0, 0.05, 2)
+        self.greedy.setToolTip(self.tr(
+            "Always take the most likely next token: the same question gets the same answer."
+        ))
+        self.sampling.setToolTip(
+            self.tr(
+                "Pick each next token at random, weighted by the model's probabilities: more varied "
+                "answers."
+            )
+        )
+        self.temperature.setToolTip(
+            self.tr(
+                "How adventurous sampling is: below 1 sticks to likely words, above 1 takes more "
+                "chances."
+            )
+        )
+        self.top_p.setToolTip(
+            self.tr(
+                "Sample only among the most likely tokens whose probabilities add up to this (1: no "
+                "limit)."
+            )
+        )
+        self.top_k.setToolTip(self.tr("Sample only among this many most likely tokens (0: no limit)."))
+        self.seed.setToolTip(self.tr(
+            "The random seed: the same seed and settings give the same sampled answer again."
+        ))
+        self.sampling_mode.setItemData(
+            0,
+            self.tr(
+                "Answers follow exactly the target model's probabilities; with speculation a seed may"
+                " give another text."
+            ),
+            Qt.ItemDataRole.ToolTipRole,
+        )
+        self.sampling_mode.setItemData(
+            1,
+            self.tr(
+                "A seed gives the same text with or without speculation and for any k: handy to "
+                "compare speeds."
+            ),
+            Qt.ItemDataRole.ToolTipRole,
+        )
+        self.sampling_mode.setToolTip(
+            self.tr(
+                "Seed-invariant sampling: the same seed gives the same answer whether speculation is on or "
+                "off, so you can compare speeds on the very same text. Standard: the same kind of answers, "
+                "but a seed may give a different text with speculation."
+            )
+        )
+        self.max_new_tokens.setToolTip(
+            self.tr("The longest answer, in tokens (a token is a word or a piece of a word).")
+        )
+        self.repetition_penalty.setToolTip(
+            self.tr(
+                "Makes the model less likely to repeat words already in the conversation (1.00: off; "
+                "around 1.1 to 1.3 is typical). It is applied identically to the target and the draft, so "
+                "speculation still gives exactly the same answer."
+            )
+        )
         form.addRow(self.greedy)
         form.addRow(self.sampling)
         form.addRow(self.tr("Temperature:"), self.temperature)
@@ -222,6 +386,11 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Seed:"), self.seed)
         form.addRow(self.tr("Sampling mode:"), self.sampling_mode)
         form.addRow(self.tr("Max new tokens:"), self.max_new_tokens)
+        form.addRow(self.tr("Repetition penalty:"), self.repetition_penalty)
+        form.addRow(
+            "",
+            _help_line(self.tr("1.00: off. Above 1, words already used become less likely."), page),
+        )
         self.sampling.toggled.connect(self._on_sampling_toggled)
         return page
 
@@ -230,6 +399,9 @@ class SettingsDialog(QDialog):
         self.language.addItem(self.tr("Automatic (system)"), "auto")
         self.language.addItem("English", "en")  # each language in its own words: never translated
         self.language.addItem("Français", "fr")
+        self.language.setToolTip(self.tr(
+            "The language of the window. It changes the next time SpecChat starts."
+        ))
         row = QHBoxLayout()
         row.addWidget(QLabel(self.tr("Language:"), self))
         row.addWidget(self.language)
@@ -261,6 +433,7 @@ class SettingsDialog(QDialog):
         self.seed.setValue(s.seed)
         self.sampling_mode.setCurrentIndex(max(self.sampling_mode.findData(s.sampling_mode), 0))
         self.max_new_tokens.setValue(s.max_new_tokens)
+        self.repetition_penalty.setValue(s.repetition_penalty)
         self.language.setCurrentIndex(max(self.language.findData(s.language), 0))
         self._on_sampling_toggled(s.sampling)
 
@@ -294,6 +467,7 @@ class SettingsDialog(QDialog):
             seed=self.seed.value(),
             sampling_mode=str(self.sampling_mode.currentData()),
             max_new_tokens=self.max_new_tokens.value(),
+            repetition_penalty=self.repetition_penalty.value(),
             language=str(self.language.currentData()),
         )
 
@@ -334,6 +508,14 @@ class SettingsDialog(QDialog):
     def _on_sampling_toggled(self, sampling: bool) -> None:
         for widget in (self.temperature, self.top_p, self.top_k, self.seed, self.sampling_mode):
             widget.setEnabled(sampling)
+
+
+def _help_line(text: str, parent: QWidget) -> QLabel:
+    """A short grey explanation under a setting."""
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    label.setStyleSheet("color: gray;")
+    return label
 
 
 def _spin(parent: QWidget, low: int, high: int) -> QSpinBox:
