@@ -45,10 +45,18 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation type="unfinished"></translation>
+        <translation>Pourquoi&#xa0;?</translation>
     </message>
     <message>
         <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
+        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente&#xa0;? Acceptation, coûts, graphiques</translation>
+    </message>
+    <message>
+        <source>Try drafters…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Answer this again with no speculation, prompt lookup and the draft model at a few k, side by side</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -60,102 +68,106 @@
     <name>Charts</name>
     <message>
         <source>Acceptance by draft position</source>
-        <translation type="unfinished"></translation>
+        <translation>Acceptation selon la position dans le brouillon</translation>
     </message>
     <message>
         <source>draft position</source>
-        <translation type="unfinished"></translation>
+        <translation>position dans le brouillon</translation>
     </message>
     <message>
         <source>accepted</source>
-        <translation type="unfinished"></translation>
+        <translation>acceptés</translation>
     </message>
     <message>
         <source>of drafts judged (earlier ones accepted)</source>
-        <translation type="unfinished"></translation>
+        <translation>des brouillons jugés (les précédents acceptés)</translation>
     </message>
     <message>
         <source>of drafts proposed</source>
-        <translation type="unfinished"></translation>
+        <translation>des brouillons proposés</translation>
     </message>
     <message>
         <source>α = {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>α = {0}</translation>
     </message>
     <message>
         <source>Tokens per target pass</source>
-        <translation type="unfinished">Jetons par passe du modèle cible</translation>
+        <translation>Jetons par passe du modèle cible</translation>
     </message>
     <message>
         <source>tokens from one pass</source>
-        <translation type="unfinished"></translation>
+        <translation>jetons issus d’une passe</translation>
     </message>
     <message>
         <source>passes</source>
-        <translation type="unfinished"></translation>
+        <translation>passes</translation>
     </message>
     <message>
         <source>Timeline of target passes</source>
-        <translation type="unfinished"></translation>
+        <translation>Chronologie des passes du modèle cible</translation>
     </message>
     <message>
         <source>wall-clock time (s)</source>
-        <translation type="unfinished"></translation>
+        <translation>temps réel (s)</translation>
     </message>
     <message>
         <source>drafting</source>
-        <translation type="unfinished"></translation>
+        <translation>génération du brouillon</translation>
     </message>
     <message>
         <source>target pass (verify)</source>
-        <translation type="unfinished"></translation>
+        <translation>passe cible (vérification)</translation>
     </message>
     <message>
         <source>speculative</source>
-        <translation type="unfinished"></translation>
+        <translation>spéculatif</translation>
     </message>
     <message>
         <source>plain</source>
-        <translation type="unfinished"></translation>
+        <translation>simple</translation>
     </message>
     <message>
         <source>What if the draft agreed more often?</source>
-        <translation type="unfinished"></translation>
+        <translation>Et si le brouillon concordait plus souvent&#xa0;?</translation>
     </message>
     <message>
         <source>acceptance α</source>
-        <translation type="unfinished"></translation>
+        <translation>acceptation α</translation>
     </message>
     <message>
         <source>speed-up over plain decoding (×)</source>
-        <translation type="unfinished"></translation>
+        <translation>accélération par rapport au décodage simple (×)</translation>
     </message>
     <message>
         <source>this run (its mix of draft lengths)</source>
-        <translation type="unfinished"></translation>
+        <translation>cette exécution (son mélange de longueurs de brouillon)</translation>
     </message>
     <message>
         <source>k = {0} (this run)</source>
-        <translation type="unfinished"></translation>
+        <translation>k = {0} (cette exécution)</translation>
     </message>
     <message>
         <source>k = {0} every pass (cost interpolated)</source>
-        <translation type="unfinished"></translation>
+        <translation>k = {0} à chaque passe (coût interpolé)</translation>
     </message>
     <message>
         <source>k = {0} every pass</source>
-        <translation type="unfinished"></translation>
+        <translation>k = {0} à chaque passe</translation>
     </message>
     <message>
         <source>break-even</source>
-        <translation type="unfinished"></translation>
+        <translation>seuil de rentabilité</translation>
     </message>
     <message>
         <source>measured</source>
-        <translation type="unfinished"></translation>
+        <translation>mesuré</translation>
     </message>
     <message>
         <source>predicted</source>
+        <translation>prédit</translation>
+    </message>
+    <message>
+        <source>Each drafter on the what-if curves</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -200,6 +212,14 @@
         <translation>Différences caractère par caractère (barré : seulement avec spéculation ; souligné : seulement sans)</translation>
     </message>
     <message>
+        <source>Why?</source>
+        <translation type="unfinished">Pourquoi&#xa0;?</translation>
+    </message>
+    <message>
+        <source>Why was speculation faster or slower here? Acceptance, costs, charts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Wall time</source>
         <translation>Durée réelle</translation>
     </message>
@@ -233,75 +253,75 @@
     </message>
     <message>
         <source>{ratio:.1f}× faster</source>
-        <translation type="unfinished"></translation>
+        <translation>{ratio:.1f}× plus rapide</translation>
     </message>
     <message>
         <source>{ratio:.1f}× slower</source>
-        <translation type="unfinished"></translation>
+        <translation>{ratio:.1f}× plus lent</translation>
     </message>
     <message>
         <source>about as fast</source>
-        <translation type="unfinished"></translation>
+        <translation>à peu près aussi rapide</translation>
     </message>
     <message>
         <source>speed unknown</source>
-        <translation type="unfinished"></translation>
+        <translation>vitesse inconnue</translation>
     </message>
     <message>
         <source>Identical answer · {speed}</source>
-        <translation type="unfinished"></translation>
+        <translation>Réponse identique · {speed}</translation>
     </message>
     <message>
         <source>Different sample · {speed}</source>
-        <translation type="unfinished"></translation>
+        <translation>Échantillon différent · {speed}</translation>
     </message>
     <message>
         <source>Answers differ from token {token} · {speed}</source>
-        <translation type="unfinished"></translation>
+        <translation>Les réponses diffèrent à partir du jeton {token} · {speed}</translation>
     </message>
     <message>
         <source>They first differ at token {token} (character {char})</source>
-        <translation type="unfinished"></translation>
+        <translation>Elles diffèrent pour la première fois au jeton {token} (caractère {char})</translation>
     </message>
     <message>
         <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les deux exécutions ont produit exactement les mêmes jetons&#xa0;: la spéculation a changé la vitesse, pas la réponse.</translation>
     </message>
     <message>
         <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation type="unfinished"></translation>
+        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top})&#xa0;: une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
     </message>
     <message>
         <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation type="unfinished"></translation>
+        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal&#xa0;; la distribution est la même.</translation>
     </message>
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
-        <translation type="unfinished"></translation>
+        <translation>{where}, alors que le modèle cible était sûr de lui&#xa0;: ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi&#xa0;: cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
-        <translation type="unfinished"></translation>
+        <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation type="unfinished"></translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer le brouillon que {overhead} étapes simples du modèle cible ({c} par passe du brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation type="unfinished"></translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
-        <translation type="unfinished"></translation>
+        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite&#xa0;: les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
     </message>
     <message>
         <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Cette réponse a été produite par {then}&#xa0;; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés&#xa0;: cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
-        <translation type="unfinished"></translation>
+        <translation>L’exécution avec spéculation diffère de la réponse enregistrée à partir du jeton {token}, bien que les mêmes modèles et réglages aient produit les deux.</translation>
     </message>
 </context>
 <context>
@@ -388,130 +408,130 @@
     <name>ExplainDialog</name>
     <message>
         <source>Why was it faster or slower?</source>
-        <translation type="unfinished"></translation>
+        <translation>Pourquoi plus rapide ou plus lent&#xa0;?</translation>
     </message>
     <message>
         <source>Run comparison</source>
-        <translation type="unfinished"></translation>
+        <translation>Lancer la comparaison</translation>
     </message>
     <message>
         <source>Run this answer again without speculation, to measure the real speed-up</source>
-        <translation type="unfinished"></translation>
+        <translation>Relancer cette réponse sans spéculation pour mesurer l’accélération réelle</translation>
     </message>
     <message>
         <source>Acceptance α (per position the target judged)</source>
-        <translation type="unfinished"></translation>
+        <translation>Acceptation α (par position jugée par le modèle cible)</translation>
     </message>
     <message>
         <source>Drafts accepted, of all proposed</source>
-        <translation type="unfinished"></translation>
+        <translation>Brouillons acceptés, sur tous ceux proposés</translation>
     </message>
     <message>
         <source>Tokens per target pass</source>
-        <translation type="unfinished">Jetons par passe du modèle cible</translation>
+        <translation>Jetons par passe du modèle cible</translation>
     </message>
     <message>
         <source>Cost of drafting one token, c (× a plain pass)</source>
-        <translation type="unfinished"></translation>
+        <translation>Coût de génération d’un jeton brouillon, c (× une passe simple)</translation>
     </message>
     <message>
         <source>Cost of a pass over {0} tokens, v({1}) (× a plain pass)</source>
-        <translation type="unfinished"></translation>
+        <translation>Coût d’une passe sur {0} jetons, v({1}) (× une passe simple)</translation>
     </message>
     <message>
         <source>Predicted speed-up</source>
-        <translation type="unfinished"></translation>
+        <translation>Accélération prédite</translation>
     </message>
     <message>
         <source>Measured speed-up (decode tokens per second)</source>
-        <translation type="unfinished"></translation>
+        <translation>Accélération mesurée (jetons décodés par seconde)</translation>
     </message>
     <message>
         <source>Cost of a plain pass</source>
-        <translation type="unfinished"></translation>
+        <translation>Coût d’une passe simple</translation>
     </message>
     <message>
         <source>{0} ms, measured on the plain run</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} ms, mesuré sur l’exécution simple</translation>
     </message>
     <message>
         <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} ms, d’après les passes de cette réponse qui n’ont vérifié aucun brouillon (pas encore de comparaison)</translation>
     </message>
     <message>
         <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
-        <translation type="unfinished"></translation>
+        <translation>inconnu&#xa0;: cette réponse n’a aucune passe simple&#xa0;; lancez une comparaison pour le mesurer</translation>
     </message>
     <message>
         <source>Acceptance</source>
-        <translation type="unfinished"></translation>
+        <translation>Acceptation</translation>
     </message>
     <message>
         <source>Timeline</source>
-        <translation type="unfinished"></translation>
+        <translation>Chronologie</translation>
     </message>
     <message>
         <source>What if</source>
-        <translation type="unfinished"></translation>
+        <translation>Et si</translation>
     </message>
     <message>
         <source>What if: this run checked no drafts</source>
-        <translation type="unfinished"></translation>
+        <translation>Et si&#xa0;: cette exécution n’a vérifié aucun brouillon</translation>
     </message>
     <message>
         <source>What if: needs the cost of a plain pass (run a comparison)</source>
-        <translation type="unfinished"></translation>
+        <translation>Et si&#xa0;: nécessite le coût d’une passe simple (lancez une comparaison)</translation>
     </message>
 </context>
 <context>
     <name>Explanation</name>
     <message>
         <source>This answer&apos;s passes were not kept (it was restored from disk): run a comparison to explain it.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les passes de cette réponse n’ont pas été conservées (elle a été restaurée depuis le disque)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
     </message>
     <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
-        <translation type="unfinished"></translation>
+        <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
         <source>The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)</source>
-        <translation type="unfinished"></translation>
+        <translation>Le modèle cible a concordé avec le brouillon sur {alpha} des positions vérifiées ({tokens} jetons par passe)</translation>
     </message>
     <message>
         <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
-        <translation type="unfinished"></translation>
+        <translation>une passe vérifiant {k} brouillons a coûté {verify} une étape simple, et leur génération {draft}</translation>
     </message>
     <message>
         <source>run a comparison to measure what a plain step costs</source>
-        <translation type="unfinished"></translation>
+        <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
     </message>
     <message>
         <source>so speculation gained {percent}</source>
-        <translation type="unfinished"></translation>
+        <translation>la spéculation a donc fait gagner {percent}</translation>
     </message>
     <message>
         <source>so speculation lost {percent}</source>
-        <translation type="unfinished"></translation>
+        <translation>la spéculation a donc fait perdre {percent}</translation>
     </message>
     <message>
         <source>so speculation should gain {percent}</source>
-        <translation type="unfinished"></translation>
+        <translation>la spéculation devrait donc faire gagner {percent}</translation>
     </message>
     <message>
         <source>so speculation should lose {percent}</source>
-        <translation type="unfinished"></translation>
+        <translation>la spéculation devrait donc faire perdre {percent}</translation>
     </message>
     <message>
         <source>held back most by low acceptance</source>
-        <translation type="unfinished"></translation>
+        <translation>freinée surtout par une faible acceptation</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>
-        <translation type="unfinished"></translation>
+        <translation>freinée surtout par le coût de génération du brouillon</translation>
     </message>
     <message>
         <source>held back most by the cost of verifying several tokens at once</source>
-        <translation type="unfinished"></translation>
+        <translation>freinée surtout par le coût de la vérification de plusieurs jetons à la fois</translation>
     </message>
 </context>
 <context>
@@ -565,11 +585,11 @@
     </message>
     <message>
         <source>Models…</source>
-        <translation type="unfinished"></translation>
+        <translation>Modèles…</translation>
     </message>
     <message>
         <source>The models on this computer, and which can draft for which</source>
-        <translation type="unfinished"></translation>
+        <translation>Les modèles de cet ordinateur, et lesquels peuvent servir de brouillon pour lesquels</translation>
     </message>
     <message>
         <source>Speculation</source>
@@ -584,8 +604,16 @@
         <translation>Afficher les brouillons rejetés</translation>
     </message>
     <message>
+        <source>Also show, struck through, the guessed tokens the target model did not keep</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>System prompt (optional)</source>
         <translation>Consigne système (facultative)</translation>
+    </message>
+    <message>
+        <source>Instructions the model reads before the conversation, such as: Answer briefly.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Dismiss</source>
@@ -613,10 +641,14 @@
     </message>
     <message>
         <source>The model library is not available in this window.</source>
-        <translation type="unfinished"></translation>
+        <translation>La bibliothèque de modèles n’est pas disponible dans cette fenêtre.</translation>
     </message>
     <message>
         <source>Fix them in Settings.</source>
+        <translation>Corrigez-les dans les Paramètres.</translation>
+    </message>
+    <message>
+        <source>SpecChat is busy: wait for the current answer, then try again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -633,19 +665,19 @@
     </message>
     <message>
         <source>Target: {0} · Speculation off</source>
-        <translation type="unfinished"></translation>
+        <translation>Cible&#xa0;: {0} · Spéculation désactivée</translation>
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
-        <translation type="unfinished"></translation>
+        <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
     </message>
     <message>
         <source>… and {0} more</source>
-        <translation type="unfinished"></translation>
+        <translation>… et {0} de plus</translation>
     </message>
     <message>
         <source>Could not load the models: {0}</source>
@@ -694,8 +726,48 @@
         <translation>Aucun</translation>
     </message>
     <message>
+        <source>No second model: guesses the next words by copying what followed the same words earlier in the conversation. Costs nothing; best when the answer repeats text or code.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No drafting: the target model writes one token at a time.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The small model that comes with SpecChat.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A folder holding a Hugging Face model (config.json and its weights).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A single .gguf model file, as used by llama.cpp.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A model already downloaded with Hugging Face tools; nothing is downloaded.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>What guesses tokens ahead for the target model to check. Prompt lookup copies from the conversation; a small model of the same family guesses like the target. The answer is the same either way: only the speed changes.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The model that writes the answers.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The model folder, the .gguf file, or the ORG/NAME id in the cache.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Browse…</source>
         <translation>Parcourir…</translation>
+    </message>
+    <message>
+        <source>Pick the folder or file on this computer.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>ORG/NAME (no model found in the cache)</source>
@@ -718,205 +790,217 @@
     <name>ModelsDialog</name>
     <message>
         <source>Models</source>
-        <translation type="unfinished">Modèles</translation>
+        <translation>Modèles</translation>
     </message>
     <message>
         <source>Name</source>
-        <translation type="unfinished"></translation>
+        <translation>Nom</translation>
     </message>
     <message>
         <source>Architecture</source>
-        <translation type="unfinished"></translation>
+        <translation>Architecture</translation>
     </message>
     <message>
         <source>Parameters</source>
-        <translation type="unfinished"></translation>
+        <translation>Paramètres</translation>
     </message>
     <message>
         <source>Size</source>
-        <translation type="unfinished"></translation>
+        <translation>Taille</translation>
     </message>
     <message>
         <source>Data type</source>
-        <translation type="unfinished"></translation>
+        <translation>Type de données</translation>
     </message>
     <message>
         <source>Context</source>
-        <translation type="unfinished"></translation>
+        <translation>Contexte</translation>
     </message>
     <message>
         <source>Tokenizer</source>
-        <translation type="unfinished"></translation>
+        <translation>Tokeniseur</translation>
     </message>
     <message>
         <source>As a draft</source>
-        <translation type="unfinished"></translation>
+        <translation>Comme brouillon</translation>
     </message>
     <message>
         <source>Number of weights, counted from the file headers</source>
-        <translation type="unfinished"></translation>
+        <translation>Nombre de poids, compté d’après les en-têtes du fichier</translation>
     </message>
     <message>
         <source>How the weights are stored: a float type or a quantisation</source>
-        <translation type="unfinished"></translation>
+        <translation>Format de stockage des poids&#xa0;: type flottant ou quantification</translation>
     </message>
     <message>
         <source>The longest conversation the model was built for, in tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>La plus longue conversation prévue pour le modèle, en jetons</translation>
     </message>
     <message>
         <source>How text is cut into tokens, and how many tokens it knows</source>
-        <translation type="unfinished"></translation>
+        <translation>Comment le texte est découpé en jetons, et combien de jetons il connaît</translation>
     </message>
     <message>
         <source>Whether the model can draft for the chosen target (same text → same token ids)</source>
-        <translation type="unfinished"></translation>
+        <translation>Si le modèle peut servir de brouillon pour le modèle cible choisi (même texte → mêmes identifiants de jetons)</translation>
     </message>
     <message>
         <source>Rescan</source>
-        <translation type="unfinished"></translation>
+        <translation>Réanalyser</translation>
     </message>
     <message>
         <source>Add folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>Ajouter un dossier…</translation>
     </message>
     <message>
         <source>Add GGUF file…</source>
-        <translation type="unfinished"></translation>
+        <translation>Ajouter un fichier GGUF…</translation>
     </message>
     <message>
         <source>Choose a target model in the list.</source>
+        <translation>Choisissez un modèle cible dans la liste.</translation>
+    </message>
+    <message>
+        <source>The model that guesses ahead for the target; it must split text into the same tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Technical detail</source>
+        <translation>Détail technique</translation>
+    </message>
+    <message>
+        <source>Show why this draft can or cannot be used, in detail</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Target and draft pairs you used lately: pick one to choose both again</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Target:</source>
-        <translation type="unfinished"></translation>
+        <translation>Cible&#xa0;:</translation>
     </message>
     <message>
         <source>Draft:</source>
-        <translation type="unfinished"></translation>
+        <translation>Brouillon&#xa0;:</translation>
     </message>
     <message>
         <source>Recent pairs:</source>
-        <translation type="unfinished"></translation>
+        <translation>Paires récentes&#xa0;:</translation>
     </message>
     <message>
         <source>Use this pair</source>
-        <translation type="unfinished"></translation>
+        <translation>Utiliser cette paire</translation>
     </message>
     <message>
         <source>Looking for models…</source>
-        <translation type="unfinished"></translation>
+        <translation>Recherche de modèles…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n modèle trouvé</numerusform>
+            <numerusform>%n modèles trouvés</numerusform>
         </translation>
     </message>
     <message numerus="yes">
         <source>%n cannot be used</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n inutilisable</numerusform>
+            <numerusform>%n inutilisables</numerusform>
         </translation>
     </message>
     <message>
         <source>Cannot be used</source>
-        <translation type="unfinished"></translation>
+        <translation>Inutilisable</translation>
     </message>
     <message>
         <source>Target</source>
-        <translation type="unfinished"></translation>
+        <translation>Cible</translation>
     </message>
     <message>
         <source>Checking</source>
-        <translation type="unfinished"></translation>
+        <translation>Vérification</translation>
     </message>
     <message>
         <source>Checking which models can draft for {0}…</source>
-        <translation type="unfinished"></translation>
+        <translation>Recherche des modèles pouvant servir de brouillon pour {0}…</translation>
     </message>
     <message>
         <source>Compatible</source>
-        <translation type="unfinished"></translation>
+        <translation>Compatible</translation>
     </message>
     <message>
         <source>Technical detail: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>Détail technique&#xa0;: {0}</translation>
     </message>
     <message>
         <source>Suggested draft</source>
-        <translation type="unfinished"></translation>
+        <translation>Brouillon suggéré</translation>
     </message>
     <message>
         <source>(suggested)</source>
-        <translation type="unfinished"></translation>
+        <translation>(suggéré)</translation>
     </message>
     <message>
         <source>Prompt lookup (no draft model)</source>
-        <translation type="unfinished"></translation>
+        <translation>Recherche dans le prompt (sans modèle brouillon)</translation>
     </message>
     <message>
         <source>No drafter</source>
-        <translation type="unfinished"></translation>
+        <translation>Aucun brouillon</translation>
     </message>
     <message>
         <source>{0} compatible, {1} not.</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} compatible(s), {1} non.</translation>
     </message>
     <message>
         <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
-        <translation type="unfinished"></translation>
+        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
         <source>No compatible model is at least {0:g}× smaller than the target.</source>
-        <translation type="unfinished"></translation>
+        <translation>Aucun modèle compatible n’est au moins {0:g}× plus petit que le modèle cible.</translation>
     </message>
     <message>
         <source>Without a drafter the target writes every token itself.</source>
-        <translation type="unfinished"></translation>
+        <translation>Sans brouillon, le modèle cible écrit lui-même chaque jeton.</translation>
     </message>
     <message>
         <source>It has {0:.1f}× fewer parameters than the target.</source>
-        <translation type="unfinished"></translation>
+        <translation>Il a {0:.1f}× moins de paramètres que le modèle cible.</translation>
     </message>
     <message>
         <source>Choose a recent pair…</source>
-        <translation type="unfinished"></translation>
+        <translation>Choisir une paire récente…</translation>
     </message>
     <message>
         <source>(none yet)</source>
-        <translation type="unfinished"></translation>
+        <translation>(aucune pour l’instant)</translation>
     </message>
     <message>
         <source>That model is no longer on this computer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ce modèle n’est plus sur cet ordinateur.</translation>
     </message>
     <message>
         <source>prompt lookup</source>
-        <translation type="unfinished"></translation>
+        <translation>recherche dans le prompt</translation>
     </message>
     <message>
         <source>no drafter</source>
-        <translation type="unfinished"></translation>
+        <translation>aucun brouillon</translation>
     </message>
     <message>
         <source>Add a model folder</source>
-        <translation type="unfinished"></translation>
+        <translation>Ajouter un dossier de modèles</translation>
     </message>
     <message>
         <source>Add a GGUF file</source>
-        <translation type="unfinished"></translation>
+        <translation>Ajouter un fichier GGUF</translation>
     </message>
     <message>
         <source>GGUF models (*.gguf)</source>
-        <translation type="unfinished"></translation>
+        <translation>Modèles GGUF (*.gguf)</translation>
     </message>
 </context>
 <context>
@@ -950,12 +1034,32 @@
         <translation>Autoriser les checkpoints pickle (peuvent exécuter du code arbitraire)</translation>
     </message>
     <message>
+        <source>Where the models run. Only what this computer has is listed; auto picks a GPU if there is one.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How precisely the weights are held in memory. auto: the usual choice for the device; float16 and bfloat16 use half the memory of float32.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The draft model&apos;s number type. int8 makes the draft smaller and faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Target model:</source>
         <translation>Modèle cible :</translation>
     </message>
     <message>
         <source>Draft source:</source>
         <translation>Source du brouillon :</translation>
+    </message>
+    <message>
+        <source>The drafter guesses a few tokens ahead and the target model checks them all at once. Prompt lookup needs no second model: it copies words from the conversation.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Device:</source>
@@ -970,6 +1074,26 @@
         <translation>Type de données du brouillon :</translation>
     </message>
     <message>
+        <source>Fast exact CPU kernels (prepacked linears, row-wise attention)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Faster ways to run the models on the CPU (weights packed ahead of time, attention computed row by row). The results are exactly the same, only sooner.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How many CPU cores the models use. auto: the physical cores minus one, so the window stays responsive.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>CPU threads:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Changing a model reloads it in the background; the chat stays usable.</source>
         <translation>Changer de modèle le recharge en arrière-plan ; la conversation reste utilisable.</translation>
     </message>
@@ -980,6 +1104,30 @@
     <message>
         <source>Adapt the draft length (grow on success, shrink on rejection)</source>
         <translation>Adapter la longueur du brouillon (plus long en cas de succès, plus court en cas de rejet)</translation>
+    </message>
+    <message>
+        <source>A fast drafter guesses the next few tokens and the target model checks them all in one step, keeping those it would have written itself. Same answer, usually sooner.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k: how many tokens the drafter guesses before the target checks them. A larger k pays off when the guesses are usually right, and wastes work when they are not.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Change k as the answer goes: longer after a fully accepted guess, shorter after a miss.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The longest guess the adaptive k may grow to.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The draft model stops drafting when its most likely next token has a probability below this, so the target is not asked to check weak guesses. 0: off. It changes the speed, never the answer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Speculation changes only the speed: the answer is the one the target model alone would give.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Draft length k:</source>
@@ -994,8 +1142,8 @@
         <translation>Seuil de confiance :</translation>
     </message>
     <message>
-        <source>A draft model stops drafting when its own probability falls below the threshold (0: off).</source>
-        <translation>Un modèle brouillon cesse de proposer des jetons quand sa propre probabilité passe sous le seuil (0 : désactivé).</translation>
+        <source>A draft model stops drafting when its most likely next token is less probable than the threshold (0: off).</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Greedy (always the most likely token)</source>
@@ -1012,6 +1160,50 @@
     <message>
         <source>Seed-invariant (same text per seed, with or without speculation)</source>
         <translation>Invariant par graine (même texte pour une graine, avec ou sans spéculation)</translation>
+    </message>
+    <message>
+        <source>Always take the most likely next token: the same question gets the same answer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How adventurous sampling is: below 1 sticks to likely words, above 1 takes more chances.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sample only among the most likely tokens whose probabilities add up to this (1: no limit).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sample only among this many most likely tokens (0: no limit).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The random seed: the same seed and settings give the same sampled answer again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A seed gives the same text with or without speculation and for any k: handy to compare speeds.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Seed-invariant sampling: the same seed gives the same answer whether speculation is on or off, so you can compare speeds on the very same text. Standard: the same kind of answers, but a seed may give a different text with speculation.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The longest answer, in tokens (a token is a word or a piece of a word).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Makes the model less likely to repeat words already in the conversation (1.00: off; around 1.1 to 1.3 is typical). It is applied identically to the target and the draft, so speculation still gives exactly the same answer.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Temperature:</source>
@@ -1038,8 +1230,20 @@
         <translation>Nouveaux jetons au maximum :</translation>
     </message>
     <message>
+        <source>Repetition penalty:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>1.00: off. Above 1, words already used become less likely.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Automatic (system)</source>
         <translation>Automatique (système)</translation>
+    </message>
+    <message>
+        <source>The language of the window. It changes the next time SpecChat starts.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Language:</source>
@@ -1067,7 +1271,7 @@
     </message>
     <message>
         <source>These models could not be loaded: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>Ces modèles n’ont pas pu être chargés&#xa0;: {0}</translation>
     </message>
 </context>
 <context>
@@ -1113,6 +1317,10 @@
         <translation>Limite de nouveaux jetons atteinte.</translation>
     </message>
     <message>
+        <source>The context window is full: the answer was cut. Start a new chat to continue.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Context: {0} tokens</source>
         <translation>Contexte : {0} jetons</translation>
     </message>
@@ -1127,6 +1335,129 @@
     <message>
         <source>The conversation fills {0:.0%} of the context window: start a new chat soon, or the next answers will be cut.</source>
         <translation>La conversation occupe {0:.0%} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
+    </message>
+</context>
+<context>
+    <name>SweepDialog</name>
+    <message>
+        <source>Try drafters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Answers the same conversation again without speculation, then with each drafter at each k, every run from empty caches. The plain run is the reference for speed and for “same answer”.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Prompt lookup</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draft model: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draft model (none loaded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draft lengths to try, separated by commas; “auto” lets SpecChat choose k each step.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation type="unfinished">Annuler</translation>
+    </message>
+    <message>
+        <source>Drafter</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokens/s</source>
+        <translation type="unfinished">Jetons/s</translation>
+    </message>
+    <message>
+        <source>Speed-up</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Acceptance</source>
+        <translation type="unfinished">Acceptation</translation>
+    </message>
+    <message>
+        <source>Tokens per pass</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Answer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>same as without speculation</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>differs from token {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} of {1} runs done</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Running the plain reference…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The experiment stopped: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancelled after {0} of {1} runs.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Done. Fastest: {0} ({1} the plain speed).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>no speculation</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>prompt lookup</source>
+        <translation type="unfinished">recherche dans le prompt</translation>
+    </message>
+    <message>
+        <source>draft model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}, k = {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choose at least one drafter.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>k values: whole numbers from 1 to 64 or “auto”, separated by commas.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1210,67 +1541,67 @@
     <name>catalog</name>
     <message>
         <source>These two models share a tokenizer: the draft can be used.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ces deux modèles partagent un tokeniseur&#xa0;: le brouillon peut être utilisé.</translation>
     </message>
     <message>
         <source>These two models use different tokenizers.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ces deux modèles utilisent des tokeniseurs différents.</translation>
     </message>
     <message>
         <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible&#xa0;: il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
     </message>
     <message>
         <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible&#xa0;: leurs tokeniseurs sont apparentés mais pas identiques.</translation>
     </message>
     <message>
         <source>The two vocabularies hold the same words, but some have different numbers.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les deux vocabulaires contiennent les mêmes mots, mais certains ont des numéros différents.</translation>
     </message>
     <message>
         <source>The two tokenizers split the same text into different tokens.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les deux tokeniseurs découpent le même texte en jetons différents.</translation>
     </message>
     <message>
         <source>The two models end an answer with different tokens.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les deux modèles terminent une réponse par des jetons différents.</translation>
     </message>
     <message>
         <source>The tokenizer of one of the two models could not be read.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le tokeniseur de l’un des deux modèles n’a pas pu être lu.</translation>
     </message>
     <message>
         <source>Compatible</source>
-        <translation type="unfinished"></translation>
+        <translation>Compatible</translation>
     </message>
     <message>
         <source>Different tokenizer</source>
-        <translation type="unfinished"></translation>
+        <translation>Tokeniseur différent</translation>
     </message>
     <message>
         <source>Larger vocabulary</source>
-        <translation type="unfinished"></translation>
+        <translation>Vocabulaire plus grand</translation>
     </message>
     <message>
         <source>Smaller vocabulary</source>
-        <translation type="unfinished"></translation>
+        <translation>Vocabulaire plus petit</translation>
     </message>
     <message>
         <source>Different token ids</source>
-        <translation type="unfinished"></translation>
+        <translation>Identifiants de jetons différents</translation>
     </message>
     <message>
         <source>Splits text differently</source>
-        <translation type="unfinished"></translation>
+        <translation>Découpe le texte différemment</translation>
     </message>
     <message>
         <source>Different end token</source>
-        <translation type="unfinished"></translation>
+        <translation>Jeton de fin différent</translation>
     </message>
     <message>
         <source>Tokenizer unreadable</source>
-        <translation type="unfinished"></translation>
+        <translation>Tokeniseur illisible</translation>
     </message>
 </context>
 </TS>
