@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tiny_models import build_model, build_tokenizer, perturbed_copy, save  # noqa: E402
+from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 
 # name -> how to build it: (architecture, seed, draft noise or None)
 TINY = {

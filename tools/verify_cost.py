@@ -119,7 +119,10 @@ def main() -> None:
     packed = [str(d).removeprefix("torch.") for d in PACKED_DTYPES]
     print(f"\n(ms per target pass; kernels apply to {', '.join(packed)} on the CPU)")
     stock, kernels = (process_rss_mb(args.source, k) for k in (False, True))
-    print(f"RSS after loading and one pass: stock {stock:.0f} MB, CPU kernels {kernels:.0f} MB ({kernels - stock:+.0f} MB)")
+    print(
+        f"RSS after loading and one pass: stock {stock:.0f} MB, "
+        f"CPU kernels {kernels:.0f} MB ({kernels - stock:+.0f} MB)"
+    )
 
 
 if __name__ == "__main__":

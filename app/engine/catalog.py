@@ -298,7 +298,7 @@ def _guarded(read: Callable[[Path, str], ModelEntry], path: Path, source: str) -
     kind: EntryKind = "gguf" if source.endswith(".gguf") or path.suffix == ".gguf" else "folder"
     try:
         return read(path, source)
-    except Exception as exc:  # one bad file must not hide the others
+    except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
         return ModelEntry(
             name=path.name or source,
             source=source,

@@ -113,7 +113,8 @@ def _one_row_at_a_time(
     rows = []
     for i in range(q_len):
         end = kv_len - q_len + i + 1
-        out, _ = sdpa_attention_forward(module, query[:, :, i : i + 1], key[:, :, :end], value[:, :, :end], None, **kwargs)
+        row = query[:, :, i : i + 1]
+        out, _ = sdpa_attention_forward(module, row, key[:, :, :end], value[:, :, :end], None, **kwargs)
         rows.append(out)  # [1, 1, H, D]
     return torch.cat(rows, dim=1)
 

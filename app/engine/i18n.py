@@ -8,5 +8,5 @@ find it, and the GUI translates it with ``QCoreApplication.translate("Context", 
 from __future__ import annotations
 
 
-def QT_TRANSLATE_NOOP(context: str, text: str) -> str:  # noqa: N802 - the name lupdate looks for
+def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
     return text

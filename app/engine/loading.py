@@ -496,7 +496,7 @@ def _probe_texts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
         chat = tokenizer.apply_chat_template(
             [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
         )
-    except Exception:  # no template, or one that wants other roles
+    except Exception:  # noqa: BLE001 - no template, or one that wants other roles
         chat = None
     return texts + [chat] if isinstance(chat, str) else texts
 

@@ -90,7 +90,7 @@ class PairingChecker:
         if entry.source not in self._tokenizers:
             try:
                 self._tokenizers[entry.source] = self._load_tokenizer(entry)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an unreadable tokenizer is a verdict, not a crash
                 self._tokenizers[entry.source] = exc
         return self._tokenizers[entry.source]
 
