@@ -27,6 +27,8 @@ import contextvars
 import os
 import re
 
+from typing import Any
+
 import torch
 from torch import nn
 from transformers import AttentionInterface, PreTrainedModel
@@ -62,9 +64,10 @@ class PrepackedLinear(nn.Module):
             # oneDNN takes a GEMV path for one row that sums K (> ~1k) in another order than its
             # GEMM; fed as two equal rows, a single token gets the GEMM's bits (~2% slower)
             pair = x.reshape(1, -1).expand(2, -1).contiguous()  # [2, in]
-            y = torch.ops.mkldnn._linear_pointwise(pair, self.packed_weight, self.bias, "none", [], "")
+            y: torch.Tensor = torch.ops.mkldnn._linear_pointwise(pair, self.packed_weight, self.bias, "none", [], "")
             return y[:1].reshape(*x.shape[:-1], self.out_features)
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+        return out
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -99,13 +102,13 @@ def _own_remaining_weights(model: PreTrainedModel) -> None:
 # ---------------------------------------------------------------- attention
 
 
-def _set_kept_rows(module: nn.Module, args: tuple, kwargs: dict) -> None:
+def _set_kept_rows(module: nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     keep = kwargs.get("logits_to_keep", 0)
     _kept_rows.set(keep if isinstance(keep, int) else 0)
 
 
 def _one_row_at_a_time(
-    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kwargs: object
+    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kwargs: Any
 ) -> torch.Tensor:
     """Each of q's rows over its own causal prefix, as single-token decoding computes it.
     query [1, H, q, D], key/value [1, Hkv, kv, D] (the last q keys are the rows' own) → [1, q, H, D]"""
@@ -126,7 +129,7 @@ def _attend(
     value: torch.Tensor,
     attention_mask: torch.Tensor | None,
     tail: int,
-    **kwargs: object,
+    **kwargs: Any,
 ) -> torch.Tensor:
     """Attention over a block whose last ``tail`` rows are computed one row at a time and whose
     head is computed exactly as a block of that length alone would be.  → [1, q, H, D]"""
@@ -157,7 +160,7 @@ def rowwise_attention(
     attention_mask: torch.Tensor | None,
     dropout: float = 0.0,
     scaling: float | None = None,
-    **kwargs: object,
+    **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers attention interface.  query [B, H, q, D], key/value [B, Hkv, kv, D] → [B, q, H, D]"""
     plain = query.shape[0] != 1 or getattr(module, "sliding_window", None) or dropout or query.shape[2] == 1
@@ -205,7 +208,7 @@ def apply_cpu_kernels(model: PreTrainedModel, *, rowwise: bool = True) -> bool:
     _prepack_linears(model)
     if rowwise:
         _use_rowwise_attention(model)
-    model.specchat_cpu_kernels = True
+    setattr(model, "specchat_cpu_kernels", True)  # noqa: B010 - a marker transformers does not declare
     return True
 
 

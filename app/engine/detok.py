@@ -21,7 +21,8 @@ class IncrementalDetokenizer:
         self._read_offset = 0  # ids before this are already emitted
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return str(text)  # one sequence in, one string out
 
     def add(self, token_id: int) -> str:
         """Append one id; return the newly completed text (possibly empty)."""

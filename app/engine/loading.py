@@ -269,7 +269,7 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
 
 def _write_converted(path: Path, folder: Path, source: str) -> None:
     model, tokenizer = _read_gguf(path, source)
-    model.hf_quantizer = None  # else save_pretrained: "quantized with gguf, not serializable"
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - else save_pretrained: "quantized with gguf, not serializable"
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(folder)
@@ -344,7 +344,7 @@ def _read_folder(
     return model, tokenizer
 
 
-def _tokenizer_class(folder: Path) -> type:
+def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoTokenizer]:
     """Honour a tokenizer.json declared generic. transformers 5 would otherwise rebuild some
     architectures' tokenizers (e.g. qwen2's pre-tokenizer) from its own defaults."""
     try:
@@ -362,11 +362,13 @@ def _quantize_int8(model: PreTrainedModel) -> PreTrainedModel:
         raise InvalidSettingError("int8 is not available in this version of torch; use float32.")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*deprecated.*")
-        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        quantized: PreTrainedModel = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        return quantized
 
 
 def _prepare(model: PreTrainedModel, device: torch.device, dtype: str) -> PreTrainedModel:
-    model = _quantize_int8(model) if dtype == "int8" else model.to(device)
+    # transformers types to() through a decorator that mypy reads as taking the model twice
+    model = _quantize_int8(model) if dtype == "int8" else model.to(device)  # type: ignore[arg-type]
     model.eval()
     model.requires_grad_(False)
     return model
