@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextvars
 import os
 import re
-
 from typing import Any
 
 import torch
