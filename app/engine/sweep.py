@@ -7,6 +7,8 @@ runs first and is the reference for speed and for "same answer".
 
     for row in run_sweep(engine, conversation, config, arms):
         print(row.arm.label, row.speedup, row.identical)
+
+Torch-free (the GUI imports the arms and rows); only ``run_sweep`` drives an Engine.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from .errors import InvalidSettingError
 from .events import RunResult
-from .session import Conversation, Engine
+
+if TYPE_CHECKING:  # torch-free at run time: the GUI imports the arms and rows
+    from .session import Conversation, Engine
 
 NONE = "none"
 DRAFTER_LABELS = {NONE: "no speculation", LOOKUP: "prompt lookup", DRAFT_MODEL: "draft model"}
