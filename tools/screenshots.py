@@ -1,4 +1,6 @@
-"""Retake the README screenshots: docs/screenshots/chat.png and compare.png.
+"""Retake the README screenshots: docs/screenshots/chat.png, compare.png, explain.png (the Why
+panel of the compared answer), drafters.png (the drafter experiment) and chat_fr.png (the
+window in French).
 
     python tools/screenshots.py                      # bundled model + prompt lookup
     python tools/screenshots.py --target DIR --draft DIR
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,9 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness import PROMPT, model_settings, open_window, send_and_wait, start_app, wait_for
+from PySide6.QtWidgets import QApplication
 
+from app.ui.i18n import install_translators, remove_translators
 from app.ui.settings import AppSettings
 from app.ui.storage import ConversationStore
+
+PROMPT_FR = (
+    "Corrige les fautes et recopie la phrase : « Le décodage spéculatif laisse un petit modèle "
+    "deviner plusieur jetons, et le grand modèle les vérifie tous en une seule passe. »"
+)
 
 
 def warm_up(settings: AppSettings, prompt: str) -> None:
@@ -48,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--show-rejected", action="store_true", help="show rejected drafts inline")
     parser.add_argument("--no-warmup", action="store_true", help="picture a cold first run")
+    parser.add_argument("--sweep-ks", default="1,2,4,auto", help="k values for the drafter experiment")
+    parser.add_argument("--prompt-fr", default=PROMPT_FR, help="the prompt of the French screenshot")
     args = parser.parse_args(argv)
 
     app = start_app()
@@ -76,9 +88,43 @@ def main(argv: list[str] | None = None) -> int:
     app.processEvents()
     dialog.grab().save(str(args.out / "compare.png"))
     print(f"verdict: {dialog.verdict.text()}")
-    print(f"wrote {args.out / 'chat.png'} and {args.out / 'compare.png'}")
+
+    why = dialog.open_why()
+    why.resize(1100, 900)
+    settle(app)
+    why.grab().save(str(args.out / "explain.png"))
+    print(f"why: {why.summary.text()}")
+    why.close()
+    dialog.close()
+
+    sweep = window.open_sweep(answer.message)
+    sweep.ks_edit.setText(args.sweep_ks)
+    sweep.resize(1000, 900)
+    sweep.run_button.click()
+    wait_for(window.worker.sweep_done, timeout_s=1800)
+    settle(app)
+    sweep.grab().save(str(args.out / "drafters.png"))
+    print(f"drafters: {sweep.status.text()}")
+    sweep.close()
     window.close()
+
+    french = install_translators(app, "fr")
+    window = open_window(settings)
+    window.resize(1200, 820)
+    send_and_wait(window, args.prompt_fr)
+    settle(app)
+    window.grab().save(str(args.out / "chat_fr.png"))
+    window.close()
+    remove_translators(app, french)
+    print(f"wrote chat, compare, explain, drafters and chat_fr in {args.out}")
     return 0
+
+
+def settle(app: QApplication, seconds: float = 0.5) -> None:
+    """Let layouts and charts paint before a grab."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        app.processEvents()
 
 
 if __name__ == "__main__":
