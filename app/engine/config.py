@@ -23,7 +23,8 @@ class GenerationConfig:
 
     max_new_tokens: int = 256
     speculative: bool = True
-    k: int = 5  # draft length (initial length when adaptive)
+    k: int = 5  # draft length (initial length when adaptive; the most drafts per step when auto_k)
+    auto_k: bool = True  # choose each step's k (0 included) from measured costs and acceptance
     adaptive_k: bool = False  # grow after full acceptance, shrink after a rejection
     k_max: int = 16  # upper bound for the adaptive schedule
     confidence_threshold: float = 0.0  # draft model stops drafting below this probability
@@ -64,6 +65,7 @@ def validate(config: GenerationConfig) -> None:
         ),
         (config.sampling in ("standard", "seed-invariant"), f"unknown sampling mode {config.sampling!r}"),
         (all(config.stop_strings), "stop strings must not be empty"),
+        (isinstance(config.auto_k, bool), f"auto_k must be True or False (got {config.auto_k!r})"),
     ]
     for ok, message in checks:
         if not ok:

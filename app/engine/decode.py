@@ -18,15 +18,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import torch
 from transformers import PreTrainedTokenizerBase
 
 from .acceptance import Rule
 from .config import GenerationConfig
+from .cost import MODEL_KEY, Choice, KChooser, lookup_key
 from .detok import IncrementalDetokenizer
 from .drafters import Drafter, Proposal
 from .events import RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from .kv import CachedModel
-from .sampling import top2_margin
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
 
@@ -89,40 +90,115 @@ class _Verified:
     next_token: int
 
 
+def _target_rows(target: CachedModel, tokens: list[int], drafts: list[int], new_turn: bool) -> torch.Tensor:
+    """The target's logits for ``[last, d1..dm]``.  [m+1, V]
+
+    Inside a turn the cache holds every token but the last, so the step feeds only its own
+    tokens; a new turn compares the whole sequence once (reusing an earlier turn's cache)."""
+    if not new_turn:
+        logits = target.feed_at(len(tokens) - 1, tokens[-1:] + drafts)
+        if logits is not None:
+            return logits
+    return target.continue_from(tokens + drafts, rows=len(drafts) + 1)
+
+
+@dataclass(frozen=True)
+class _Readout:
+    """What the events need from a pass, on the host, per row j of ``[m+1, V]``."""
+
+    top1: list[int]  # the target's argmax
+    margin: list[float]  # top-1 minus top-2 logit
+    p_at_draft: list[float]  # p_target(d_{j+1}) (row m: unused)
+    p_at_top1: list[float]  # p_target(top1)
+
+
+def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Readout:
+    """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads)."""
+    top = torch.topk(logits.float(), 2, dim=-1)  # values, indices: [m+1, 2]
+    draft_ids = torch.tensor(drafts + [0], device=p.device)[:, None]  # [m+1, 1]; last row a dummy
+    table = torch.cat(
+        [
+            top.indices[:, :1].to(p.dtype),  # exact: vocabularies are far below 2^24
+            top.values[:, :1] - top.values[:, 1:],
+            p.gather(1, draft_ids),
+            p.gather(1, top.indices[:, :1]),
+        ],
+        dim=1,
+    ).tolist()  # [m+1, 4]
+    columns = list(zip(*table))
+    return _Readout([int(i) for i in columns[0]], list(columns[1]), list(columns[2]), list(columns[3]))
+
+
 def _verify_step(
-    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output
+    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output, new_turn: bool
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
-    logits = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
+    logits = _target_rows(target, tokens, drafts, new_turn)  # [m+1, V]
     p = rule.probs(logits)  # [m+1, V]: sampled from, and shown on hover
-    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens))
-    n = verdict.n_accepted
+    seen = _readout(logits, p, drafts)
+    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens), argmax=seen.top1)
+    n, next_token = verdict.n_accepted, verdict.next_token
     target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
-    margins = top2_margin(logits[: n + 1])
     accepted = []
     for j in range(n):
         info = out.push(
-            drafts[j], source="draft", p_target=float(p[j, drafts[j]]), p_draft=proposal.p_draft[j], margin=margins[j]
+            drafts[j], source="draft", p_target=seen.p_at_draft[j], p_draft=proposal.p_draft[j], margin=seen.margin[j]
         )
         if info is None:
             break
         accepted.append(info)
-    q_next = float(proposal.q[n, verdict.next_token]) if proposal.q is not None and n < len(drafts) else None
-    own = out.push(
-        verdict.next_token, source="target", p_target=float(p[n, verdict.next_token]), p_draft=q_next, margin=margins[n]
-    )
+    # sampling may pick another token than the argmax: one read, once per step
+    p_next = seen.p_at_top1[n] if next_token == seen.top1[n] else float(p[n, next_token])
+    q_next = float(proposal.q[n, next_token]) if proposal.q is not None and n < len(drafts) else None
+    own = out.push(next_token, source="target", p_target=p_next, p_draft=q_next, margin=seen.margin[n])
     rejected = [
         TokenInfo(
             id=d,
             text=out.detok.tokenizer.decode([d], skip_special_tokens=True),
             source="draft",
-            p_target=float(p[n, d]) if j == 0 else None,
+            p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
         )
         for j, d in enumerate(drafts[n:])
     ]
-    return _Verified(accepted, own, rejected, n, verdict.next_token)
+    return _Verified(accepted, own, rejected, n, next_token)
+
+
+def _propose(
+    drafter: Drafter | None,
+    chooser: KChooser | None,
+    tokens: list[int],
+    k_cap: int,
+    rule: Rule,
+    config: GenerationConfig,
+    prefill: bool,
+) -> tuple[Proposal, Choice | None]:
+    """The drafts this step verifies, and the chooser's decision when k is automatic.
+
+    Prompt lookup costs nothing, so it proposes up to ``k_cap`` and the chooser keeps the first
+    ``k`` (its evidence: the n-gram length). A draft model costs a pass per draft, so the
+    chooser decides ``k`` before any drafting, and ``k = 0`` skips the drafter entirely.
+    """
+    if drafter is None or k_cap <= 0:
+        return NO_PROPOSAL, None
+    threshold = config.confidence_threshold
+    if chooser is None or not config.auto_k:
+        return drafter.propose(tokens, k_cap, rule, threshold, new_turn=prefill), None
+    if drafter.cheap:
+        proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn=prefill)
+        if not proposal.tokens:
+            return proposal, None
+        choice = chooser.choose(lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill)
+        return proposal.first(choice.k), choice
+    choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+    if choice.k == 0:
+        return NO_PROPOSAL, choice
+    return drafter.propose(tokens, choice.k, rule, threshold, new_turn=prefill), choice
+
+
+def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+    return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
 
 
 def _target_kind(index: int, drafted: bool, accepted: int, proposed: int) -> TargetKind:
@@ -153,10 +229,13 @@ def decode(
     eos_ids: frozenset[int],
     context_length: int,
     cancel: threading.Event | None = None,
+    chooser: KChooser | None = None,
 ) -> Iterator[StepEvent]:
     """Generate an answer to ``prompt`` (token ids), yielding one event per target pass.
 
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
+    ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
+    chooses each step's number of drafts, at most ``config.k``.
     """
     rule = Rule(config)
     limit = min(config.max_new_tokens, context_length - len(prompt))
@@ -170,17 +249,19 @@ def decode(
             yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
             return
         started = time.perf_counter()
-        k_now = min(k, limit - out.count - 1, context_length - len(tokens))
+        k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
-        use_drafter = drafter is not None and k_now > 0
-        proposal = drafter.propose(tokens, k_now, rule, config.confidence_threshold) if use_drafter else NO_PROPOSAL
+        proposal, choice = _propose(drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0)
         drafted = time.perf_counter()
-        step = _verify_step(target, rule, tokens, proposal, out)
+        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
         finished = time.perf_counter()
 
-        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
         m = len(proposal.tokens)
-        kind = _target_kind(index, use_drafter, step.n_accepted, m)
+        if chooser is not None:
+            _learn(chooser, drafter, proposal, step.n_accepted, drafted - started, finished - drafted, index)
+        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
+        drafting = drafter is not None and (m > 0 or proposal.passes > 0)
+        kind = _target_kind(index, drafting, step.n_accepted, m)
         emitted = step.accepted + ([step.target] if step.target else [])
         if out.stop_reason is not None:
             emitted = out.finish(emitted)
@@ -200,15 +281,38 @@ def decode(
             target=emitted[-1] if step.target else None,
             rejected=tuple(step.rejected),
             target_kind=kind,
-            k=k_now if use_drafter else 0,
+            k=_requested(choice, k_cap, drafter),
             draft_s=drafted - started,
             verify_s=finished - drafted,
             stats=stats,
             stop_reason=out.stop_reason,
             draft_passes=proposal.passes,
+            predicted_speedup=choice.predicted_speedup if choice is not None else None,
         )
         if out.stop_reason is not None:
             return
-        k = _next_k(k, m, step.n_accepted, config)
+        if not config.auto_k:
+            k = _next_k(k, m, step.n_accepted, config)
         index += 1
 
+
+def _requested(choice: Choice | None, k_cap: int, drafter: Drafter | None) -> int:
+    """Drafts requested this step: the chooser's k, else the fixed (or adaptive) k."""
+    if drafter is None or k_cap <= 0:
+        return 0
+    return choice.k if choice is not None else k_cap
+
+
+def _learn(
+    chooser: KChooser, drafter: Drafter | None, proposal: Proposal, accepted: int, draft_s: float, verify_s: float, index: int
+) -> None:
+    """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
+    verification cost (its size is the prompt's), so only later passes are timed."""
+    if index > 0:
+        chooser.costs.observe_verify(len(proposal.tokens) + 1, verify_s)
+    if proposal.passes:
+        chooser.costs.observe_draft(proposal.passes, draft_s)
+    if drafter is not None and proposal.tokens:
+        chooser.observe_step(_evidence_key(drafter, proposal), len(proposal.tokens), accepted)
+    else:
+        chooser.acceptance.tick()
