@@ -30,13 +30,13 @@ MIN_GAIN = 1.03  # leave the plain step only for a predicted gain of at least 3 
 
 # Prior per-draft acceptance, (rate, weight in pseudo-trials), by what the drafter knew.
 PRIORS: dict[str, tuple[float, float]] = {
-    "lookup1": (0.3, 4.0),  # a match on the last token only
-    "lookup2": (0.45, 4.0),
-    "lookup3": (0.6, 4.0),  # three or more tokens matched
-    "model": (0.6, 4.0),
+    "lookup1": (0.3, 2.0),  # a match on the last token only
+    "lookup2": (0.45, 2.0),
+    "lookup3": (0.6, 2.0),  # three or more tokens matched
+    "model": (0.6, 2.0),
 }
-DEFAULT_PRIOR = (0.5, 4.0)
-DECAY_PER_STEP = 0.97  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
+DEFAULT_PRIOR = (0.5, 2.0)
+DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
 
 
 def expected_tokens(alpha: float, k: int) -> float:
