@@ -291,8 +291,7 @@ def decode(
         )
         if out.stop_reason is not None:
             return
-        if not config.auto_k:
-            k = _next_k(k, m, step.n_accepted, config)
+        k = _next_k(k, m, step.n_accepted, config)  # with auto_k: the chooser's cap
         index += 1
 
 
