@@ -156,7 +156,9 @@ def test_the_target_as_its_own_cheap_draft_is_verified_in_blocks(load_tiny):
     engine = Engine(target, target)
     engine.chooser = KChooser(costs=FrozenCosts(draft_step=0.1))
     result = engine.generate("The quick brown fox", AUTO)
-    assert result.token_ids == engine.generate("The quick brown fox", replace(AUTO, speculative=False)).token_ids
+    assert (
+        result.token_ids == engine.generate("The quick brown fox", replace(AUTO, speculative=False)).token_ids
+    )
     assert sum(s.k > 0 for s in result.steps) > len(result.steps) / 2
     assert result.stats.acceptance_rate == 1.0 and result.stats.tokens_per_pass > 2.0
 
@@ -185,4 +187,3 @@ def test_rule_verify_with_a_host_argmax_matches_the_tensor_path():
     p = rule.probs(logits)
     host = rule.verify(logits, p, drafts, None, 0, argmax=logits.argmax(-1).tolist())
     assert host == rule.verify(logits, p, drafts, None, 0)
-

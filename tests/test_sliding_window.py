@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 import torch
+from tiny_models import save
 from transformers import AutoModelForCausalLM, MistralConfig
 
 from app.engine import Engine, GenerationConfig
 from app.engine.loading import load_model
-from tiny_models import save
 
 WINDOW = 16
 GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
@@ -46,8 +46,12 @@ def mistral(tmp_path_factory, tokenizer):
 def hf_greedy(engine: Engine, prompt: str, max_new_tokens: int) -> list[int]:
     ids = torch.tensor([engine.prompt_ids(prompt)])
     out = engine.target.model.generate(
-        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=max_new_tokens,
-        eos_token_id=[], pad_token_id=0,
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=[],
+        pad_token_id=0,
     )
     return out[0, ids.shape[1] :].tolist()
 

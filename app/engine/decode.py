@@ -143,7 +143,11 @@ def _verify_step(
     accepted = []
     for j in range(n):
         info = out.push(
-            drafts[j], source="draft", p_target=seen.p_at_draft[j], p_draft=proposal.p_draft[j], margin=seen.margin[j]
+            drafts[j],
+            source="draft",
+            p_target=seen.p_at_draft[j],
+            p_draft=proposal.p_draft[j],
+            margin=seen.margin[j],
         )
         if info is None:
             break
@@ -189,7 +193,9 @@ def _propose(
         proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn=prefill)
         if not proposal.tokens:
             return proposal, None
-        choice = chooser.choose(lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill)
+        choice = chooser.choose(
+            lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill
+        )
         return proposal.first(choice.k), choice
     choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
     if choice.k == 0:
@@ -303,7 +309,13 @@ def _requested(choice: Choice | None, k_cap: int, drafter: Drafter | None) -> in
 
 
 def _learn(
-    chooser: KChooser, drafter: Drafter | None, proposal: Proposal, accepted: int, draft_s: float, verify_s: float, index: int
+    chooser: KChooser,
+    drafter: Drafter | None,
+    proposal: Proposal,
+    accepted: int,
+    draft_s: float,
+    verify_s: float,
+    index: int,
 ) -> None:
     """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
     verification cost (its size is the prompt's), so only later passes are timed."""

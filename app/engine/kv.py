@@ -29,7 +29,11 @@ def _cache_kwarg(model: PreTrainedModel) -> str:
 def _new_cache(model: PreTrainedModel) -> tuple[DynamicCache, int | None]:
     """An empty cache and the smallest sliding window among its layers (None: none slide)."""
     cache = DynamicCache(config=model.config)
-    windows = [layer.sliding_window for layer in cache.layers if getattr(layer, "is_sliding", False)]
+    windows = [
+        int(getattr(layer, "sliding_window", 0))
+        for layer in cache.layers
+        if getattr(layer, "is_sliding", False)
+    ]
     if not windows:
         return cache, None
     cache.activate_past_recording()  # keep what a rollback of the latest pass needs, until crop
