@@ -177,8 +177,10 @@ def _propose(
     rule: Rule,
     config: GenerationConfig,
     prefill: bool,
+    new_turn: bool,
 ) -> tuple[Proposal, Choice | None]:
     """The drafts this step verifies, and the chooser's decision when k is automatic.
+    ``new_turn``: the drafter has not been asked yet in this answer.
 
     Prompt lookup costs nothing, so it proposes up to ``k_cap`` and the chooser keeps the first
     ``k`` (its evidence: the n-gram length). A draft model costs a pass per draft, so the
@@ -188,9 +190,9 @@ def _propose(
         return NO_PROPOSAL, None
     threshold = config.confidence_threshold
     if chooser is None or not config.auto_k:
-        return drafter.propose(tokens, k_cap, rule, threshold, new_turn=prefill), None
+        return drafter.propose(tokens, k_cap, rule, threshold, new_turn), None
     if drafter.cheap:
-        proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn=prefill)
+        proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn)
         if not proposal.tokens:
             return proposal, None
         choice = chooser.choose(
@@ -200,7 +202,7 @@ def _propose(
     choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
     if choice.k == 0:
         return NO_PROPOSAL, choice
-    return drafter.propose(tokens, choice.k, rule, threshold, new_turn=prefill), choice
+    return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
@@ -250,6 +252,7 @@ def decode(
     tokens = list(prompt)
     k = config.k
     index = 0
+    drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     while True:
         if cancel is not None and cancel.is_set():
             yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
@@ -257,7 +260,10 @@ def decode(
         started = time.perf_counter()
         k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
-        proposal, choice = _propose(drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0)
+        proposal, choice = _propose(
+            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
+        )
+        drafter_asked = drafter_asked or proposal is not NO_PROPOSAL
         drafted = time.perf_counter()
         step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
         finished = time.perf_counter()
