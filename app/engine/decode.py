@@ -293,7 +293,7 @@ def decode(
             target=emitted[-1] if step.target else None,
             rejected=tuple(step.rejected),
             target_kind=kind,
-            k=_requested(choice, k_cap, drafter),
+            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
             draft_s=drafted - started,
             verify_s=finished - drafted,
             stats=stats,
@@ -307,11 +307,16 @@ def decode(
         index += 1
 
 
-def _requested(choice: Choice | None, k_cap: int, drafter: Drafter | None) -> int:
-    """Drafts requested this step: the chooser's k, else the fixed (or adaptive) k."""
+def _requested(
+    choice: Choice | None, k_cap: int, drafter: Drafter | None, proposal: Proposal, auto: bool
+) -> int:
+    """Drafts requested this step: the chooser's k; with auto k and nothing to choose from
+    (lookup found no match), none; else the fixed (or adaptive) k."""
     if drafter is None or k_cap <= 0:
         return 0
-    return choice.k if choice is not None else k_cap
+    if choice is not None:
+        return choice.k
+    return len(proposal.tokens) if auto else k_cap
 
 
 def _learn(
