@@ -13,6 +13,12 @@ and costs ``k * d + V(k + 1)`` seconds: ``d`` one draft step, ``V(n)`` a target 
 ``n`` tokens. The chooser takes the ``k`` (0 = a plain step, ``E = 1``, cost ``V(1)``) with
 the most tokens per second, and only leaves the plain step when the gain it predicts clears
 a small margin, so measurement noise does not make speculation lose.
+
+Lossless by construction: for a draft model ``k`` is fixed before drafting, from past steps
+only; for prompt lookup, from the n-gram match length, which does not depend on the target's
+distribution at the drafted positions. So which drafts are verified never depends on a sampled
+draft token's own probability (the bias a confidence stop on the sampled token has under
+standard sampling); the acceptance rule sees an ordinary, shorter block.
 """
 
 from __future__ import annotations
