@@ -187,3 +187,12 @@ def test_rule_verify_with_a_host_argmax_matches_the_tensor_path():
     p = rule.probs(logits)
     host = rule.verify(logits, p, drafts, None, 0, argmax=logits.argmax(-1).tolist())
     assert host == rule.verify(logits, p, drafts, None, 0)
+
+
+def test_an_unmeasured_draft_model_is_tried_once_then_judged_by_its_cost():
+    chooser = KChooser()
+    for n in range(1, 7):
+        chooser.costs.observe_verify(n, stock_cpu(n))
+    assert chooser.choose("model", 4, drafts_ready=False).k > 0  # must run to be measured
+    chooser.costs.observe_draft(1, 1.0)  # as dear as a target step
+    assert chooser.choose("model", 4, drafts_ready=False).k == 0

@@ -200,8 +200,9 @@ class KChooser:
         measured = self.costs.draft_cost()
         if measured is not None and self.costs.verify:  # both in seconds
             return measured
-        # never measured: assume a draft step as dear as a plain target step (the cautious guess)
-        return self.verify_cost(1)
+        # never measured: assume drafting is free, so the drafter runs once and gets measured
+        # (a cautious guess would never draft, and so never learn)
+        return 0.0
 
     def observe_step(self, key: str, proposed: int, accepted: int) -> None:
         self.acceptance.tick()

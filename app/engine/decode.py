@@ -329,11 +329,12 @@ def _learn(
     index: int,
 ) -> None:
     """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
-    verification cost (its size is the prompt's), so only later passes are timed."""
+    verification cost (its size is the prompt's), nor is the draft model's first pass of an
+    answer a draft step (it prefills the prompt), so only later passes are timed."""
     if index > 0:
         chooser.costs.observe_verify(len(proposal.tokens) + 1, verify_s)
-    if proposal.passes:
-        chooser.costs.observe_draft(proposal.passes, draft_s)
+        if proposal.passes:
+            chooser.costs.observe_draft(proposal.passes, draft_s)
     if drafter is not None and proposal.tokens:
         chooser.observe_step(_evidence_key(drafter, proposal), len(proposal.tokens), accepted)
     else:
