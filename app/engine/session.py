@@ -97,7 +97,7 @@ class Engine:
         2 CPU cores), which would otherwise land on the first answer and skew a comparison.
         Then time a target pass per block size and a draft step: the k chooser's first points
         (decoding keeps measuring)."""
-        models = [self._target_kv] + ([self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else [])
+        models = self._runners()
         for runner in models:
             runner.forward([0] * 16, keep=1)
             runner.forward([0], keep=1)
@@ -113,8 +113,12 @@ class Engine:
     @property
     def forward_seconds(self) -> float:
         """Seconds spent inside the models' forward passes so far (target and draft)."""
-        runners = [self._target_kv] + ([self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else [])
-        return sum(r.forward_s for r in runners)
+        return sum(r.forward_s for r in self._runners())
+
+    def _runners(self) -> list[CachedModel]:
+        """The target's cached model, then the draft model's if there is one."""
+        draft = [self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else []
+        return [self._target_kv, *draft]
 
     @property
     def target_name(self) -> str:
