@@ -196,3 +196,17 @@ def test_an_unmeasured_draft_model_is_tried_once_then_judged_by_its_cost():
     assert chooser.choose("model", 4, drafts_ready=False).k > 0  # must run to be measured
     chooser.costs.observe_draft(1, 1.0)  # as dear as a target step
     assert chooser.choose("model", 4, drafts_ready=False).k == 0
+
+
+def test_a_draft_model_skips_an_answer_whose_prompt_it_would_have_to_prefill_for_nothing():
+    chooser = KChooser()
+    for n in range(1, 7):
+        chooser.costs.observe_verify(n, stock_cpu(n))
+    chooser.costs.observe_draft(1, 0.05)
+    plan = chooser.choose("model", 4, drafts_ready=False)
+    assert plan.k > 0 and plan.predicted_speedup > 1.0
+    assert chooser.worth_catching_up(3000, 64, plan)  # catch-up cost never measured: try it
+    chooser.costs.observe_draft_catch_up(3000, 30.0)  # 0.01 per token
+    assert not chooser.worth_catching_up(3000, 64, plan)  # 30 to save at most ~64 * 1 * (1 - 1/s)
+    assert chooser.worth_catching_up(3000, 100_000, plan)  # a long answer repays it
+    assert chooser.worth_catching_up(10, 64, plan)  # a few tokens behind: an ordinary step

@@ -42,6 +42,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "model": (0.6, 2.0),
 }
 DEFAULT_PRIOR = (0.5, 2.0)
+CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinary step
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
 
 
@@ -88,6 +89,7 @@ class CostModel:
 
     verify: dict[int, deque[float]] = field(default_factory=dict)
     draft: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))
+    draft_catch_up: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))  # s/token
 
     def observe_verify(self, tokens: int, seconds: float) -> None:
         if tokens >= 1 and seconds > 0.0:
@@ -97,8 +99,17 @@ class CostModel:
         if passes >= 1 and seconds > 0.0:
             self.draft.append(seconds / passes)
 
+    def observe_draft_catch_up(self, tokens: int, seconds: float) -> None:
+        """A draft model's first pass of an answer: it feeds the prompt it has not seen."""
+        if tokens > CATCH_UP_FREE and seconds > 0.0:
+            self.draft_catch_up.append(seconds / tokens)
+
     def draft_cost(self) -> float | None:
         return statistics.median(self.draft) if self.draft else None
+
+    def draft_catch_up_cost(self) -> float | None:
+        """Seconds per prompt token the draft model feeds to catch up."""
+        return statistics.median(self.draft_catch_up) if self.draft_catch_up else None
 
     def measured(self) -> dict[int, float]:
         """Median seconds per measured size, by size."""
@@ -203,6 +214,15 @@ class KChooser:
         # never measured: assume drafting is free, so the drafter runs once and gets measured
         # (a cautious guess would never draft, and so never learn)
         return 0.0
+
+    def worth_catching_up(self, unseen: int, remaining: int, choice: Choice) -> bool:
+        """Is a draft model's catch-up on ``unseen`` tokens (its own prefill of a long prompt)
+        repaid by the time the chosen drafting saves over the ``remaining`` tokens?"""
+        per_token = self.costs.draft_catch_up_cost()
+        if unseen <= CATCH_UP_FREE or per_token is None or choice.predicted_speedup <= 1.0:
+            return choice.k > 0  # unmeasured: try once, to measure
+        saved = remaining * self.verify_cost(1) * (1.0 - 1.0 / choice.predicted_speedup)
+        return saved > unseen * per_token
 
     def observe_step(self, key: str, proposed: int, accepted: int) -> None:
         self.acceptance.tick()

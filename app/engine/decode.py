@@ -205,6 +205,22 @@ def _propose(
     return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice
 
 
+def _drafter_for_answer(
+    drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
+) -> tuple[Drafter | None, int]:
+    """The drafter this answer uses, and how many prompt tokens it has not seen.
+
+    A draft model first feeds the part of the conversation it has not seen (a long prompt:
+    its own prefill). With auto k that is worth it only if the drafting it enables saves more
+    over the answer than the catch-up costs; decided once, at the start of the answer.
+    """
+    if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
+        return drafter, 0
+    unseen = drafter.unseen(prompt)
+    plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
+    return (drafter if chooser.worth_catching_up(unseen, limit, plan) else None), unseen
+
+
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
     return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
 
@@ -252,6 +268,7 @@ def decode(
     tokens = list(prompt)
     k = config.k
     index = 0
+    drafter, unseen = _drafter_for_answer(drafter, chooser, prompt, config, limit)
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     while True:
         if cancel is not None and cancel.is_set():
@@ -263,7 +280,8 @@ def decode(
         proposal, choice = _propose(
             drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
         )
-        drafter_asked = drafter_asked or proposal is not NO_PROPOSAL
+        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
+        drafter_asked = drafter_asked or first_ask
         drafted = time.perf_counter()
         step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
         finished = time.perf_counter()
@@ -271,6 +289,8 @@ def decode(
         m = len(proposal.tokens)
         if chooser is not None:
             _learn(chooser, drafter, proposal, step.n_accepted, drafted - started, finished - drafted, index)
+            if first_ask and proposal.passes:
+                chooser.costs.observe_draft_catch_up(unseen, drafted - started)
         tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
         drafting = drafter is not None and (m > 0 or proposal.passes > 0)
         kind = _target_kind(index, drafting, step.n_accepted, m)

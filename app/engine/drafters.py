@@ -43,6 +43,10 @@ class Drafter(Protocol):
         (a new answer), so nothing remembered about it may be trusted."""
         ...
 
+    def unseen(self, tokens: list[int]) -> int:
+        """Tokens it would feed to catch up with ``tokens`` (0 for a cheap drafter)."""
+        ...
+
     def reset(self) -> None: ...
 
 
@@ -113,6 +117,9 @@ class PromptLookupDrafter:
                 return Proposal(continuation, None, [None] * len(continuation), passes=0, ngram=n)
         return Proposal([], None, [], passes=0)
 
+    def unseen(self, tokens: list[int]) -> int:
+        return 0  # indexing costs next to nothing
+
     def reset(self) -> None:
         self.index.clear()
 
@@ -160,6 +167,10 @@ class ModelDrafter:
                 passes += 1
         q_all = torch.stack(rows) if rows else None
         return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)
+
+    def unseen(self, tokens: list[int]) -> int:
+        """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""
+        return len(tokens) - self.runner.common_prefix(tokens)
 
     def reset(self) -> None:
         self.runner.reset()
