@@ -210,3 +210,18 @@ def test_a_draft_model_skips_an_answer_whose_prompt_it_would_have_to_prefill_for
     assert not chooser.worth_catching_up(3000, 64, plan)  # 30 to save at most ~64 * 1 * (1 - 1/s)
     assert chooser.worth_catching_up(3000, 100_000, plan)  # a long answer repays it
     assert chooser.worth_catching_up(10, 64, plan)  # a few tokens behind: an ordinary step
+
+
+def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tiny):
+    target = load_tiny("llama")
+    engine = Engine(target, target)
+    costs = FrozenCosts(draft_step=0.1)
+    costs.draft_catch_up.append(1.0)  # a prompt token costs the draft model a whole target step
+    costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
+    engine.chooser = KChooser(costs=costs)
+    prompt = "The quick brown fox jumps over the lazy dog. " * 4
+    skipped = engine.generate(prompt, AUTO)
+    assert skipped.stats.draft_passes == 0 and skipped.stats.proposed == 0
+    costs.draft_catch_up[0] = 0.001
+    engine.reset()
+    assert engine.generate(prompt, AUTO).stats.proposed > 0
