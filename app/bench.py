@@ -23,7 +23,7 @@ from app.engine.config import GenerationConfig
 
 if TYPE_CHECKING:
     from app.engine import Engine
-    from app.engine.events import RunStats
+    from app.engine.events import RunResult, RunStats
 
 BASELINE, SPECULATIVE, HF_PLAIN, HF_ASSISTED = "baseline", "speculative", "hf_plain", "hf_assisted"
 METHOD = {
@@ -36,6 +36,12 @@ METHOD = {
     "prompts": "per prompt: medians over repeats",
     "order": "each round runs baseline, speculative, hf_plain, hf_assisted, rotated by one per round",
     "tokens": "generated ids, including the EOS a run stops on",
+    "worst_prompt": "the prompt with the lowest median speedup",
+    "mean_k": "drafts verified per target pass after the prompt's, as chosen (auto k) or fixed",
+    "plain_step_share": "share of target passes after the prompt's that verified no draft",
+    "outside_forward": "per target pass: the decode loop's wall time (prefill + decode) minus the time "
+    "inside the models' forward calls; share = that / the loop's wall time",
+    "cost_curve_ms": "the k chooser's running median of ms per target pass, by tokens fed (1 = plain step)",
 }
 HF_SKIPPED = "Hugging Face runs skipped: they are compared greedy only (temperature 0)"
 
@@ -50,6 +56,7 @@ class Timing:
     seconds: float
     text: str
     stats: RunStats | None = None  # ours only
+    loop: LoopFigures | None = None  # ours only
 
     @property
     def tokens(self) -> int:
@@ -72,15 +79,49 @@ class Timing:
                 acceptance_rate=self.stats.acceptance_rate,
                 tokens_per_pass=self.stats.tokens_per_pass,
             )
+        if self.loop is not None:
+            data.update(self.loop.to_dict())
         return data
+
+
+@dataclass(frozen=True)
+class LoopFigures:
+    """How one of our runs spent its passes: the drafts it chose and its time outside the models."""
+
+    mean_k: float
+    plain_step_share: float
+    outside_forward_ms_per_pass: float
+    outside_forward_share: float
+
+    @classmethod
+    def of(cls, result: RunResult, forward_s: float) -> LoopFigures:
+        later = result.steps[1:]  # after the prompt's pass
+        loop_s = result.stats.prefill_s + result.stats.decode_s
+        outside = max(0.0, loop_s - forward_s)
+        return cls(
+            mean_k=statistics.fmean(s.k for s in later) if later else 0.0,
+            plain_step_share=sum(s.k == 0 for s in later) / len(later) if later else 0.0,
+            outside_forward_ms_per_pass=1000.0 * outside / max(1, len(result.steps)),
+            outside_forward_share=outside / loop_s if loop_s > 0 else 0.0,
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "mean_k": self.mean_k,
+            "plain_step_share": self.plain_step_share,
+            "outside_forward_ms_per_pass": self.outside_forward_ms_per_pass,
+            "outside_forward_share": self.outside_forward_share,
+        }
 
 
 def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) -> Timing:
     engine.reset()  # prefill the whole prompt, as HF does
+    forward_before = engine.forward_seconds
     start = time.perf_counter()
     result = engine.generate(messages, config)
     seconds = time.perf_counter() - start
-    return Timing(tuple(result.token_ids), seconds, result.text, result.stats)
+    loop = LoopFigures.of(result, engine.forward_seconds - forward_before)
+    return Timing(tuple(result.token_ids), seconds, result.text, result.stats, loop)
 
 
 class HuggingFaceRunner:
@@ -185,7 +226,21 @@ def run(
         _prompt_medians(i, prompt, [r for r in runs if r["prompt_index"] == i])
         for i, prompt in enumerate(prompts)
     ]
-    return {"runs": runs, "prompts": per_prompt, "summary": _summary(runs, timings, engine, config)}
+    summary = _summary(runs, timings, engine, config)
+    summary.update(_worst(per_prompt))
+    return {"runs": runs, "prompts": per_prompt, "summary": summary}
+
+
+def _worst(per_prompt: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt speculation served worst, and every prompt's speedup in order."""
+    rated = [row for row in per_prompt if row["speedup"] is not None]
+    worst = min(rated, key=lambda row: row["speedup"], default=None)
+    return {
+        "speedups": [row["speedup"] for row in per_prompt],
+        "worst_speedup": worst["speedup"] if worst else None,
+        "worst_prompt_index": worst["prompt_index"] if worst else None,
+        "worst_prompt": worst["prompt"] if worst else None,
+    }
 
 
 def _median(values: list[float]) -> float | None:
@@ -198,6 +253,11 @@ def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
+
+
+def _mean_of(timings: list[Timing], key: str) -> float | None:
+    values = [getattr(t.loop, key) for t in timings if t.loop is not None]
+    return statistics.fmean(values) if values else None
 
 
 def _total_tps(timings: list[Timing]) -> float | None:
@@ -236,6 +296,12 @@ def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict
         "speedup": _median_of(runs, "speedup"),
         "acceptance_rate": median_of(SPECULATIVE, "acceptance_rate"),
         "tokens_per_pass": median_of(SPECULATIVE, "tokens_per_pass"),
+        "mean_k": median_of(SPECULATIVE, "mean_k"),
+        "plain_step_share": median_of(SPECULATIVE, "plain_step_share"),
+        "outside_forward_ms_per_pass": median_of(SPECULATIVE, "outside_forward_ms_per_pass"),
+        "outside_forward_share": median_of(SPECULATIVE, "outside_forward_share"),
+        "baseline_outside_forward_share": median_of(BASELINE, "outside_forward_share"),
+        "ratio_vs_hf_assisted": _median_of(runs, "ratio_vs_hf_assisted"),
         "identical": all(r["identical"] for r in runs),
         "hf_assisted_identical": all(r["hf_assisted_identical"] for r in runs) if with_hf else None,
     }
@@ -268,7 +334,13 @@ def _summary(
         "drafter": engine.drafter_name,
         "device": str(engine.target.device),
         "k": config.k,
+        "auto_k": config.auto_k,
         "adaptive": config.adaptive_k,
+        "mean_k": _mean_of(timings[SPECULATIVE], "mean_k"),
+        "plain_step_share": _mean_of(timings[SPECULATIVE], "plain_step_share"),
+        "outside_forward_share": _mean_of(timings[SPECULATIVE], "outside_forward_share"),
+        "outside_forward_ms_per_pass": _mean_of(timings[SPECULATIVE], "outside_forward_ms_per_pass"),
+        "cost_curve_ms": {n: 1000.0 * s for n, s in engine.chooser.costs.measured().items()},
         "max_new_tokens": config.max_new_tokens,
         "temperature": config.temperature,
         "method": METHOD,
@@ -296,7 +368,7 @@ def format_report(report: dict[str, Any]) -> str:
     """The per-prompt table (medians over repeats, tokens per second) and the summary."""
     header = (
         f"{'#':>2}  {'prompt':<30} {'tokens':>6} {'base':>6} {'spec':>6} {'speedup':>7} {'accept':>6} "
-        f"{'tok/pass':>8} {'hf':>6} {'hf-asst':>7}  same"
+        f"{'tok/pass':>8} {'mean k':>6} {'plain':>5} {'hf':>6} {'hf-asst':>7} {'/asst':>6} {'outside':>7}  same"
     )
     lines = ["tokens per second (medians over repeats)", header]
     for row in report["prompts"]:
@@ -304,8 +376,10 @@ def format_report(report: dict[str, Any]) -> str:
             f"{row['prompt_index'] + 1:>2}  {_short(row['prompt'], 30):<30} {_cell(row['tokens'], '6.0f')} "
             f"{_cell(row['baseline_tps'], '6.1f')} {_cell(row['speculative_tps'], '6.1f')} "
             f"{_cell(row['speedup'], '6.2f', 'x')} {_cell(row['acceptance_rate'], '6.0%')} "
-            f"{_cell(row['tokens_per_pass'], '8.2f')} {_cell(row['hf_plain_tps'], '6.1f')} "
-            f"{_cell(row['hf_assisted_tps'], '7.1f')}  {_yes(row['identical'])}"
+            f"{_cell(row['tokens_per_pass'], '8.2f')} {_cell(row['mean_k'], '6.2f')} "
+            f"{_cell(row['plain_step_share'], '5.0%')} {_cell(row['hf_plain_tps'], '6.1f')} "
+            f"{_cell(row['hf_assisted_tps'], '7.1f')} {_cell(row['ratio_vs_hf_assisted'], '5.2f', 'x')} "
+            f"{_cell(row['outside_forward_share'], '7.1%')}  {_yes(row['identical'])}"
         )
     s = report["summary"]
 
@@ -316,11 +390,22 @@ def format_report(report: dict[str, Any]) -> str:
         return _cell(s[key], ".2f", "x")
 
     adaptive = " adaptive" if s["adaptive"] else ""
+    k_mode = f"auto k <= {s['k']}" if s["auto_k"] else f"k={s['k']}"
     lines.append("")
     lines.append(
-        f"{s['runs']} rounds, {s['drafter']}, k={s['k']}{adaptive}, {s['device']}; "
-        "tokens/s = total tokens / total seconds"
+        f"{s['runs']} rounds, {s['drafter']}, {k_mode}{adaptive}, {s['device']}; "
+        "tokens/s = total tokens / total seconds; 'outside' = loop time outside the forward passes"
     )
+    if s["worst_speedup"] is not None:
+        lines.append(
+            f"worst prompt: #{s['worst_prompt_index'] + 1} at {s['worst_speedup']:.2f}x; "
+            f"mean k {_cell(s['mean_k'], '.2f')}, plain steps {_cell(s['plain_step_share'], '.0%')}, "
+            f"outside the forward passes {_cell(s['outside_forward_ms_per_pass'], '.1f', ' ms')} per pass "
+            f"({_cell(s['outside_forward_share'], '.1%')})"
+        )
+    if s["cost_curve_ms"]:
+        curve = ", ".join(f"{n}: {ms:.0f}" for n, ms in s["cost_curve_ms"].items())
+        lines.append(f"ms per target pass by tokens fed (measured): {curve}")
     lines.append(
         f"ours: baseline {tps('baseline_tps')} tok/s, speculative {tps('speculative_tps')} tok/s, "
         f"speedup {times('speedup')} (median of rounds; {times('speedup_of_totals')} from totals); "

@@ -152,7 +152,19 @@ def _common_options() -> argparse.ArgumentParser:
 
     gen = common.add_argument_group("generation")
     gen.add_argument("--max-new-tokens", type=_bounded(int, 1), default=256, metavar="N")
-    gen.add_argument("--k", type=_bounded(int, 1, 64), default=5, help="draft length (default: 5)")
+    gen.add_argument(
+        "--k",
+        type=_bounded(int, 1, 64),
+        default=5,
+        help="draft length: with --auto-k the most drafts a step may verify, else every step's (default: 5)",
+    )
+    gen.add_argument(
+        "--auto-k",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="choose each step's k (0 included) from measured pass costs and acceptance (default: on); "
+        "--no-auto-k drafts k every step",
+    )
     gen.add_argument(
         "--adaptive",
         action="store_true",
@@ -297,6 +309,7 @@ def generation_config(args: argparse.Namespace, *, speculative: bool = True) -> 
         max_new_tokens=args.max_new_tokens,
         speculative=speculative,
         k=args.k,
+        auto_k=args.auto_k,
         adaptive_k=args.adaptive,
         k_max=max(defaults.k_max, args.k),
         confidence_threshold=args.confidence_threshold,

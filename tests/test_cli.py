@@ -180,7 +180,7 @@ def test_generate_text_output_prints_the_answer_and_a_stats_line(models, capsys)
 
 def test_compare_json_finds_greedy_speculation_identical(models, capsys):
     data = run_json(
-        capsys, "compare", *tiny(models, "--draft", models["draft"], "--k", "4"), "--prompt", PROMPT
+        capsys, "compare", *tiny(models, "--draft", models["draft"], "--k", "4", "--no-auto-k"), "--prompt", PROMPT
     )
     assert {"speculative", "baseline", "identical", "first_difference", "speedup", "verdict"} <= data.keys()
     assert_generate_shape(data["speculative"])
@@ -259,7 +259,7 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
     data = run_json(
         capsys,
         "bench",
-        *tiny(models, "--draft", models["draft"], "--k", "3"),
+        *tiny(models, "--draft", models["draft"], "--k", "3", "--no-auto-k"),
         "--prompts-file",
         str(prompts_file),
         "--repeat",
@@ -283,6 +283,12 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
     assert summary["speedup"] == pytest.approx(statistics.median(r["speedup"] for r in data["runs"]))
     assert 0 < summary["acceptance_rate"] <= 1
     assert [p["prompt_index"] for p in data["prompts"]] == [0, 1]
+    # the worst prompt, each prompt's speedup, the k it ran with, the time outside the models
+    speedups = [p["speedup"] for p in data["prompts"]]
+    assert summary["speedups"] == speedups and summary["worst_speedup"] == min(speedups)
+    assert data["prompts"][summary["worst_prompt_index"]]["speedup"] == min(speedups)
+    assert summary["auto_k"] is False and summary["mean_k"] == pytest.approx(3.0, abs=1.0)
+    assert 0.0 <= summary["outside_forward_share"] < 1.0 and summary["cost_curve_ms"]
 
 
 def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):
@@ -291,6 +297,7 @@ def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):
     assert "prompt lookup" in out
     assert "Hugging Face generate()" in out
     assert out.count("\n 1  ") == 1
+    assert "auto k <= 5" in out and "worst prompt: #1" in out  # auto k is the default
 
 
 def test_bench_skips_hugging_face_when_sampling(models, capsys):

@@ -14,7 +14,9 @@ from app.engine.errors import InvalidSettingError, PromptError
 from app.engine.kv import CachedModel
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
-GREEDY = GenerationConfig(max_new_tokens=48, k=4)
+# a fixed k: these tests check the mechanics (pass counts, drafts per step); the automatic
+# choice of k has its own tests (tests/test_cost.py)
+GREEDY = GenerationConfig(max_new_tokens=48, k=4, auto_k=False)
 
 
 def hf_greedy(engine: Engine, prompt: str, max_new_tokens: int) -> list[int]:
@@ -52,6 +54,15 @@ def test_greedy_speculation_equals_target_alone_and_hf_generate(load_tiny, arch,
         assert spec.token_ids == hf_greedy(engine, prompt, GREEDY.max_new_tokens)
         assert spec.text == base.text
         assert spec.stats.proposed > 0
+
+
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_greedy_speculation_with_automatic_k_equals_target_alone(load_tiny, drafter):
+    engine = make_engine(load_tiny, "llama", drafter)
+    auto = replace(GREEDY, auto_k=True)
+    for prompt in PROMPTS:
+        spec = engine.generate(prompt, auto)
+        assert spec.token_ids == engine.generate(prompt, replace(auto, speculative=False)).token_ids
 
 
 def test_drafter_quality_shows_in_acceptance(load_tiny):

@@ -66,7 +66,9 @@ def test_a_biased_rule_would_fail_the_distribution_check():
 def test_gumbel_sampling_over_seeds_has_the_softmax_distribution():
     logits = torch.log(P[0]).float()[None]
     config = GenerationConfig(temperature=1.0, sampling="seed-invariant")
-    counts = Counter(gumbel_argmax(logits, replace(config, seed=s), first_position=3)[0] for s in range(TRIALS))
+    counts = Counter(
+        gumbel_argmax(logits, replace(config, seed=s), first_position=3)[0] for s in range(TRIALS)
+    )
     assert chi2(counts, P[0], TRIALS) < CHI2_DF4_P001
 
 
@@ -80,7 +82,9 @@ def test_top_k_and_top_p_keep_the_smallest_sufficient_set():
     assert torch.isfinite(tiny_p[0]).tolist() == [True, False, False, False, False]
 
 
-SAMPLED = GenerationConfig(max_new_tokens=40, k=4, temperature=0.9, top_p=0.95, top_k=50, sampling="seed-invariant")
+SAMPLED = GenerationConfig(
+    max_new_tokens=40, k=4, auto_k=False, temperature=0.9, top_p=0.95, top_k=50, sampling="seed-invariant"
+)
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
 
 

@@ -111,11 +111,13 @@ class Rule:
         drafts: list[int],
         q: torch.Tensor | None,
         first_position: int,
+        argmax: list[int] | None = None,
     ) -> Verdict:
         """logits: target rows [m+1, V]; p: ``self.probs(logits)``, computed once by the caller;
-        q: draft rows [m, V] or None (point mass)."""
+        q: draft rows [m, V] or None (point mass); argmax: the rows' argmax if the caller
+        already has it on the host (greedy then needs no transfer of its own)."""
         if self.config.greedy:
-            return accept_greedy(logits, drafts)
+            return _first_mismatch(drafts, argmax) if argmax is not None else accept_greedy(logits, drafts)
         if self.config.sampling == "seed-invariant":
             return accept_seed_invariant(logits, drafts, self.config, first_position)
         return accept_standard(p, drafts, q, self.generator)

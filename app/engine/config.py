@@ -36,7 +36,8 @@ class GenerationConfig:
 
     max_new_tokens: int = 256
     speculative: bool = True
-    k: int = 5  # draft length (initial length when adaptive)
+    k: int = 5  # draft length (initial length when adaptive; the most drafts per step when auto_k)
+    auto_k: bool = True  # choose each step's k (0 included) from measured costs and acceptance
     adaptive_k: bool = False  # grow after full acceptance, shrink after a rejection
     k_max: int = 16  # upper bound for the adaptive schedule
     # the draft model stops drafting when its most likely next token has a lower probability

@@ -23,11 +23,11 @@ from transformers import PreTrainedTokenizerBase
 
 from .acceptance import Rule
 from .config import GenerationConfig
+from .cost import MODEL_KEY, Choice, KChooser, lookup_key
 from .detok import IncrementalDetokenizer
 from .drafters import Drafter, Proposal
 from .events import RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from .kv import CachedModel
-from .sampling import top2_margin
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
 
@@ -105,44 +105,145 @@ class _Verified:
     next_token: int
 
 
+def _target_rows(target: CachedModel, tokens: list[int], drafts: list[int], new_turn: bool) -> torch.Tensor:
+    """The target's logits for ``[last, d1..dm]``.  [m+1, V]
+
+    Inside a turn the cache holds every token but the last, so the step feeds only its own
+    tokens; a new turn compares the whole sequence once (reusing an earlier turn's cache)."""
+    if not new_turn:
+        logits = target.feed_at(len(tokens) - 1, tokens[-1:] + drafts)
+        if logits is not None:
+            return logits
+    return target.continue_from(tokens + drafts, rows=len(drafts) + 1)
+
+
+@dataclass(frozen=True)
+class _Readout:
+    """What the events need from a pass, on the host, per row j of ``[m+1, V]``."""
+
+    top1: list[int]  # the target's argmax
+    margin: list[float]  # top-1 minus top-2 logit
+    p_at_draft: list[float]  # p_target(d_{j+1}) (row m: unused)
+    p_at_top1: list[float]  # p_target(top1)
+    top_logit: list[float]  # the top-1 logit: what sets the margin's numerical resolution
+
+
+def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Readout:
+    """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads)."""
+    top = torch.topk(logits.float(), 2, dim=-1)  # values, indices: [m+1, 2]
+    draft_ids = torch.tensor(drafts + [0], device=p.device)[:, None]  # [m+1, 1]; last row a dummy
+    table = torch.cat(
+        [
+            top.indices[:, :1].to(p.dtype),  # exact: vocabularies are far below 2^24
+            top.values[:, :1] - top.values[:, 1:],
+            p.gather(1, draft_ids),
+            p.gather(1, top.indices[:, :1]),
+            top.values[:, :1],
+        ],
+        dim=1,
+    ).tolist()  # [m+1, 5]
+    columns = list(zip(*table))
+    return _Readout([int(i) for i in columns[0]], *(list(c) for c in columns[1:]))
+
+
 def _verify_step(
-    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output
+    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output, new_turn: bool
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
-    raw = target.continue_from(tokens + drafts, rows=len(drafts) + 1)  # [m+1, V]
+    raw = _target_rows(target, tokens, drafts, new_turn)  # [m+1, V]
     logits = rule.logits(raw, tokens, drafts)  # each row penalised by its own history
     p = rule.probs(logits)  # [m+1, V]: sampled from, and shown on hover
-    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens))
-    n = verdict.n_accepted
+    seen = _readout(logits, p, drafts)
+    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens), argmax=seen.top1)
+    n, next_token = verdict.n_accepted, verdict.next_token
     target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
-    margins = top2_margin(logits[: n + 1])
-    tops = logits[: n + 1].float().amax(dim=-1).tolist()  # [n+1]: what sets the margin's resolution
     accepted = []
     for j in range(n):
         info = out.push(
-            drafts[j], source="draft", p_target=float(p[j, drafts[j]]), p_draft=proposal.p_draft[j], margin=margins[j],
-            top_logit=tops[j],
+            drafts[j],
+            source="draft",
+            p_target=seen.p_at_draft[j],
+            p_draft=proposal.p_draft[j],
+            margin=seen.margin[j],
+            top_logit=seen.top_logit[j],
         )
         if info is None:
             break
         accepted.append(info)
-    q_next = float(proposal.q[n, verdict.next_token]) if proposal.q is not None and n < len(drafts) else None
+    # sampling may pick another token than the argmax: one read, once per step
+    p_next = seen.p_at_top1[n] if next_token == seen.top1[n] else float(p[n, next_token])
+    q_next = float(proposal.q[n, next_token]) if proposal.q is not None and n < len(drafts) else None
     own = out.push(
-        verdict.next_token, source="target", p_target=float(p[n, verdict.next_token]), p_draft=q_next, margin=margins[n],
-        top_logit=tops[n],
+        next_token, source="target", p_target=p_next, p_draft=q_next, margin=seen.margin[n], top_logit=seen.top_logit[n]
     )
     rejected = [
         TokenInfo(
             id=d,
             text=out.detok.tokenizer.decode([d], skip_special_tokens=True),
             source="draft",
-            p_target=float(p[n, d]) if j == 0 else None,
+            p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
         )
         for j, d in enumerate(drafts[n:])
     ]
-    return _Verified(accepted, own, rejected, n, verdict.next_token)
+    return _Verified(accepted, own, rejected, n, next_token)
+
+
+def _propose(
+    drafter: Drafter | None,
+    chooser: KChooser | None,
+    tokens: list[int],
+    k_cap: int,
+    rule: Rule,
+    config: GenerationConfig,
+    prefill: bool,
+    new_turn: bool,
+) -> tuple[Proposal, Choice | None]:
+    """The drafts this step verifies, and the chooser's decision when k is automatic.
+    ``new_turn``: the drafter has not been asked yet in this answer.
+
+    Prompt lookup costs nothing, so it proposes up to ``k_cap`` and the chooser keeps the first
+    ``k`` (its evidence: the n-gram length). A draft model costs a pass per draft, so the
+    chooser decides ``k`` before any drafting, and ``k = 0`` skips the drafter entirely.
+    """
+    if drafter is None or k_cap <= 0:
+        return NO_PROPOSAL, None
+    threshold = config.confidence_threshold
+    if chooser is None or not config.auto_k:
+        return drafter.propose(tokens, k_cap, rule, threshold, new_turn), None
+    if drafter.cheap:
+        proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn)
+        if not proposal.tokens:
+            return proposal, None
+        choice = chooser.choose(
+            lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill
+        )
+        return proposal.first(choice.k), choice
+    choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+    if choice.k == 0:
+        return NO_PROPOSAL, choice
+    return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice
+
+
+def _drafter_for_answer(
+    drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
+) -> tuple[Drafter | None, int]:
+    """The drafter this answer uses, and how many prompt tokens it has not seen.
+
+    A draft model first feeds the part of the conversation it has not seen (a long prompt:
+    its own prefill). With auto k that is worth it only if the drafting it enables saves more
+    over the answer than the catch-up costs; decided once, at the start of the answer.
+    """
+    if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
+        return drafter, 0
+    unseen = drafter.unseen(prompt)
+    plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
+    return (drafter if chooser.worth_catching_up(unseen, limit, plan) else None), unseen
+
+
+def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+    return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
 
 
 def _target_kind(index: int, drafted: bool, accepted: int, proposed: int) -> TargetKind:
@@ -173,10 +274,13 @@ def decode(
     eos_ids: frozenset[int],
     context_length: int,
     cancel: threading.Event | None = None,
+    chooser: KChooser | None = None,
 ) -> Iterator[StepEvent]:
     """Generate an answer to ``prompt`` (token ids), yielding one event per target pass.
 
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
+    ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
+    chooses each step's number of drafts, at most ``config.k``.
     """
     rule = Rule(config)
     room = context_length - len(prompt)
@@ -187,22 +291,32 @@ def decode(
     tokens = list(prompt)
     k = config.k
     index = 0
+    drafter, unseen = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     while True:
         if cancel is not None and cancel.is_set():
             yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
             return
         started = _clock(target.device)
-        k_now = min(k, limit - out.count - 1, context_length - len(tokens))
+        k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
-        use_drafter = drafter is not None and k_now > 0
-        proposal = drafter.propose(tokens, k_now, rule, config.confidence_threshold) if use_drafter else NO_PROPOSAL
+        proposal, choice = _propose(
+            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
+        )
+        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
+        drafter_asked = drafter_asked or first_ask
         drafted = _clock(target.device)
-        step = _verify_step(target, rule, tokens, proposal, out)
+        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
         finished = _clock(target.device)
 
-        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
         m = len(proposal.tokens)
-        kind = _target_kind(index, use_drafter, step.n_accepted, m)
+        if chooser is not None:
+            _learn(chooser, drafter, proposal, step.n_accepted, drafted - started, finished - drafted, index)
+            if first_ask and proposal.passes:
+                chooser.costs.observe_draft_catch_up(unseen, drafted - started)
+        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
+        drafting = drafter is not None and (m > 0 or proposal.passes > 0)
+        kind = _target_kind(index, drafting, step.n_accepted, m)
         emitted = step.accepted + ([step.target] if step.target else [])
         if out.stop_reason is not None:
             emitted = out.finish(emitted)
@@ -222,15 +336,49 @@ def decode(
             target=emitted[-1] if step.target else None,
             rejected=tuple(step.rejected),
             target_kind=kind,
-            k=k_now if use_drafter else 0,
+            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
             draft_s=drafted - started,
             verify_s=finished - drafted,
             stats=stats,
             stop_reason=out.stop_reason,
             draft_passes=proposal.passes,
+            predicted_speedup=choice.predicted_speedup if choice is not None else None,
         )
         if out.stop_reason is not None:
             return
-        k = _next_k(k, m, step.n_accepted, config)
+        k = _next_k(k, m, step.n_accepted, config)  # with auto_k: the chooser's cap
         index += 1
 
+
+def _requested(
+    choice: Choice | None, k_cap: int, drafter: Drafter | None, proposal: Proposal, auto: bool
+) -> int:
+    """Drafts requested this step: the chooser's k; with auto k and nothing to choose from
+    (lookup found no match), none; else the fixed (or adaptive) k."""
+    if drafter is None or k_cap <= 0:
+        return 0
+    if choice is not None:
+        return choice.k
+    return len(proposal.tokens) if auto else k_cap
+
+
+def _learn(
+    chooser: KChooser,
+    drafter: Drafter | None,
+    proposal: Proposal,
+    accepted: int,
+    draft_s: float,
+    verify_s: float,
+    index: int,
+) -> None:
+    """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
+    verification cost (its size is the prompt's), nor is the draft model's first pass of an
+    answer a draft step (it prefills the prompt), so only later passes are timed."""
+    if index > 0:
+        chooser.costs.observe_verify(len(proposal.tokens) + 1, verify_s)
+        if proposal.passes:
+            chooser.costs.observe_draft(proposal.passes, draft_s)
+    if drafter is not None and proposal.tokens:
+        chooser.observe_step(_evidence_key(drafter, proposal), len(proposal.tokens), accepted)
+    else:
+        chooser.acceptance.tick()

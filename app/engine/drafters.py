@@ -22,14 +22,62 @@ class Proposal:
     q: torch.Tensor | None  # [m, V] draft distribution per proposed token; None = point mass
     p_draft: list[float | None]  # draft probability of each proposed token (for display)
     passes: int  # draft forward passes spent
+    ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
+
+    def first(self, k: int) -> Proposal:
+        """Only the first ``k`` drafts."""
+        if k >= len(self.tokens):
+            return self
+        q = self.q[:k] if self.q is not None and k > 0 else None
+        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram)
 
 
 class Drafter(Protocol):
     name: str
+    cheap: bool  # drafting costs next to nothing: propose the most, let the k chooser cut
 
-    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal: ...
+    def propose(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        """``new_turn``: ``tokens`` is not the previous call's sequence plus appended tokens
+        (a new answer), so nothing remembered about it may be trusted."""
+        ...
+
+    def unseen(self, tokens: list[int]) -> int:
+        """Tokens it would feed to catch up with ``tokens`` (0 for a cheap drafter)."""
+        ...
 
     def reset(self) -> None: ...
+
+
+class NgramIndex:
+    """For each n, the latest start of every n-gram that has at least one token after it:
+    ``tables[n][tuple(tokens[s:s+n])] = s`` with ``s + n < len(tokens)``. Appending a token
+    updates one entry per n, so a lookup never scans the sequence."""
+
+    def __init__(self, min_ngram: int, max_ngram: int) -> None:
+        self.sizes = range(min_ngram, max_ngram + 1)
+        self.tables: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in self.sizes}
+        self.length = 0  # positions of the sequence indexed so far
+
+    def clear(self) -> None:
+        self.tables = {n: {} for n in self.sizes}
+        self.length = 0
+
+    def update(self, tokens: list[int]) -> None:
+        """Index the positions appended since the last update (the sequence only grows)."""
+        for i in range(self.length, len(tokens)):
+            for n in self.sizes:  # token i continues the n-gram ending just before it
+                if i >= n:
+                    self.tables[n][tuple(tokens[i - n : i])] = i - n
+        self.length = len(tokens)
+
+    def continuation(self, tokens: list[int], n: int, k: int) -> list[int]:
+        """Up to ``k`` tokens that followed the latest earlier occurrence of the last ``n``."""
+        if len(tokens) <= n:
+            return []
+        start = self.tables[n].get(tuple(tokens[-n:]))
+        return [] if start is None else tokens[start + n : start + n + k]
 
 
 class PromptLookupDrafter:
@@ -38,6 +86,7 @@ class PromptLookupDrafter:
     when the answer quotes the prompt (editing, summarising, code)."""
 
     name = "prompt lookup"
+    cheap = True
 
     def __init__(
         self,
@@ -53,17 +102,26 @@ class PromptLookupDrafter:
         # On 2 CPU cores verifying 6 tokens costs 1.7x verifying one, and capping these
         # proposals at 2 raised tokens per unit of verify cost by 8% on the bench prompts.
         self.single_token_match_drafts = single_token_match_drafts
+        self.index = NgramIndex(min_ngram, max_ngram)
 
-    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
+    def propose(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        if new_turn or len(tokens) < self.index.length:
+            self.index.clear()
+        self.index.update(tokens)
         for n in range(self.max_ngram, self.min_ngram - 1, -1):
             limit = min(k, self.single_token_match_drafts) if n == 1 else k
-            continuation = _until_eos(_latest_continuation(tokens, n, limit), self.eos_ids)
+            continuation = _until_eos(self.index.continuation(tokens, n, limit), self.eos_ids)
             if continuation:
-                return Proposal(continuation, None, [None] * len(continuation), passes=0)
+                return Proposal(continuation, None, [None] * len(continuation), passes=0, ngram=n)
         return Proposal([], None, [], passes=0)
 
+    def unseen(self, tokens: list[int]) -> int:
+        return 0  # indexing costs next to nothing
+
     def reset(self) -> None:
-        pass
+        self.index.clear()
 
 
 def _until_eos(drafts: list[int], eos_ids: frozenset[int]) -> list[int]:
@@ -72,18 +130,6 @@ def _until_eos(drafts: list[int], eos_ids: frozenset[int]) -> list[int]:
         if token in eos_ids:
             return drafts[: i + 1]
     return drafts
-
-
-def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
-    """Up to ``k`` tokens that followed the latest earlier occurrence of the last ``n`` tokens."""
-    if len(tokens) <= n:
-        return []
-    tail = tokens[-n:]
-    first = tail[0]
-    for start in range(len(tokens) - n - 1, -1, -1):
-        if tokens[start] == first and tokens[start : start + n] == tail:
-            return tokens[start + n : start + n + k]
-    return []
 
 
 class ModelDrafter:
@@ -100,13 +146,22 @@ class ModelDrafter:
     = .55``. Greedily the two coincide (the draft is the argmax, ``q(d) = max q``).
     """
 
+    cheap = False
+
     def __init__(self, runner: CachedModel, name: str, eos_ids: frozenset[int] = frozenset()) -> None:
         self.runner = runner
         self.name = f"draft model: {name}"
         self.eos_ids = eos_ids
+        self._seen = 0  # length of the sequence at the previous call of this turn
 
-    def propose(self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float) -> Proposal:
-        raw = self.runner.continue_from(tokens)  # [1, V]; catches up on what it missed
+    def propose(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        # catches up on what it missed; inside a turn only the positions since the previous
+        # call are compared (the sequence only grew)
+        trusted = 0 if new_turn else self._seen
+        self._seen = len(tokens)
+        raw = self.runner.continue_from(tokens, trusted=trusted)  # [1, V]
         passes = 1
         drafts: list[int] = []
         rows: list[torch.Tensor] = []
@@ -125,6 +180,10 @@ class ModelDrafter:
                 passes += 1
         q_all = torch.stack(rows) if rows else None
         return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)
+
+    def unseen(self, tokens: list[int]) -> int:
+        """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""
+        return len(tokens) - self.runner.common_prefix(tokens)
 
     def reset(self) -> None:
         self.runner.reset()

@@ -2,13 +2,19 @@
 
 Knowing the ids is what makes rollback and reuse simple: to continue from any sequence,
 crop the cache to the longest common prefix and feed the rest. That one move serves a
-rejected draft block (crop the rejected tail), a follow-up chat turn (prefill only the new
-tokens) and a drafter catching up with the target.
+follow-up chat turn (prefill only the new tokens) and a drafter catching up with the target.
+Inside a turn the caller knows how much of the cache is valid, so a step rolls back to that
+length and feeds only its new tokens (``feed_at``): nothing per step scans the context.
+
+Sliding-window layers (Mistral, Gemma) keep only the last ``window - 1`` positions. The cache
+records the states a step adds until the next crop, so the rejected tail of the latest pass can
+still be rolled back once the window is exceeded; every crop trims back to the window.
 """
 
 from __future__ import annotations
 
 import inspect
+import time
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -18,6 +24,20 @@ def _cache_kwarg(model: PreTrainedModel) -> str:
     """transformers 5 renamed ``past_key_values`` to ``cache``; accept either."""
     params = inspect.signature(model.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
+
+
+def _new_cache(model: PreTrainedModel) -> tuple[DynamicCache, int | None]:
+    """An empty cache and the smallest sliding window among its layers (None: none slide)."""
+    cache = DynamicCache(config=model.config)
+    windows = [
+        int(getattr(layer, "sliding_window", 0))
+        for layer in cache.layers
+        if getattr(layer, "is_sliding", False)
+    ]
+    if not windows:
+        return cache, None
+    cache.activate_past_recording()  # keep what a rollback of the latest pass needs, until crop
+    return cache, min(windows)
 
 
 class CachedModel:
@@ -32,26 +52,43 @@ class CachedModel:
         self.device = model.device
         self.tokens: list[int] = []
         self._cache: DynamicCache | None = None
+        self._window: int | None = None  # smallest sliding window, if any layer slides
+        self._fed_since_trim = 0  # positions a sliding cache can still roll back
         self._cache_kwarg = _cache_kwarg(model)
+        # accounting, read by tests and the bench: positions fed, seconds inside the model
+        self.fed_tokens = 0
+        self.forward_s = 0.0
 
     def reset(self) -> None:
         self.tokens = []
         self._cache = None
+        self._fed_since_trim = 0
+
+    def _can_roll_back(self, drop: int) -> bool:
+        if self._cache is None or not self._cache.is_croppable:
+            return False
+        if self._window is None or len(self.tokens) < self._window:
+            return True  # every position is still held
+        return drop <= self._fed_since_trim
 
     def truncate(self, length: int) -> None:
         """Keep the first ``length`` cached positions; forget the rest exactly."""
         drop = len(self.tokens) - length
-        if drop <= 0:
+        if drop < 0 or (drop == 0 and (self._window is None or not self.tokens)):
             return
-        if self._cache is not None and self._cache.is_croppable:
-            self._cache.crop(-drop)
-            del self.tokens[length:]
-        else:  # sliding-window / recurrent caches cannot roll back: rebuild on next use
+        if not self._can_roll_back(drop):  # rebuild on next use
             self.reset()
+            return
+        assert self._cache is not None
+        self._cache.crop(-drop)  # on sliding layers also trims the recorded states to the window
+        self._fed_since_trim = 0
+        del self.tokens[length:]
 
-    def common_prefix(self, ids: list[int]) -> int:
+    def common_prefix(self, ids: list[int], trusted: int = 0) -> int:
+        """Length of the common prefix of the cached ids and ``ids``, given that the first
+        ``trusted`` positions are known to agree (only the rest is compared)."""
         n = min(len(self.tokens), len(ids))
-        i = 0
+        i = min(trusted, n)
         while i < n and self.tokens[i] == ids[i]:
             i += 1
         return i
@@ -61,29 +98,45 @@ class CachedModel:
         """Feed ``ids`` after the cached positions; logits of the last ``keep`` fed positions
         (0: all of them).  [keep or T, V]"""
         if self._cache is None:
-            self._cache = DynamicCache(config=self.model.config)
+            self._cache, self._window = _new_cache(self.model)
         if self.isolate_first_token and not self.tokens and len(ids) > 1:
             first = self.forward(ids[:1], keep=1)  # [1, V]
             rest = self.forward(ids[1:], keep=min(keep, len(ids) - 1))
             return torch.cat([first, rest]) if keep in (0, len(ids)) else rest
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
+        started = time.perf_counter()
         out = self.model(
             input_ids=input_ids,
             use_cache=True,
             logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
             **{self._cache_kwarg: self._cache},
         )
+        self.forward_s += time.perf_counter() - started
+        self.fed_tokens += len(ids)
+        self._fed_since_trim += len(ids)
         self.tokens.extend(ids)
         return out.logits[0, :, : self.vocab_size]
 
-    def continue_from(self, sequence: list[int], rows: int = 1) -> torch.Tensor:
+    def continue_from(self, sequence: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
         """Make the cache hold ``sequence``; return the logits of its last ``rows`` positions.
 
         Rolls back to the common prefix and feeds the rest (always at least ``rows`` tokens,
-        so every returned row is fresh).  [rows, V]
+        so every returned row is fresh). ``trusted``: a prefix length the caller knows the
+        cache agrees with (a new turn passes 0: full comparison).  [rows, V]
         """
-        start = max(0, min(self.common_prefix(sequence), len(sequence) - rows))
+        start = max(0, min(self.common_prefix(sequence, trusted), len(sequence) - rows))
         self.truncate(start)
         if len(self.tokens) != start:  # rollback was not possible: start over
             start = 0
         return self.forward(sequence[start:], keep=rows)
+
+    def feed_at(self, position: int, ids: list[int]) -> torch.Tensor | None:
+        """Roll back to ``position`` cached positions (which the caller knows are right) and
+        feed ``ids``: logits of every fed position, or None when the cache no longer holds
+        ``position`` positions (the caller then uses ``continue_from``).  [len(ids), V]"""
+        if len(self.tokens) < position:
+            return None
+        self.truncate(position)
+        if len(self.tokens) != position:
+            return None
+        return self.forward(ids, keep=len(ids))

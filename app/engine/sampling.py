@@ -6,6 +6,8 @@ random draws come from a CPU ``torch.Generator`` so a seed means the same thing 
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .config import GenerationConfig
@@ -56,11 +58,15 @@ def sample(probs: torch.Tensor, generator: torch.Generator) -> int:
     return int(torch.multinomial(probs.float().cpu(), 1, generator=generator))
 
 
+@functools.lru_cache(maxsize=32)
 def gumbel_noise(seed: int, position: int, vocab_size: int) -> torch.Tensor:
     """Gumbel(0, 1) noise for one absolute position, derived from (seed, position) only.  [V]
 
     Keying the noise by position (not by draw order) is what makes seed-invariant sampling
     independent of the drafter: the target's token at a position is the same whoever asks.
+    Cached (a few recent positions): the drafter and the target ask for the same positions
+    within a step or two, and a full-vocabulary draw costs more than the lookup. Callers must
+    not modify the returned tensor.
     """
     generator = torch.Generator().manual_seed((seed * 1_000_003 + position) % (2**63))
     uniform = torch.rand(vocab_size, generator=generator).clamp_(1e-20, 1.0 - 1e-7)

@@ -14,11 +14,13 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import torch
 
 from .config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from .cost import KChooser
 from .cpu_kernels import AUTO as AUTO_THREADS
 from .cpu_kernels import apply_threads
 from .decode import decode
@@ -29,6 +31,18 @@ from .kv import CachedModel
 from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 
 Conversation = str | Sequence[Mapping[str, str]]
+WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
+
+
+def _timed_pass(runner: CachedModel, size: int) -> float:
+    """Seconds of one pass over ``size`` tokens after the cached positions, which it leaves
+    as they were."""
+    position = len(runner.tokens)
+    started = time.perf_counter()
+    runner.forward([0] * size, keep=size)
+    seconds = time.perf_counter() - started
+    runner.truncate(position)
+    return seconds
 
 
 class Engine:
@@ -50,6 +64,8 @@ class Engine:
         self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
         self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
+        # what passes cost on these models and how often drafts pass: kept across answers
+        self.chooser = KChooser()
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
@@ -90,13 +106,31 @@ class Engine:
     def warm_up(self) -> None:
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
         block): the first forward passes of a process pay one-off kernel set-up (~1.5 s on
-        2 CPU cores), which would otherwise land on the first answer and skew a comparison."""
-        models = [self._target_kv] + ([self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else [])
+        2 CPU cores), which would otherwise land on the first answer and skew a comparison.
+        Then time a target pass per block size and a draft step: the k chooser's first points
+        (decoding keeps measuring)."""
+        models = self._runners()
         for runner in models:
             runner.forward([0] * 16, keep=1)
             runner.forward([0], keep=1)
             runner.forward([0] * 6)
+            runner.truncate(16)
+        for size in WARM_UP_BLOCK_SIZES:
+            self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
+        if isinstance(self._drafter, ModelDrafter):
+            self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+        for runner in models:
             runner.reset()
+
+    @property
+    def forward_seconds(self) -> float:
+        """Seconds spent inside the models' forward passes so far (target and draft)."""
+        return sum(r.forward_s for r in self._runners())
+
+    def _runners(self) -> list[CachedModel]:
+        """The target's cached model, then the draft model's if there is one."""
+        draft = [self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else []
+        return [self._target_kv, *draft]
 
     @property
     def target_name(self) -> str:
@@ -205,6 +239,7 @@ class Engine:
                 self._eos_ids,
                 self.target.context_length,
                 cancel,
+                self.chooser,
             )
         except torch.OutOfMemoryError as exc:
             self.reset()

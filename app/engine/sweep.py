@@ -47,13 +47,8 @@ class SweepArm:
         if self.drafter == NONE:
             return replace(base, speculative=False)
         if self.k is None:
-            return replace(base, speculative=True, **_auto_k(True))
-        return replace(base, speculative=True, k=self.k, k_max=max(base.k_max, self.k), **_auto_k(False))
-
-
-def _auto_k(on: bool) -> dict[str, bool]:
-    """``auto_k`` where the config has it (the cost-aware chooser); nothing otherwise."""
-    return {"auto_k": on} if "auto_k" in GenerationConfig.__dataclass_fields__ else {}
+            return replace(base, speculative=True, auto_k=True)
+        return replace(base, speculative=True, k=self.k, k_max=max(base.k_max, self.k), auto_k=False)
 
 
 @dataclass(frozen=True)

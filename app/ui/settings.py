@@ -107,6 +107,7 @@ class AppSettings:
     models: ModelSettings = ModelSettings()
     speculative: bool = True
     k: int = 5
+    auto_k: bool = True  # choose each step's k (at most k) from measured costs
     adaptive_k: bool = False
     k_max: int = 16
     confidence_threshold: float = 0.0
@@ -127,6 +128,7 @@ class AppSettings:
             max_new_tokens=self.max_new_tokens,
             speculative=self.speculative,
             k=self.k,
+            auto_k=self.auto_k,
             adaptive_k=self.adaptive_k,
             k_max=max(self.k_max, self.k),
             confidence_threshold=self.confidence_threshold,

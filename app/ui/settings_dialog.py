@@ -250,6 +250,7 @@ class SettingsDialog(QDialog):
         form = QFormLayout(page)
         self.speculative = QCheckBox(self.tr("Use speculative decoding"), page)
         self.k = _spin(page, 1, 64)
+        self.auto_k = QCheckBox(self.tr("Choose k automatically (at most k; 0 when drafting does not pay)"), page)
         self.adaptive_k = QCheckBox(
             self.tr("Adapt the draft length (grow on success, shrink on rejection)"), page
         )
@@ -290,6 +291,7 @@ class SettingsDialog(QDialog):
             ),
         )
         form.addRow(self.tr("Draft length k:"), self.k)
+        form.addRow("", self.auto_k)
         form.addRow("", self.adaptive_k)
         form.addRow(self.tr("Largest adaptive k:"), self.k_max)
         form.addRow(self.tr("Confidence threshold:"), self.confidence)
@@ -423,6 +425,7 @@ class SettingsDialog(QDialog):
         self.cpu_threads.setValue(m.cpu_threads)
         self.speculative.setChecked(s.speculative)
         self.k.setValue(s.k)
+        self.auto_k.setChecked(s.auto_k)
         self.adaptive_k.setChecked(s.adaptive_k)
         self.k_max.setValue(s.k_max)
         self.confidence.setValue(s.confidence_threshold)
@@ -457,6 +460,7 @@ class SettingsDialog(QDialog):
             models=models,
             speculative=self.speculative.isChecked(),
             k=self.k.value(),
+            auto_k=self.auto_k.isChecked(),
             adaptive_k=self.adaptive_k.isChecked(),
             k_max=self.k_max.value(),
             confidence_threshold=self.confidence.value(),

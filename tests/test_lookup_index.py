@@ -1,0 +1,61 @@
+"""Prompt lookup's incremental n-gram index proposes exactly what the old full scan did."""
+
+from __future__ import annotations
+
+import random
+
+from app.engine import GenerationConfig
+from app.engine.acceptance import Rule
+from app.engine.drafters import PromptLookupDrafter, _until_eos
+
+RULE = Rule(GenerationConfig())
+
+
+def _latest_continuation(tokens: list[int], n: int, k: int) -> list[int]:
+    """The old scan (the oracle): up to ``k`` tokens that followed the latest earlier
+    occurrence of the last ``n`` tokens."""
+    if len(tokens) <= n:
+        return []
+    tail = tokens[-n:]
+    first = tail[0]
+    for start in range(len(tokens) - n - 1, -1, -1):
+        if tokens[start] == first and tokens[start : start + n] == tail:
+            return tokens[start + n : start + n + k]
+    return []
+
+
+def old_propose(drafter: PromptLookupDrafter, tokens: list[int], k: int) -> list[int]:
+    for n in range(drafter.max_ngram, drafter.min_ngram - 1, -1):
+        limit = min(k, drafter.single_token_match_drafts) if n == 1 else k
+        continuation = _until_eos(_latest_continuation(tokens, n, limit), drafter.eos_ids)
+        if continuation:
+            return continuation
+    return []
+
+
+def test_the_index_proposes_what_the_full_scan_proposed_on_random_sequences():
+    rng = random.Random(1234)
+    checked = 0
+    for trial in range(60):
+        vocab = rng.choice([3, 5, 12, 40])  # small vocabularies: many repeats and ties
+        drafter = PromptLookupDrafter(frozenset({0}), max_ngram=rng.choice([2, 3, 4]))
+        tokens = [rng.randrange(vocab) for _ in range(rng.randrange(0, 30))]
+        new_turn = True
+        for _ in range(60):
+            k = rng.randrange(1, 8)
+            proposal = drafter.propose(tokens, k, RULE, 0.0, new_turn=new_turn)
+            assert proposal.tokens == old_propose(drafter, tokens, k), (trial, tokens, k)
+            checked += 1
+            tokens += [rng.randrange(vocab) for _ in range(rng.randrange(1, 5))]  # append only
+            new_turn = False
+            if rng.random() < 0.05:  # a new conversation: another sequence altogether
+                tokens = [rng.randrange(vocab) for _ in range(rng.randrange(0, 30))]
+                new_turn = True
+    assert checked == 60 * 60
+
+
+def test_the_index_reports_the_matched_ngram_length():
+    drafter = PromptLookupDrafter()
+    assert drafter.propose([1, 2, 3, 9, 1, 2, 3], 4, RULE, 0.0).ngram == 3
+    assert drafter.propose([7, 2, 3, 9, 1, 2, 3], 4, RULE, 0.0).ngram == 2
+    assert drafter.propose([5, 6], 4, RULE, 0.0).tokens == []
