@@ -12,7 +12,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.sampling import RepetitionPenalty
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
-PENALISED = GenerationConfig(max_new_tokens=40, k=4, repetition_penalty=1.3)
+PENALISED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, repetition_penalty=1.3)
 
 
 def hf_greedy(engine: Engine, prompt: str, config: GenerationConfig) -> list[int]:

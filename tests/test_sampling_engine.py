@@ -64,7 +64,7 @@ class FixedDraftModel:
     def __init__(self, q: list[float]) -> None:
         self.logits = torch.tensor(q).log()[None]  # [1, V]
 
-    def continue_from(self, tokens: list[int], rows: int = 1) -> torch.Tensor:
+    def continue_from(self, tokens: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
         return self.logits
 
     def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
@@ -75,7 +75,7 @@ class FixedDraftModel:
 
 
 def propose_stopping_after_the_draw(
-    self: ModelDrafter, tokens: list[int], k: int, rule: Rule, confidence_threshold: float
+    self: ModelDrafter, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
 ) -> Proposal:
     """The old, biased drafter: draw first, then stop if the drawn token's q is below t."""
     raw = self.runner.continue_from(tokens)
@@ -141,7 +141,7 @@ PROMPT = "The quick brown fox"
 RUNS = 300
 # T = 3 spreads the tiny model's mass over the top-k tokens; k = 2, three new tokens: both
 # draft positions are verified, and the pair (first, second answer token) is what is counted
-TOP_K = GenerationConfig(max_new_tokens=3, k=2, temperature=3.0, top_k=4)
+TOP_K = GenerationConfig(max_new_tokens=3, k=2, auto_k=False, temperature=3.0, top_k=4)  # fixed k: the rule is tested
 TOP_P = replace(TOP_K, top_k=6, top_p=0.9)
 # each threshold lies inside the range of the draft's max q over the first two positions
 # (checked below), so the drafter both stops and goes on
@@ -240,7 +240,7 @@ def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawin
 # --- the threshold with seed-invariant sampling ----------------------------------------------
 
 SEED_INVARIANT = GenerationConfig(
-    max_new_tokens=24, k=4, temperature=0.9, top_k=50, sampling="seed-invariant", confidence_threshold=0.5
+    max_new_tokens=24, k=4, auto_k=False, temperature=0.9, top_k=50, sampling="seed-invariant", confidence_threshold=0.5
 )
 
 

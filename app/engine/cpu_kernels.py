@@ -162,7 +162,9 @@ def rowwise_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers attention interface.  query [B, H, q, D], key/value [B, Hkv, kv, D] → [B, q, H, D]"""
-    plain = query.shape[0] != 1 or getattr(module, "sliding_window", None) or dropout or query.shape[2] == 1
+    # sliding-window layers (Mistral, Gemma) pass their window as a keyword, older ones as an attribute
+    sliding = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
+    plain = query.shape[0] != 1 or sliding or dropout or query.shape[2] == 1
     if plain:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     out = _attend(module, query, key, value, attention_mask, _kept_rows.get(), scaling=scaling, **kwargs)

@@ -251,6 +251,13 @@ class SettingsDialog(QDialog):
         self.speculative = QCheckBox(self.tr("Use speculative decoding"), page)
         self.k = _spin(page, 1, 64)
         self.auto_k = QCheckBox(self.tr("Choose k automatically (at most k; 0 when drafting does not pay)"), page)
+        self.auto_k.setToolTip(
+            self.tr(
+                "SpecChat measures what checking 1, 2, 3… guessed tokens costs on your computer and how "
+                "often the guesses are right, and each step guesses as many tokens as pay off, none when "
+                "drafting would only slow the answer down. k above is then the most it guesses."
+            )
+        )
         self.adaptive_k = QCheckBox(
             self.tr("Adapt the draft length (grow on success, shrink on rejection)"), page
         )
