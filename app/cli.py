@@ -60,7 +60,7 @@ def _threads(text: str) -> str | int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected auto or a whole number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected auto or a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be auto or at least 1, got {text}")
     return value
@@ -82,7 +82,7 @@ def _bounded(
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
-            )
+            ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         too_low = low is not None and (value <= low if open_low else value < low)
@@ -341,9 +341,10 @@ def read_prompts_file(path: Path) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise UsageError(f"no prompts file at {path}")
+        raise UsageError(f"no prompts file at {path}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read the prompts file {path}: {getattr(error, 'strerror', None) or error}")
+        reason = getattr(error, "strerror", None) or error
+        raise UsageError(f"cannot read the prompts file {path}: {reason}") from None
     prompts = [line.replace("\\n", "\n") for line in lines if line.strip()]
     if not prompts:
         raise UsageError(f"the prompts file {path} has no prompts")

@@ -180,7 +180,7 @@ def _verify_step(
     rejected = [
         TokenInfo(
             id=d,
-            text=out.detok.tokenizer.decode([d], skip_special_tokens=True),
+            text=str(out.detok.tokenizer.decode([d], skip_special_tokens=True)),
             source="draft",
             p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],

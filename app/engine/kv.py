@@ -36,7 +36,7 @@ def _new_cache(model: PreTrainedModel) -> tuple[DynamicCache, int | None]:
     ]
     if not windows:
         return cache, None
-    cache.activate_past_recording()  # keep what a rollback of the latest pass needs, until crop
+    cache.activate_past_recording()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated; keep what a rollback of the latest pass needs, until crop
     return cache, min(windows)
 
 
@@ -115,7 +115,8 @@ class CachedModel:
         self.fed_tokens += len(ids)
         self._fed_since_trim += len(ids)
         self.tokens.extend(ids)
-        return out.logits[0, :, : self.vocab_size]
+        logits: torch.Tensor = out.logits[0, :, : self.vocab_size]
+        return logits
 
     def continue_from(self, sequence: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
         """Make the cache hold ``sequence``; return the logits of its last ``rows`` positions.

@@ -114,7 +114,7 @@ class RepetitionPenalty:
         mask, ids, length = state
         if len(tokens) > length:
             new = torch.tensor(tokens[length:], dtype=torch.long, device=device)
-            new = new[new < vocab].unique()
+            new = torch.unique(new[new < vocab])
             fresh = new[~mask[new]]
             mask[fresh] = True
             ids = torch.cat([ids, fresh])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -187,16 +188,20 @@ class Engine:
             raise PromptError("There is no answer to continue: the last message is not a partial answer.")
         tokenizer = self.target.tokenizer
         if tokenizer.chat_template:
-            turn = {"continue_final_message": True} if continue_answer else {"add_generation_prompt": True}
             try:
-                encoded = tokenizer.apply_chat_template(messages, tokenize=True, **turn)
+                encoded: Any = tokenizer.apply_chat_template(
+                    [dict(m) for m in messages],
+                    tokenize=True,
+                    continue_final_message=continue_answer,
+                    add_generation_prompt=not continue_answer,
+                )
             except ValueError as exc:  # a template that rewrites the final message cannot continue it
                 name = self.target.name
                 raise PromptError(f"{name}'s chat template cannot continue a cut answer: {exc}") from exc
             ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         else:
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
-        ids = [int(i) for i in ids]
+        ids = [int(i) for i in ids]  # a BatchEncoding's ids or a plain list
         if len(ids) >= self.target.context_length:
             raise PromptError(
                 f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
