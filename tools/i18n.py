@@ -136,7 +136,13 @@ def apply_translations(table: dict[str, dict[str, str]], ts_file: Path = TS_FILE
             text = wanted.get(message.findtext("source") or "")
             translation = message.find("translation")
             if text and translation is not None:
-                translation.text = text
+                forms = translation.findall("numerusform")
+                if forms:  # a plural message (%n): one line of the translation per form
+                    lines = text.split("\n")
+                    for i, form in enumerate(forms):
+                        form.text = lines[min(i, len(lines) - 1)]
+                else:
+                    translation.text = text
                 translation.attrib.pop("type", None)
                 done += 1
     with open(ts_file, "wb") as out:

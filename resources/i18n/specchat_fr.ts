@@ -53,11 +53,11 @@
     </message>
     <message>
         <source>Try drafters…</source>
-        <translation type="unfinished"></translation>
+        <translation>Essayer des brouillons…</translation>
     </message>
     <message>
         <source>Answer this again with no speculation, prompt lookup and the draft model at a few k, side by side</source>
-        <translation type="unfinished"></translation>
+        <translation>Répondre de nouveau sans spéculation, avec la recherche dans le prompt et avec le modèle brouillon pour quelques valeurs de k, côte à côte</translation>
     </message>
     <message>
         <source>Assistant · {0}</source>
@@ -168,7 +168,7 @@
     </message>
     <message>
         <source>Each drafter on the what-if curves</source>
-        <translation type="unfinished"></translation>
+        <translation>Chaque brouillon sur les courbes « et si »</translation>
     </message>
 </context>
 <context>
@@ -213,11 +213,11 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation type="unfinished">Pourquoi&#xa0;?</translation>
+        <translation>Pourquoi ?</translation>
     </message>
     <message>
         <source>Why was speculation faster or slower here? Acceptance, costs, charts</source>
-        <translation type="unfinished"></translation>
+        <translation>Pourquoi la spéculation a-t-elle été plus rapide ou plus lente ici ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
         <source>Wall time</source>
@@ -605,7 +605,7 @@
     </message>
     <message>
         <source>Also show, struck through, the guessed tokens the target model did not keep</source>
-        <translation type="unfinished"></translation>
+        <translation>Afficher aussi, barrés, les jetons devinés que le modèle cible n’a pas conservés</translation>
     </message>
     <message>
         <source>System prompt (optional)</source>
@@ -613,7 +613,7 @@
     </message>
     <message>
         <source>Instructions the model reads before the conversation, such as: Answer briefly.</source>
-        <translation type="unfinished"></translation>
+        <translation>Instructions que le modèle lit avant la conversation, par exemple : Réponds brièvement.</translation>
     </message>
     <message>
         <source>Dismiss</source>
@@ -649,7 +649,7 @@
     </message>
     <message>
         <source>SpecChat is busy: wait for the current answer, then try again.</source>
-        <translation type="unfinished"></translation>
+        <translation>SpecChat est occupé : attendez la fin de la réponse en cours, puis réessayez.</translation>
     </message>
     <message>
         <source>the bundled model</source>
@@ -727,39 +727,39 @@
     </message>
     <message>
         <source>No second model: guesses the next words by copying what followed the same words earlier in the conversation. Costs nothing; best when the answer repeats text or code.</source>
-        <translation type="unfinished"></translation>
+        <translation>Sans second modèle : devine les mots suivants en copiant ce qui suivait les mêmes mots plus tôt dans la conversation. Ne coûte rien ; idéal quand la réponse reprend du texte ou du code.</translation>
     </message>
     <message>
         <source>No drafting: the target model writes one token at a time.</source>
-        <translation type="unfinished"></translation>
+        <translation>Sans brouillon : le modèle cible écrit un jeton à la fois.</translation>
     </message>
     <message>
         <source>The small model that comes with SpecChat.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le petit modèle fourni avec SpecChat.</translation>
     </message>
     <message>
         <source>A folder holding a Hugging Face model (config.json and its weights).</source>
-        <translation type="unfinished"></translation>
+        <translation>Un dossier contenant un modèle Hugging Face (config.json et ses poids).</translation>
     </message>
     <message>
         <source>A single .gguf model file, as used by llama.cpp.</source>
-        <translation type="unfinished"></translation>
+        <translation>Un fichier de modèle .gguf unique, comme ceux utilisés par llama.cpp.</translation>
     </message>
     <message>
         <source>A model already downloaded with Hugging Face tools; nothing is downloaded.</source>
-        <translation type="unfinished"></translation>
+        <translation>Un modèle déjà téléchargé avec les outils Hugging Face ; rien n’est téléchargé.</translation>
     </message>
     <message>
         <source>What guesses tokens ahead for the target model to check. Prompt lookup copies from the conversation; a small model of the same family guesses like the target. The answer is the same either way: only the speed changes.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ce qui devine des jetons à l’avance pour que le modèle cible les vérifie. La recherche dans le prompt copie la conversation ; un petit modèle de la même famille devine comme le modèle cible. La réponse est la même dans tous les cas : seule la vitesse change.</translation>
     </message>
     <message>
         <source>The model that writes the answers.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le modèle qui écrit les réponses.</translation>
     </message>
     <message>
         <source>The model folder, the .gguf file, or the ORG/NAME id in the cache.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le dossier du modèle, le fichier .gguf ou l’identifiant ORG/NOM dans le cache.</translation>
     </message>
     <message>
         <source>Browse…</source>
@@ -767,7 +767,7 @@
     </message>
     <message>
         <source>Pick the folder or file on this computer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Choisir le dossier ou le fichier sur cet ordinateur.</translation>
     </message>
     <message>
         <source>ORG/NAME (no model found in the cache)</source>
@@ -862,7 +862,7 @@
     </message>
     <message>
         <source>The model that guesses ahead for the target; it must split text into the same tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>Le modèle qui devine à l’avance pour le modèle cible ; il doit découper le texte en jetons identiques</translation>
     </message>
     <message>
         <source>Technical detail</source>
@@ -870,11 +870,11 @@
     </message>
     <message>
         <source>Show why this draft can or cannot be used, in detail</source>
-        <translation type="unfinished"></translation>
+        <translation>Afficher en détail pourquoi ce brouillon peut ou ne peut pas être utilisé</translation>
     </message>
     <message>
         <source>Target and draft pairs you used lately: pick one to choose both again</source>
-        <translation type="unfinished"></translation>
+        <translation>Paires cible-brouillon utilisées récemment : choisissez-en une pour resélectionner les deux</translation>
     </message>
     <message>
         <source>Target:</source>
@@ -1035,19 +1035,19 @@
     </message>
     <message>
         <source>Where the models run. Only what this computer has is listed; auto picks a GPU if there is one.</source>
-        <translation type="unfinished"></translation>
+        <translation>Où s’exécutent les modèles. Seul ce dont dispose cet ordinateur est listé ; auto choisit un GPU s’il y en a un.</translation>
     </message>
     <message>
         <source>How precisely the weights are held in memory. auto: the usual choice for the device; float16 and bfloat16 use half the memory of float32.</source>
-        <translation type="unfinished"></translation>
+        <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
         <source>The draft model&apos;s number type. int8 makes the draft smaller and faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le type numérique du modèle brouillon. int8 rend le brouillon plus petit et plus rapide sur le CPU ; la réponse ne change pas, car le modèle cible vérifie chaque jeton du brouillon.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les anciens checkpoints .bin et .pt sont des pickles Python, qui peuvent exécuter du code à l’ouverture. Ne cochez cette case que pour des fichiers de confiance ; les fichiers .safetensors et .gguf n’en ont jamais besoin.</translation>
     </message>
     <message>
         <source>Target model:</source>
@@ -1059,7 +1059,7 @@
     </message>
     <message>
         <source>The drafter guesses a few tokens ahead and the target model checks them all at once. Prompt lookup needs no second model: it copies words from the conversation.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le brouillon devine quelques jetons à l’avance et le modèle cible les vérifie tous d’un coup. La recherche dans le prompt ne nécessite pas de second modèle : elle copie des mots de la conversation.</translation>
     </message>
     <message>
         <source>Device:</source>
@@ -1075,23 +1075,23 @@
     </message>
     <message>
         <source>Fast exact CPU kernels (prepacked linears, row-wise attention)</source>
-        <translation type="unfinished"></translation>
+        <translation>Noyaux CPU rapides et exacts (couches linéaires préempaquetées, attention ligne par ligne)</translation>
     </message>
     <message>
         <source>auto</source>
-        <translation type="unfinished"></translation>
+        <translation>auto</translation>
     </message>
     <message>
         <source>Faster ways to run the models on the CPU (weights packed ahead of time, attention computed row by row). The results are exactly the same, only sooner.</source>
-        <translation type="unfinished"></translation>
+        <translation>Des façons plus rapides d’exécuter les modèles sur le CPU (poids empaquetés à l’avance, attention calculée ligne par ligne). Les résultats sont exactement les mêmes, simplement obtenus plus tôt.</translation>
     </message>
     <message>
         <source>How many CPU cores the models use. auto: the physical cores minus one, so the window stays responsive.</source>
-        <translation type="unfinished"></translation>
+        <translation>Nombre de cœurs CPU utilisés par les modèles. auto : les cœurs physiques moins un, pour que la fenêtre reste réactive.</translation>
     </message>
     <message>
         <source>CPU threads:</source>
-        <translation type="unfinished"></translation>
+        <translation>Threads CPU :</translation>
     </message>
     <message>
         <source>Changing a model reloads it in the background; the chat stays usable.</source>
@@ -1102,32 +1102,40 @@
         <translation>Utiliser le décodage spéculatif</translation>
     </message>
     <message>
+        <source>Choose k automatically (at most k; 0 when drafting does not pay)</source>
+        <translation>Choisir k automatiquement (au plus k ; 0 quand le brouillon n’est pas rentable)</translation>
+    </message>
+    <message>
+        <source>SpecChat measures what checking 1, 2, 3… guessed tokens costs on your computer and how often the guesses are right, and each step guesses as many tokens as pay off, none when drafting would only slow the answer down. k above is then the most it guesses.</source>
+        <translation>SpecChat mesure ce que coûte sur votre ordinateur la vérification de 1, 2, 3… jetons devinés et la fréquence à laquelle les prédictions sont justes, puis devine à chaque étape autant de jetons que c’est rentable, aucun quand le brouillon ne ferait que ralentir la réponse. Le k ci-dessus est alors le maximum deviné.</translation>
+    </message>
+    <message>
         <source>Adapt the draft length (grow on success, shrink on rejection)</source>
         <translation>Adapter la longueur du brouillon (plus long en cas de succès, plus court en cas de rejet)</translation>
     </message>
     <message>
         <source>A fast drafter guesses the next few tokens and the target model checks them all in one step, keeping those it would have written itself. Same answer, usually sooner.</source>
-        <translation type="unfinished"></translation>
+        <translation>Un brouillon rapide devine les quelques jetons suivants et le modèle cible les vérifie tous en une seule étape, en gardant ceux qu’il aurait écrits lui-même. Même réponse, généralement plus tôt.</translation>
     </message>
     <message>
         <source>k: how many tokens the drafter guesses before the target checks them. A larger k pays off when the guesses are usually right, and wastes work when they are not.</source>
-        <translation type="unfinished"></translation>
+        <translation>k : le nombre de jetons que le brouillon devine avant que le modèle cible ne les vérifie. Un k plus grand est rentable quand les prédictions sont généralement justes, et gaspille du travail sinon.</translation>
     </message>
     <message>
         <source>Change k as the answer goes: longer after a fully accepted guess, shorter after a miss.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ajuster k au fil de la réponse : plus long après une prédiction entièrement acceptée, plus court après un échec.</translation>
     </message>
     <message>
         <source>The longest guess the adaptive k may grow to.</source>
-        <translation type="unfinished"></translation>
+        <translation>La prédiction la plus longue que le k adaptatif peut atteindre.</translation>
     </message>
     <message>
         <source>The draft model stops drafting when its most likely next token has a probability below this, so the target is not asked to check weak guesses. 0: off. It changes the speed, never the answer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Le modèle brouillon s’arrête quand la probabilité de son jeton suivant le plus probable est inférieure à ce seuil, pour que le modèle cible n’ait pas à vérifier des prédictions peu sûres. 0 : désactivé. Cela change la vitesse, jamais la réponse.</translation>
     </message>
     <message>
         <source>Speculation changes only the speed: the answer is the one the target model alone would give.</source>
-        <translation type="unfinished"></translation>
+        <translation>La spéculation ne change que la vitesse : la réponse est celle que donnerait le modèle cible seul.</translation>
     </message>
     <message>
         <source>Draft length k:</source>
@@ -1143,7 +1151,7 @@
     </message>
     <message>
         <source>A draft model stops drafting when its most likely next token is less probable than the threshold (0: off).</source>
-        <translation type="unfinished"></translation>
+        <translation>Un modèle brouillon s’arrête quand son jeton suivant le plus probable est moins probable que le seuil (0 : désactivé).</translation>
     </message>
     <message>
         <source>Greedy (always the most likely token)</source>
@@ -1163,47 +1171,47 @@
     </message>
     <message>
         <source>Always take the most likely next token: the same question gets the same answer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Toujours prendre le jeton suivant le plus probable : une même question obtient la même réponse.</translation>
     </message>
     <message>
         <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
-        <translation type="unfinished"></translation>
+        <translation>Choisir chaque jeton suivant au hasard, pondéré par les probabilités du modèle : des réponses plus variées.</translation>
     </message>
     <message>
         <source>How adventurous sampling is: below 1 sticks to likely words, above 1 takes more chances.</source>
-        <translation type="unfinished"></translation>
+        <translation>Degré d’audace de l’échantillonnage : en dessous de 1, il s’en tient aux mots probables ; au-dessus de 1, il prend plus de risques.</translation>
     </message>
     <message>
         <source>Sample only among the most likely tokens whose probabilities add up to this (1: no limit).</source>
-        <translation type="unfinished"></translation>
+        <translation>Échantillonner uniquement parmi les jetons les plus probables dont les probabilités cumulées atteignent cette valeur (1 : sans limite).</translation>
     </message>
     <message>
         <source>Sample only among this many most likely tokens (0: no limit).</source>
-        <translation type="unfinished"></translation>
+        <translation>Échantillonner uniquement parmi ce nombre de jetons les plus probables (0 : sans limite).</translation>
     </message>
     <message>
         <source>The random seed: the same seed and settings give the same sampled answer again.</source>
-        <translation type="unfinished"></translation>
+        <translation>La graine aléatoire : la même graine et les mêmes réglages redonnent la même réponse échantillonnée.</translation>
     </message>
     <message>
         <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
-        <translation type="unfinished"></translation>
+        <translation>Les réponses suivent exactement les probabilités du modèle cible ; avec la spéculation, une graine peut donner un autre texte.</translation>
     </message>
     <message>
         <source>A seed gives the same text with or without speculation and for any k: handy to compare speeds.</source>
-        <translation type="unfinished"></translation>
+        <translation>Une graine donne le même texte avec ou sans spéculation et pour tout k : pratique pour comparer les vitesses.</translation>
     </message>
     <message>
         <source>Seed-invariant sampling: the same seed gives the same answer whether speculation is on or off, so you can compare speeds on the very same text. Standard: the same kind of answers, but a seed may give a different text with speculation.</source>
-        <translation type="unfinished"></translation>
+        <translation>Échantillonnage invariant par graine : la même graine donne la même réponse, que la spéculation soit activée ou non, ce qui permet de comparer les vitesses sur exactement le même texte. Standard : le même genre de réponses, mais une graine peut donner un texte différent avec la spéculation.</translation>
     </message>
     <message>
         <source>The longest answer, in tokens (a token is a word or a piece of a word).</source>
-        <translation type="unfinished"></translation>
+        <translation>La réponse la plus longue, en jetons (un jeton est un mot ou un morceau de mot).</translation>
     </message>
     <message>
         <source>Makes the model less likely to repeat words already in the conversation (1.00: off; around 1.1 to 1.3 is typical). It is applied identically to the target and the draft, so speculation still gives exactly the same answer.</source>
-        <translation type="unfinished"></translation>
+        <translation>Rend le modèle moins enclin à répéter des mots déjà présents dans la conversation (1.00 : désactivé ; 1.1 à 1.3 environ est courant). Elle s’applique de la même façon au modèle cible et au brouillon : la spéculation donne donc toujours exactement la même réponse.</translation>
     </message>
     <message>
         <source>Temperature:</source>
@@ -1231,11 +1239,11 @@
     </message>
     <message>
         <source>Repetition penalty:</source>
-        <translation type="unfinished"></translation>
+        <translation>Pénalité de répétition :</translation>
     </message>
     <message>
         <source>1.00: off. Above 1, words already used become less likely.</source>
-        <translation type="unfinished"></translation>
+        <translation>1.00 : désactivée. Au-dessus de 1, les mots déjà utilisés deviennent moins probables.</translation>
     </message>
     <message>
         <source>Automatic (system)</source>
@@ -1243,7 +1251,7 @@
     </message>
     <message>
         <source>The language of the window. It changes the next time SpecChat starts.</source>
-        <translation type="unfinished"></translation>
+        <translation>La langue de la fenêtre. Elle change au prochain démarrage de SpecChat.</translation>
     </message>
     <message>
         <source>Language:</source>
@@ -1318,7 +1326,7 @@
     </message>
     <message>
         <source>The context window is full: the answer was cut. Start a new chat to continue.</source>
-        <translation type="unfinished"></translation>
+        <translation>La fenêtre de contexte est pleine : la réponse a été tronquée. Commencez une nouvelle conversation pour continuer.</translation>
     </message>
     <message>
         <source>Context: {0} tokens</source>
@@ -1341,123 +1349,123 @@
     <name>SweepDialog</name>
     <message>
         <source>Try drafters</source>
-        <translation type="unfinished"></translation>
+        <translation>Essayer des brouillons</translation>
     </message>
     <message>
         <source>Answers the same conversation again without speculation, then with each drafter at each k, every run from empty caches. The plain run is the reference for speed and for “same answer”.</source>
-        <translation type="unfinished"></translation>
+        <translation>Répond de nouveau à la même conversation sans spéculation, puis avec chaque brouillon pour chaque k, chaque exécution partant de caches vides. L’exécution simple sert de référence pour la vitesse et pour « même réponse ».</translation>
     </message>
     <message>
         <source>Prompt lookup</source>
-        <translation type="unfinished"></translation>
+        <translation>Recherche dans le prompt</translation>
     </message>
     <message>
         <source>Draft model: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>Modèle brouillon : {0}</translation>
     </message>
     <message>
         <source>Draft model (none loaded)</source>
-        <translation type="unfinished"></translation>
+        <translation>Modèle brouillon (aucun chargé)</translation>
     </message>
     <message>
         <source>Draft lengths to try, separated by commas; “auto” lets SpecChat choose k each step.</source>
-        <translation type="unfinished"></translation>
+        <translation>Longueurs de brouillon à essayer, séparées par des virgules ; « auto » laisse SpecChat choisir k à chaque étape.</translation>
     </message>
     <message>
         <source>Run</source>
-        <translation type="unfinished"></translation>
+        <translation>Lancer</translation>
     </message>
     <message>
         <source>Cancel</source>
-        <translation type="unfinished">Annuler</translation>
+        <translation>Annuler</translation>
     </message>
     <message>
         <source>Drafter</source>
-        <translation type="unfinished"></translation>
+        <translation>Brouillon</translation>
     </message>
     <message>
         <source>Tokens/s</source>
-        <translation type="unfinished">Jetons/s</translation>
+        <translation>Jetons/s</translation>
     </message>
     <message>
         <source>Speed-up</source>
-        <translation type="unfinished"></translation>
+        <translation>Accélération</translation>
     </message>
     <message>
         <source>Acceptance</source>
-        <translation type="unfinished">Acceptation</translation>
+        <translation>Acceptation</translation>
     </message>
     <message>
         <source>Tokens per pass</source>
-        <translation type="unfinished"></translation>
+        <translation>Jetons par passe</translation>
     </message>
     <message>
         <source>Answer</source>
-        <translation type="unfinished"></translation>
+        <translation>Réponse</translation>
     </message>
     <message>
         <source>k:</source>
-        <translation type="unfinished"></translation>
+        <translation>k :</translation>
     </message>
     <message>
         <source>same as without speculation</source>
-        <translation type="unfinished"></translation>
+        <translation>identique à celle sans spéculation</translation>
     </message>
     <message>
         <source>differs from token {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>diffère à partir du jeton {0}</translation>
     </message>
     <message>
         <source>{0} of {1} runs done</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} exécutions sur {1} terminées</translation>
     </message>
     <message>
         <source>Running the plain reference…</source>
-        <translation type="unfinished"></translation>
+        <translation>Exécution de la référence simple…</translation>
     </message>
     <message>
         <source>The experiment stopped: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>L’expérience s’est arrêtée : {0}</translation>
     </message>
     <message>
         <source>Cancelled after {0} of {1} runs.</source>
-        <translation type="unfinished"></translation>
+        <translation>Annulé après {0} exécutions sur {1}.</translation>
     </message>
     <message>
         <source>Done. Fastest: {0} ({1} the plain speed).</source>
-        <translation type="unfinished"></translation>
+        <translation>Terminé. Le plus rapide : {0} ({1} la vitesse simple).</translation>
     </message>
     <message>
         <source>no speculation</source>
-        <translation type="unfinished"></translation>
+        <translation>sans spéculation</translation>
     </message>
     <message>
         <source>prompt lookup</source>
-        <translation type="unfinished">recherche dans le prompt</translation>
+        <translation>recherche dans le prompt</translation>
     </message>
     <message>
         <source>draft model</source>
-        <translation type="unfinished"></translation>
+        <translation>modèle brouillon</translation>
     </message>
     <message>
         <source>auto</source>
-        <translation type="unfinished"></translation>
+        <translation>auto</translation>
     </message>
     <message>
         <source>{0}, k = {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}, k = {1}</translation>
     </message>
     <message>
         <source>Choose at least one drafter.</source>
-        <translation type="unfinished"></translation>
+        <translation>Choisissez au moins un brouillon.</translation>
     </message>
     <message>
         <source>k values: whole numbers from 1 to 64 or “auto”, separated by commas.</source>
-        <translation type="unfinished"></translation>
+        <translation>Valeurs de k : nombres entiers de 1 à 64 ou « auto », séparés par des virgules.</translation>
     </message>
     <message>
         <source>Cancelling…</source>
-        <translation type="unfinished"></translation>
+        <translation>Annulation…</translation>
     </message>
 </context>
 <context>
