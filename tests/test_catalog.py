@@ -220,13 +220,12 @@ def test_parameter_counts_are_shown_in_k_m_and_b():
 def test_the_catalog_finds_the_bundled_model_where_the_loader_does(monkeypatch, tmp_path):
     from app.engine import catalog, loading
 
-    names = ("DEFAULT_SOURCE", "BUNDLED_NAME", "BUNDLED_PACKAGE", "BUNDLED_FILE")
-    assert [getattr(catalog, n) for n in names] == [getattr(loading, n) for n in names]
-    packaged = tmp_path / loading.BUNDLED_PACKAGE / loading.BUNDLED_FILE  # a PyInstaller bundle
+    assert catalog.DEFAULT_SOURCE == loading.DEFAULT_SOURCE
+    packaged = tmp_path / catalog.BUNDLED_PACKAGE / catalog.BUNDLED_FILE  # a PyInstaller bundle
     packaged.parent.mkdir()
     write_tiny_gguf(packaged)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
     assert catalog.find_bundled_model() == loading.bundled_model_path() == packaged
     [entry] = scan_models(hub_cache=tmp_path / "no-hub")
-    assert (entry.source, entry.kind, entry.name) == ("default", "default", loading.BUNDLED_NAME)
+    assert (entry.source, entry.kind, entry.name) == ("default", "default", catalog.BUNDLED_NAME)

