@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
 from app.engine import LOOKUP, Engine, GenerationConfig
+from app.engine.errors import PromptError
 from app.engine.events import RunResult, StepEvent
 from app.engine.explanation import expected_tokens, explain
 
@@ -140,6 +141,13 @@ def print_table(rows: list[dict[str, object]]) -> None:
             )
 
 
+def fits(engine: Engine, prompt: str, room: int) -> bool:
+    try:
+        return len(engine.prompt_ids(prompt)) <= room
+    except PromptError:  # longer than the context
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -162,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     target, draft = tiny_pair() if args.tiny else (args.target, args.draft)
     engine = Engine.load(target, draft, device="cpu", dtype="float32")
     engine.warm_up()
-    config = GenerationConfig(k=args.k, max_new_tokens=args.max_new_tokens)
-    rows = check(engine, read_prompts_file(args.prompts_file), config)
+    config = GenerationConfig(k=args.k, auto_k=False, max_new_tokens=args.max_new_tokens)  # the k asked for
+    room = engine.context_length - args.max_new_tokens  # the tiny pair holds 512 tokens: no long document
+    prompts = [p for p in read_prompts_file(args.prompts_file) if fits(engine, p, room)]
+    rows = check(engine, prompts, config)
     if args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=2)
         print()
