@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     french = install_translators(app, "fr")
     window = open_window(settings)
     window.resize(1200, 820)
+    window.new_chat_action.trigger()  # a chat of its own, not the English one above
     send_and_wait(window, args.prompt_fr)
     settle(app)
     window.grab().save(str(args.out / "chat_fr.png"))

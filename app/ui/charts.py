@@ -250,7 +250,8 @@ class SweepChart(WhatIfChart):
             self.removeItem(label)
         self.labels = []
         for alpha, speedup, name in points:
-            label = pg.TextItem(name, anchor=(0, 1), color="#2c3e50")
+            right = alpha > 0.6  # near α = 1 the label goes left of its point, inside the plot
+            label = pg.TextItem(name, anchor=(1, 1) if right else (0, 1), color="#2c3e50")
             label.setPos(alpha, speedup)
             self.addItem(label)
             self.labels.append(label)

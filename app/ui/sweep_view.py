@@ -7,6 +7,8 @@ chart (pyqtgraph) is imported when the first row arrives, so opening the app sta
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -24,6 +26,9 @@ from PySide6.QtWidgets import (
 
 from app.engine.config import DRAFT_MODEL, LOOKUP
 from app.engine.explanation import Explanation, explain, format_percent, format_ratio
+
+if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
+    from app.ui.charts import SweepChart
 from app.engine.sweep import NONE, SweepRow
 
 DEFAULT_KS = "1,2,4,8"
@@ -51,14 +56,15 @@ class SweepDialog(QDialog):
     run_requested = Signal(list, list)  # drafter choices (LOOKUP / DRAFT_MODEL), k values (None: auto)
     cancel_requested = Signal()
 
-    COLUMNS = ("drafter", "tokens/s", "speed-up", "acceptance", "tokens/pass", "answer")
+    COLUMNS = ("drafter", "tokens/s", "speed-up", "alpha", "accepted", "tokens/pass", "answer")
 
     def __init__(self, available: list[str], draft_name: str | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(self.tr("Try drafters"))
         self.rows: list[SweepRow] = []
         self.explanations: list[Explanation | None] = []
-        self.chart: QWidget | None = None
+        self.chart: SweepChart | None = None
+        self._chart_base: Explanation | None = None
         intro = QLabel(
             self.tr(
                 "Answers the same conversation again without speculation, then with each drafter at "
@@ -93,7 +99,8 @@ class SweepDialog(QDialog):
                 self.tr("Drafter"),
                 self.tr("Tokens/s"),
                 self.tr("Speed-up"),
-                self.tr("Acceptance"),
+                self.tr("Acceptance α"),
+                self.tr("Drafts accepted"),
                 self.tr("Tokens per pass"),
                 self.tr("Answer"),
             ]
@@ -136,18 +143,20 @@ class SweepDialog(QDialog):
             if row.identical
             else self.tr("differs from token {0}").format(row.first_difference)
         )
-        acceptance = "—" if row.arm.drafter == NONE else format_percent(stats.acceptance_rate)
+        alpha = explanation.acceptance_rate if explanation is not None else None
+        accepted = "—" if row.arm.drafter == NONE else format_percent(stats.acceptance_rate)
         cells = (
             self._arm_label(row),
             f"{stats.tokens_per_s:.1f}",
             format_ratio(row.speedup),
-            acceptance,
+            "—" if alpha is None else format_percent(alpha),  # the Why panel's α, the chart's x
+            accepted,
             f"{stats.tokens_per_pass:.2f}",
             same,
         )
         for c, text in enumerate(cells):
             item = QTableWidgetItem(text)
-            if c in (1, 2, 3, 4):
+            if c in (1, 2, 3, 4, 5):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.setItem(r, c, item)
         self.status.setText(self.tr("{0} of {1} runs done").format(len(self.rows), self._planned))
@@ -224,14 +233,20 @@ class SweepDialog(QDialog):
         self.cancel_requested.emit()
 
     def _plot(self) -> None:
-        """The what-if curves of the first drafting arm, every drafting arm's measured point."""
+        """Every drafting arm's measured point, over the what-if curves of the arm whose costs
+        cover the most draft lengths (a k = 1 run alone measures no longer pass)."""
         measured = [(e, row) for e, row in zip(self.explanations, self.rows) if e is not None]
         if not measured:
             return
         from app.ui.charts import SweepChart  # pyqtgraph: only once there is something to draw
 
-        if self.chart is None:
-            self.chart = SweepChart(measured[0][0])
+        base = max((e for e, _ in measured), key=lambda e: len(e.what_if))
+        if self.chart is None or base is not self._chart_base:
+            if self.chart is not None:
+                self._layout.removeWidget(self.chart)
+                self.chart.deleteLater()
+            self.chart = SweepChart(base)
+            self._chart_base = base
             self._layout.addWidget(self.chart, 1)
         self.chart.set_points(
             [

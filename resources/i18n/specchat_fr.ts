@@ -1392,8 +1392,12 @@
         <translation>Accélération</translation>
     </message>
     <message>
-        <source>Acceptance</source>
-        <translation>Acceptation</translation>
+        <source>Acceptance α</source>
+        <translation>Acceptation α</translation>
+    </message>
+    <message>
+        <source>Drafts accepted</source>
+        <translation>Brouillons acceptés</translation>
     </message>
     <message>
         <source>Tokens per pass</source>

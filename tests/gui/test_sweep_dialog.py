@@ -9,6 +9,7 @@ import time
 from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
 
 from app.engine.config import DRAFT_MODEL, LOOKUP
+from app.engine.explanation import explain, format_percent
 
 
 def test_the_experiment_runs_two_drafters_and_fills_its_table(open_window, qtbot, tiny_models):
@@ -40,7 +41,10 @@ def test_the_experiment_runs_two_drafters_and_fills_its_table(open_window, qtbot
     ]
     for r, row in enumerate(rows):  # what the table shows is the engine's row
         assert dialog.table.item(r, 2).text().startswith(f"{row.speedup:.2f}"[:3])
-        assert ("same" in dialog.table.item(r, 5).text()) == row.identical
+        assert ("same" in dialog.table.item(r, 6).text()) == row.identical
+        if r:  # the table's α is the explanation's, the chart's x
+            alpha = explain(row.run, rows[0].run).acceptance_rate
+            assert dialog.table.item(r, 3).text() == ("—" if alpha is None else format_percent(alpha))
     assert all(row.identical for row in rows)  # greedy: every arm gives the plain answer
     assert dialog.chart is not None and len(dialog.chart.arms.data) == 4  # the four drafting arms
     assert not window.controller.busy and dialog.run_button.isEnabled()
