@@ -9,7 +9,7 @@ rendered characters)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -233,12 +233,10 @@ class AnswerWidget(QFrame):
         self._update_buttons()
 
     def copy_markdown(self) -> None:
-        """The answer's Markdown source as text (and the rendered HTML for rich editors)."""
-        data = QMimeData()
-        data.setText(self.message.content)
-        data.setData("text/markdown", self.message.content.encode("utf-8"))
-        data.setHtml(self.rendered.toHtml())
-        QGuiApplication.clipboard().setMimeData(data)
+        """The answer's Markdown source, as plain text. (Not a QMimeData with an HTML flavour as
+        well: PySide6 then crashes when the application exits — a clipboard-owned QMimeData is
+        destroyed twice at teardown.)"""
+        QGuiApplication.clipboard().setText(self.message.content)
 
     def _update_buttons(self) -> None:
         m = self.message

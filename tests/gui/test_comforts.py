@@ -156,10 +156,7 @@ def test_the_code_block_under_the_mouse_is_found_for_the_context_menu(qtbot):
 def test_copy_puts_the_answer_on_the_clipboard_as_markdown(qtbot):
     answer = _code_answer(qtbot)
     answer.copy_button.click()
-    data = QGuiApplication.clipboard().mimeData()
-    assert data.text() == CODE_ANSWER  # the source, fences and all, not the rendered text
-    assert bytes(data.data("text/markdown")).decode() == CODE_ANSWER
-    assert "print" in data.html()
+    assert QGuiApplication.clipboard().text() == CODE_ANSWER  # the source, fences and all
 
 
 # ---- stats: time to first token, context window ---------------------------------------------
