@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from tiny_models import hf_greedy
 
 from app.engine import Engine, GenerationConfig
 from app.engine.errors import InvalidSettingError, PromptError
@@ -17,19 +18,6 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def 
 # a fixed k: these tests check the mechanics (pass counts, drafts per step); the automatic
 # choice of k has its own tests (tests/test_cost.py)
 GREEDY = GenerationConfig(max_new_tokens=48, k=4, auto_k=False)
-
-
-def hf_greedy(engine: Engine, prompt: str, max_new_tokens: int) -> list[int]:
-    ids = torch.tensor([engine.prompt_ids(prompt)])
-    out = engine.target.model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),
-        do_sample=False,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=list(engine.target.eos_token_ids),
-        pad_token_id=engine.target.tokenizer.pad_token_id,
-    )
-    return out[0, ids.shape[1] :].tolist()
 
 
 DRAFTERS = ["well-matched", "mismatched", "self", "lookup"]

@@ -7,26 +7,13 @@ from dataclasses import replace
 
 import pytest
 import torch
+from tiny_models import hf_greedy
 
 from app.engine import Engine, GenerationConfig
 from app.engine.sampling import RepetitionPenalty
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
 PENALISED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, repetition_penalty=1.3)
-
-
-def hf_greedy(engine: Engine, prompt: str, config: GenerationConfig) -> list[int]:
-    ids = torch.tensor([engine.prompt_ids(prompt)])
-    out = engine.target.model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),
-        do_sample=False,
-        repetition_penalty=config.repetition_penalty,
-        max_new_tokens=config.max_new_tokens,
-        eos_token_id=list(engine.target.eos_token_ids),
-        pad_token_id=engine.target.tokenizer.pad_token_id,
-    )
-    return out[0, ids.shape[1] :].tolist()
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -42,7 +29,8 @@ def test_greedy_speculation_with_a_repetition_penalty_is_hf_generate_with_it(loa
     for prompt in PROMPTS:
         spec = engine.generate(prompt, PENALISED)
         base = engine.generate(prompt, replace(PENALISED, speculative=False))
-        assert spec.token_ids == base.token_ids == hf_greedy(engine, prompt, PENALISED)
+        reference = hf_greedy(engine, prompt, PENALISED.max_new_tokens, repetition_penalty=PENALISED.repetition_penalty)
+        assert spec.token_ids == base.token_ids == reference
         assert spec.stats.proposed > 0
         plain = engine.generate(prompt, replace(PENALISED, repetition_penalty=1.0, speculative=False))
         changed |= plain.token_ids != base.token_ids

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from tiny_models import save
+from tiny_models import hf_greedy, save
 from transformers import AutoModelForCausalLM, MistralConfig
 
 from app.engine import Engine, GenerationConfig
@@ -43,19 +43,6 @@ def mistral(tmp_path_factory, tokenizer):
     return load_model(str(folder), device="cpu", dtype="float32")
 
 
-def hf_greedy(engine: Engine, prompt: str, max_new_tokens: int) -> list[int]:
-    ids = torch.tensor([engine.prompt_ids(prompt)])
-    out = engine.target.model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),
-        do_sample=False,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=[],
-        pad_token_id=0,
-    )
-    return out[0, ids.shape[1] :].tolist()
-
-
 @pytest.mark.parametrize("drafter", ["self", "lookup", "lookup-auto"])
 def test_greedy_speculation_past_the_window_equals_the_target_alone(mistral, drafter):
     target = replace(mistral, eos_token_ids=())  # run the full length, far past the window
@@ -66,7 +53,7 @@ def test_greedy_speculation_past_the_window_equals_the_target_alone(mistral, dra
     spec = engine.generate(PROMPT, config)
     assert spec.stats.proposed > 0
     assert spec.token_ids == engine.generate(PROMPT, replace(config, speculative=False)).token_ids
-    assert spec.token_ids == hf_greedy(engine, PROMPT, config.max_new_tokens)
+    assert spec.token_ids == hf_greedy(engine, PROMPT, config.max_new_tokens, eos_token_id=[], pad_token_id=0)
 
 
 def test_a_rejection_past_the_window_rolls_back_instead_of_re_prefilling(mistral):

@@ -110,3 +110,21 @@ def save(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, folder: Pat
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def hf_greedy(engine, prompt: str, max_new_tokens: int, **options: object) -> list[int]:  # type: ignore[no-untyped-def]
+    """The reference: Hugging Face ``generate(do_sample=False)`` on the engine's own target and
+    prompt ids. ``options`` go to ``generate`` (e.g. ``repetition_penalty``, ``eos_token_id``)."""
+    ids = torch.tensor([engine.prompt_ids(prompt)])
+    settings: dict[str, object] = {
+        "eos_token_id": list(engine.target.eos_token_ids),
+        "pad_token_id": engine.target.tokenizer.pad_token_id,
+    }
+    out = engine.target.model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        **(settings | options),
+    )
+    return out[0, ids.shape[1] :].tolist()
