@@ -36,6 +36,11 @@ _EXPORTS = {
     "LoadedModel": "loading",
     "load_model": "loading",
     "check_compatible": "loading",
+    "Explanation": "explanation",
+    "explain": "explanation",
+    "SweepArm": "sweep",
+    "plan_arms": "sweep",
+    "run_sweep": "sweep",
 }
 
 __all__ = sorted(_EXPORTS)
