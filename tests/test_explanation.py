@@ -283,3 +283,11 @@ def test_generate_json_carries_the_explanation_of_its_own_steps(tiny_models, cap
     assert explanation["acceptance_rate"] == pytest.approx(accepted / (accepted + rejections))
     assert explanation["measured_speedup"] is None  # no baseline in generate
     assert explanation["summary"]
+
+
+def test_the_summary_speaks_of_one_draft_in_the_singular():
+    from dataclasses import replace
+
+    e = explain(_speculative(), _baseline())
+    assert "a pass checking one draft cost" in summary_sentence(replace(e, k_used=1))
+    assert f"a pass checking {e.k_used} drafts cost" in summary_sentence(e) and e.k_used > 1

@@ -418,6 +418,9 @@ AGREED = QT_TRANSLATE_NOOP(
 COSTS = QT_TRANSLATE_NOOP(
     "Explanation", "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}"
 )
+COSTS_ONE = QT_TRANSLATE_NOOP(
+    "Explanation", "a pass checking one draft cost {verify} a plain step, and drafting it {draft}"
+)
 UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure what a plain step costs")
 OUTCOMES = {
     (True, True): QT_TRANSLATE_NOOP("Explanation", "so speculation gained {percent}"),
@@ -451,7 +454,7 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
     speedup = e.measured_speedup if e.measured_speedup is not None else e.predicted_speedup
     if e.verify_cost_ratio is None or e.draft_cost_ratio is None or speedup is None:
         return f"{agreed}; {translate(UNKNOWN_COST)}."
-    costs = translate(COSTS).format(
+    costs = translate(COSTS_ONE if e.k_used == 1 else COSTS).format(
         k=e.k_used,
         verify=format_ratio(e.verify_cost_ratio),
         draft=format_ratio(e.k_used * e.draft_cost_ratio),

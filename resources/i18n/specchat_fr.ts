@@ -502,6 +502,10 @@
         <translation>une passe vérifiant {k} brouillons a coûté {verify} une étape simple, et leur génération {draft}</translation>
     </message>
     <message>
+        <source>a pass checking one draft cost {verify} a plain step, and drafting it {draft}</source>
+        <translation>une passe vérifiant un brouillon a coûté {verify} une étape simple, et sa génération {draft}</translation>
+    </message>
+    <message>
         <source>run a comparison to measure what a plain step costs</source>
         <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
     </message>
