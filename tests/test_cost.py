@@ -225,3 +225,24 @@ def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tin
     costs.draft_catch_up[0] = 0.001
     engine.reset()
     assert engine.generate(prompt, AUTO).stats.proposed > 0
+
+
+def test_pass_costs_are_kept_per_band_of_context_length():
+    """A 4k-token context makes a multi-token pass dearer (row-wise attention): costs measured
+    there must not make the chooser timid at 200 tokens, nor the reverse."""
+    from app.engine.cost import CostModel
+
+    costs = CostModel()
+    costs.context = 200
+    for n, s in ((1, 1.0), (2, 1.05), (4, 1.1)):
+        costs.observe_verify(n, s)
+    costs.context = 4000
+    for n, s in ((1, 4.0), (2, 6.0), (4, 10.0)):
+        costs.observe_verify(n, s)
+    assert costs.verify_cost(4) == 10.0
+    costs.context = 220  # the same band as 200
+    assert costs.verify_cost(4) == 1.1
+    costs.context = 700  # a band with no sample: the nearest band's figures
+    assert costs.verify_cost(4) == 1.1
+    costs.observe_verify(1, 2.0)  # now one plain pass here: other sizes scale by the nearest band's ratios
+    assert costs.verify_cost(4) == pytest.approx(2.0 * 1.1 / 1.0)

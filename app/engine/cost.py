@@ -83,17 +83,34 @@ def best_k(
     return Choice(best, best_rate / plain_rate, alpha)
 
 
+def context_bucket(context: int) -> int:
+    """Passes are measured per power-of-two band of context length: attention over a 4k-token
+    cache makes a multi-token pass dearer than over 200 tokens (row-wise: one call per row)."""
+    return max(context, 1).bit_length()
+
+
 @dataclass
 class CostModel:
-    """Measured seconds of a target pass per number of tokens fed, and of one draft step."""
+    """Measured seconds of a target pass per number of tokens fed (per band of context length),
+    and of one draft step. Set ``context`` to the cache length before observing or asking."""
 
-    verify: dict[int, deque[float]] = field(default_factory=dict)
+    buckets: dict[int, dict[int, deque[float]]] = field(default_factory=dict)  # band -> size -> s
     draft: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))
     draft_catch_up: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))  # s/token
+    context: int = 0  # tokens in the target's cache for the pass at hand
+
+    @property
+    def verify(self) -> dict[int, deque[float]]:
+        """The samples of the current context band, else of the nearest band that has any."""
+        band = context_bucket(self.context)
+        if band in self.buckets or not self.buckets:
+            return self.buckets.get(band, {})
+        return self.buckets[min(self.buckets, key=lambda b: (abs(b - band), b))]
 
     def observe_verify(self, tokens: int, seconds: float) -> None:
         if tokens >= 1 and seconds > 0.0:
-            self.verify.setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds)
+            band = self.buckets.setdefault(context_bucket(self.context), {})
+            band.setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds)
 
     def observe_draft(self, passes: int, seconds: float) -> None:
         if passes >= 1 and seconds > 0.0:
@@ -116,13 +133,18 @@ class CostModel:
         return {n: statistics.median(s) for n, s in sorted(self.verify.items())}
 
     def verify_cost(self, tokens: int) -> float | None:
-        """Seconds of a target pass over ``tokens`` tokens: measured, else interpolated between
-        the nearest measured sizes, else extrapolated from the largest one (never cheaper)."""
+        """Seconds of a target pass over ``tokens`` tokens in the current context band: measured;
+        else this band's one-token pass times the ratio another band measured for that size
+        (the nearest band); else interpolated between the nearest measured sizes, else
+        extrapolated from the largest one (never cheaper)."""
         points = self.measured()
         if not points:
             return None
         if tokens in points:
             return points[tokens]
+        scaled = self._scaled_from_other_band(tokens, points)
+        if scaled is not None:
+            return scaled
         below = [n for n in points if n < tokens]
         above = [n for n in points if n > tokens]
         if below and above:
@@ -134,6 +156,17 @@ class CostModel:
         lo = max(below)
         base = points.get(1, points[min(points)])
         return points[lo] + (tokens - lo) * UNMEASURED_EXTRA_PER_TOKEN * base
+
+    def _scaled_from_other_band(self, tokens: int, points: dict[int, float]) -> float | None:
+        if 1 not in points:
+            return None
+        band = context_bucket(self.context)
+        others = [b for b, sizes in self.buckets.items() if b != band and tokens in sizes and 1 in sizes]
+        if not others:
+            return None
+        nearest = self.buckets[min(others, key=lambda b: (abs(b - band), b))]
+        ratio = statistics.median(nearest[tokens]) / statistics.median(nearest[1])
+        return points[1] * ratio
 
     def curve(self, up_to: int) -> list[float] | None:
         """Seconds per pass over 1..up_to tokens (for reports)."""

@@ -298,6 +298,8 @@ def decode(
             yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
             return
         started = _clock(target.device)
+        if chooser is not None:
+            chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
         k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
         proposal, choice = _propose(

@@ -116,6 +116,7 @@ class Engine:
             runner.forward([0], keep=1)
             runner.forward([0] * 6)
             runner.truncate(16)
+        self.chooser.costs.context = len(self._target_kv.tokens)  # a short context: the first band
         for size in WARM_UP_BLOCK_SIZES:
             self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
         if isinstance(self._drafter, ModelDrafter):
