@@ -66,9 +66,7 @@ def _speculative_run(
         )
         kind = "bonus" if accepted == k else "correction"
         steps.append(StepEvent(i, ok, own, wrong, kind, k, draft_s, verify_s, stats, draft_passes=k))  # type: ignore[arg-type]
-    return RunResult.from_steps(
-        steps, speculative=True, drafter="draft model: d", config={"temperature": 0.0}
-    )
+    return RunResult.from_steps(steps, speculative=True, drafter="draft model: d", config={"temperature": 0.0})
 
 
 # --- §3: the cause of a slower run comes from its own steps ----------------------------------
@@ -91,9 +89,7 @@ def test_a_slower_run_with_high_acceptance_blames_the_verify_pass_not_acceptance
 
 def test_a_slower_run_with_expensive_drafting_blames_drafting():
     # all drafts accepted, verification flat (1 plain step), but a draft pass costs 2 plain steps
-    speculative = _speculative_run(
-        steps_n=3, k=4, accepted=4, draft_pass_s=2 * PLAIN_STEP_S, verify_s=PLAIN_STEP_S
-    )
+    speculative = _speculative_run(steps_n=3, k=4, accepted=4, draft_pass_s=2 * PLAIN_STEP_S, verify_s=PLAIN_STEP_S)
     comparison = compare_runs(speculative, _plain_run(n=16))
 
     assert comparison.outcome == "slower"
@@ -104,9 +100,7 @@ def test_a_slower_run_with_expensive_drafting_blames_drafting():
 
 
 def test_a_slower_run_with_low_acceptance_blames_acceptance():
-    speculative = _speculative_run(
-        steps_n=10, k=5, accepted=1, draft_pass_s=0.02, verify_s=1.5 * PLAIN_STEP_S
-    )
+    speculative = _speculative_run(steps_n=10, k=5, accepted=1, draft_pass_s=0.02, verify_s=1.5 * PLAIN_STEP_S)
     comparison = compare_runs(speculative, _plain_run(n=21))
 
     assert comparison.outcome == "slower"
@@ -180,9 +174,7 @@ def test_a_near_tie_depends_on_the_dtype_at_the_logit(margin, top, bf16, fp32):
 
 def test_a_run_round_trips_through_json_with_its_provenance():
     run = _speculative_run(steps_n=3, k=4, accepted=2, draft_pass_s=0.01, verify_s=0.1)
-    made_by = RunProvenance(
-        "target", "draft model: d", "bfloat16", "cuda:0", "int8", GenerationConfig(k=4).to_dict()
-    )
+    made_by = RunProvenance("target", "draft model: d", "bfloat16", "cuda:0", "int8", GenerationConfig(k=4).to_dict())
     run = RunResult(run.text, run.tokens, run.steps, run.stats, "eos", True, run.drafter, {"k": 4}, made_by)
     data = json.loads(json.dumps(run.to_dict()))
     assert data["target"] == "target" and data["stats"]["wall_s"] == run.stats.wall_s
@@ -207,3 +199,30 @@ def test_provenance_names_the_fields_that_differ():
     assert a.differences(RunProvenance("A", "prompt lookup", "float32", "cpu")) == ("drafter", "draft_dtype")
     plain = RunProvenance("A", "none", "float32", "cpu")
     assert plain.differences(a) == ()  # a run that drafted nothing does not care about drafters
+
+
+def test_the_compare_verdict_and_the_why_panel_name_the_same_cause():
+    """One truth: Compare's sentence and the Why panel it opens never blame different things
+    (before they shared the rule, 34 of these runs disagreed)."""
+    from app.engine.explanation import explain
+
+    kinds = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
+    compared = 0
+    for k in (2, 3, 4, 5, 7):
+        for accepted in range(k + 1):
+            for draft_pass_s in (0.001, 0.01, 0.03, 0.06):
+                for verify_factor in (1.0, 1.5, 2.0, 3.0, 5.0):
+                    speculative = _speculative_run(
+                        steps_n=3,
+                        k=k,
+                        accepted=accepted,
+                        draft_pass_s=draft_pass_s,
+                        verify_s=verify_factor * PLAIN_STEP_S,
+                    )
+                    baseline = _plain_run(n=22)
+                    comparison = compare_runs(speculative, baseline)
+                    explained = explain(speculative, baseline).cause
+                    if comparison.cause is not None and explained is not None:
+                        compared += 1
+                        assert comparison.cause.kind == kinds[explained], (k, accepted, draft_pass_s, verify_factor)
+    assert compared > 100

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .events import RunProvenance, RunResult, StepEvent
-from .explanation import explain
+from .explanation import LOW_ACCEPTANCE, explain
 from .i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
@@ -41,7 +41,6 @@ UNKNOWN_DTYPE = "float32"  # runs that did not record their dtype (old files): t
 SAME_SPEED_BAND = 0.05
 # Below this acceptance, the drafter guessing wrong is what makes speculation lose; above it
 # the loss comes from what a draft step or a verify pass costs.
-LOW_ACCEPTANCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -196,6 +195,9 @@ def _decode_steps(run: RunResult) -> list[StepEvent]:
     return [s for s in run.steps if s.index > 0]
 
 
+CAUSE_KINDS: dict[str, CauseKind] = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
+
+
 def speed_cause(speculative: RunResult, baseline: RunResult) -> SpeedCause | None:
     """Acceptance when it is low, else the larger cost: drafting or the multi-token verify pass.
 
@@ -214,10 +216,12 @@ def speed_cause(speculative: RunResult, baseline: RunResult) -> SpeedCause | Non
     stats = speculative.stats
     draft_overhead = draft_s / len(drafted) / plain_s
     verify_cost = statistics.median(s.verify_s for s in drafted) / plain_s
-    if stats.acceptance_rate < LOW_ACCEPTANCE:
-        kind: CauseKind = "acceptance"
-    else:
-        kind = "draft_cost" if draft_overhead >= verify_cost - 1.0 else "verify_cost"
+    # the explanation's cause (one truth: the Compare view and its Why? panel name the same one)
+    explained = explain(speculative, baseline).cause
+    if explained is None:  # no fixed pass size measured: the same rule on the step totals
+        low = stats.acceptance_rate < LOW_ACCEPTANCE
+        explained = "acceptance" if low else ("draft" if draft_overhead >= verify_cost - 1.0 else "verify")
+    kind = CAUSE_KINDS[explained]
     return SpeedCause(
         kind=kind,
         acceptance_rate=stats.acceptance_rate,

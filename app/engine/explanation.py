@@ -297,15 +297,18 @@ def what_if_curves(
     return tuple(curves)
 
 
-def _cause(alpha: float, k: int, c: float, v: float) -> Cause:
-    """What held the speed-up back most: the factor whose shortfall, halved, gains most —
-    the rejection rate 1 − α, the drafting cost c, or the verify overhead v − 1."""
-    gains: dict[Cause, float] = {
-        "acceptance": formula_speedup((1 + alpha) / 2, k, c, v),
-        "draft": formula_speedup(alpha, k, c / 2, v),
-        "verify": formula_speedup(alpha, k, c, 1 + (v - 1) / 2 if v > 1 else v),
-    }
-    return max(gains, key=lambda cause: gains[cause])  # ties: the order above
+LOW_ACCEPTANCE = 0.5  # below this α the draft is poorly matched; above it, blame the costs
+
+
+def _cause(alpha: float, share: float | None, k: int, c: float, v: float) -> Cause:
+    """What held the speed-up back most. Low acceptance when it is low (α, or the share of all
+    drafts accepted, below ``LOW_ACCEPTANCE``); otherwise the cost whose shortfall, halved,
+    gains most: drafting c or the verify overhead v − 1 (86 % acceptance is never "low")."""
+    if alpha < LOW_ACCEPTANCE or (share is not None and share < LOW_ACCEPTANCE):
+        return "acceptance"
+    draft = formula_speedup(alpha, k, c / 2, v)
+    verify = formula_speedup(alpha, k, c, 1 + (v - 1) / 2 if v > 1 else v)
+    return "draft" if draft >= verify else "verify"
 
 
 def timeline(run: RunResult, kind: RunKind) -> tuple[PassBar, ...]:
@@ -349,6 +352,7 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
     drafted = sum(_drafts(s) for s in decode)
     c = _ratio(sum(s.draft_s for s in decode) / drafted, plain_s or 0.0) if drafted else None
 
+    share = sum(len(s.accepted) for s in passes) / proposed if proposed else None
     predicted = formula = None
     cause: Cause | None = None
     cost = 0.0
@@ -358,11 +362,11 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         predicted = run_speedup(a, [_drafts(s) for s in decode], cost)
         if k > 0 and c is not None and k in v:
             formula = formula_speedup(a, k, c, v[k])
-            cause = _cause(a, k, c, v[k])
+            cause = _cause(a, share, k, c, v[k])
     measured, measured_total = measured_speedups(speculative, baseline)
     result = Explanation(
         acceptance_rate=alpha,
-        drafts_accepted_share=sum(len(s.accepted) for s in passes) / proposed if proposed else None,
+        drafts_accepted_share=share,
         mean_tokens_per_pass=sum(len(s.tokens) for s in passes) / len(passes) if passes else 0.0,
         acceptance_by_position=acceptance_by_position(passes),
         tokens_per_pass_histogram=tokens_histogram(passes),
