@@ -4,8 +4,6 @@ off the GUI thread."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -227,18 +225,6 @@ def test_the_draft_column_says_in_text_not_colour_alone(window_with_library, qtb
     choose_target(qtbot, dialog, library_models["target"])
     texts = {dialog.table.item(r, DRAFT).text()[:1] for r in range(dialog.table.rowCount())}
     assert {"●", "★", "✗", "⚠"} <= texts
-
-
-def test_the_library_modules_the_gui_imports_load_no_torch():
-    code = (
-        "import sys, app.ui.models_dialog, app.worker.catalog_worker, app.engine.catalog;"
-        "bad = [m for m in ('torch', 'transformers') if m in sys.modules];"
-        "sys.exit(f'imported {bad}' if bad else 0)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr + done.stdout
 
 
 def test_a_failing_scan_is_reported_in_the_dialog_not_raised(app_dirs, qtbot):
