@@ -471,7 +471,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     engine = load_engine(args, drafter=speculative)
     _clear_progress(sys.stderr)
     if args.json:
-        from app.engine.explanation import explain
+        from app.engine.analysis.explanation import explain
 
         result = engine.generate(messages, config)
         _print_json({**result.to_dict(), "explanation": explain(result).to_dict()}, out)
@@ -487,8 +487,8 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Both arms through the engine's comparison service; this only presents its report."""
-    from app.engine.compare import headline, verdict_reasons
-    from app.engine.comparison import run_comparison
+    from app.engine.analysis.compare import headline, verdict_reasons
+    from app.engine.analysis.comparison import run_comparison
 
     config = generation_config(args, speculative=True)
     messages = conversation(read_prompt(args), args.system)
@@ -552,8 +552,8 @@ def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
 
 def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
     """The drafter choices and the draft model source to load (``model`` stands for it)."""
+    from app.engine.analysis.sweep import NONE
     from app.engine.config import DRAFT_MODEL, LOOKUP
-    from app.engine.sweep import NONE
 
     items = args.drafters or [NONE, LOOKUP] + ([args.draft] if args.draft else [])
     sources = [item for item in items if item not in (NONE, LOOKUP, DRAFT_MODEL)]
@@ -568,8 +568,8 @@ def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
 
 def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
     from app.engine import LOOKUP, Engine
-    from app.engine.sweep import plan_arms
-    from app.engine.sweep import run_sweep as sweep
+    from app.engine.analysis.sweep import plan_arms
+    from app.engine.analysis.sweep import run_sweep as sweep
 
     config = generation_config(args, speculative=True)
     messages = conversation(read_prompt(args), args.system)

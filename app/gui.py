@@ -18,10 +18,10 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.paths import resource_path
-from app.ui.i18n import install_translators
+from app.ui.common.i18n import install_translators
+from app.ui.common.storage import ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.settings import SettingsStore, configure_application
-from app.ui.storage import ConversationStore
+from app.ui.settings.store import SettingsStore, configure_application
 from app.worker import EngineWorker
 from app.worker.catalog_worker import CatalogWorker
 

@@ -45,7 +45,7 @@ def tiny_models(tmp_path_factory, tokenizer) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def load_tiny(tiny_models):
     """Load a tiny model through ``load_model`` once per session."""
-    from app.engine.loading import load_model
+    from app.engine.models.loading import load_model
 
     cache = {}
 

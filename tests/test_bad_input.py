@@ -17,11 +17,11 @@ from tiny_models import build_model, save
 
 from app.cli import main as cli_main
 from app.engine import Engine, GenerationConfig
-from app.engine.acceptance import Rule
 from app.engine.config import MAX_SEED
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.sampling import gumbel_argmax, probabilities
 from app.engine.errors import InvalidSettingError, ModelLoadError
-from app.engine.loading import _first_line, load_model
-from app.engine.sampling import gumbel_argmax, probabilities
+from app.engine.models.loading import _first_line, load_model
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
 CONTEXT = 64  # positions of the small-context model below

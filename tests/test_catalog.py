@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
 
-from app.engine.catalog import (
+from app.engine.models.catalog import (
     LOOKUP,
     ModelEntry,
     PairCheck,
@@ -27,7 +27,7 @@ from app.engine.catalog import (
     scan_source,
     suggest_draft,
 )
-from app.engine.pairing import PairingChecker, load_tokenizer
+from app.engine.models.pairing import PairingChecker, load_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_the_gguf_scan_reads_no_tensor_data(tmp_path):
 def _gguf_header_end(path: Path) -> int:
     with path.open("rb") as f:
         read_gguf_header(path)  # proves it parses; then find where the header stops
-        from app.engine.catalog import _Reader
+        from app.engine.models.catalog import _Reader
 
         reader = _Reader(f, path.stat().st_size, path.name)
         reader.bytes(8)
@@ -218,7 +218,7 @@ def test_parameter_counts_are_shown_in_k_m_and_b():
 
 
 def test_the_catalog_finds_the_bundled_model_where_the_loader_does(monkeypatch, tmp_path):
-    from app.engine import catalog, loading
+    from app.engine.models import catalog, loading
 
     assert catalog.DEFAULT_SOURCE == loading.DEFAULT_SOURCE
     packaged = tmp_path / catalog.BUNDLED_PACKAGE / catalog.BUNDLED_FILE  # a PyInstaller bundle

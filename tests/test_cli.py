@@ -204,7 +204,7 @@ def test_compare_text_output_states_the_verdict(models, capsys):
 @pytest.fixture()
 def service_reports(monkeypatch: pytest.MonkeyPatch) -> list:
     """Every report the comparison service makes during the test."""
-    from app.engine import comparison
+    from app.engine.analysis import comparison
 
     reports: list = []
     real = comparison.run_comparison
@@ -226,7 +226,7 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
     assert data["speculative"]["made_by"]["drafter"].startswith("draft model")
     assert data["baseline"]["made_by"]["drafter"] == "none"
     assert data["order"] == ["speculative", "baseline"]
-    from app.engine.explanation import explain
+    from app.engine.analysis.explanation import explain
 
     explanation = data["explanation"]  # the engine's explanation of the two runs, as the GUI shows it
     assert explanation == json.loads(json.dumps(explain(report.speculative, report.baseline).to_dict()))
@@ -236,7 +236,7 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
 
 
 def test_compare_text_says_what_the_services_report_says(models, capsys, service_reports):
-    from app.engine.compare import headline, verdict_reasons
+    from app.engine.analysis.compare import headline, verdict_reasons
 
     code, out, err = run_cli(capsys, "compare", *tiny(models), "--prompt", PROMPT)
     assert code == 0, err

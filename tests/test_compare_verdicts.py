@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app.engine.compare import (
+from app.engine.analysis.compare import (
     compare_runs,
     headline,
     headline_tone,
@@ -204,7 +204,7 @@ def test_provenance_names_the_fields_that_differ():
 def test_the_compare_verdict_and_the_why_panel_name_the_same_cause():
     """One truth: Compare's sentence and the Why panel it opens never blame different things
     (before they shared the rule, 34 of these runs disagreed)."""
-    from app.engine.explanation import explain
+    from app.engine.analysis.explanation import explain
 
     kinds = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
     compared = 0

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from app.engine import Engine
-from app.engine import decode as decode_module
-from app.engine.comparison import CACHE_POLICY, ORDER, run_comparison
+from app.engine.analysis.comparison import CACHE_POLICY, ORDER, run_comparison
 from app.engine.config import GenerationConfig
+from app.engine.decoding import decode as decode_module
 from app.engine.events import RunStats, TokenInfo
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from app.engine import Engine, GenerationConfig
-from app.engine.acceptance import Rule
-from app.engine.cost import (
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.cost import (
     AcceptanceModel,
     CostModel,
     KChooser,
@@ -17,7 +17,7 @@ from app.engine.cost import (
     expected_tokens,
     lookup_key,
 )
-from app.engine.drafters import Proposal
+from app.engine.decoding.drafters import Proposal
 
 AUTO = GenerationConfig(max_new_tokens=96, k=4, auto_k=True)
 
@@ -230,7 +230,7 @@ def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tin
 def test_pass_costs_are_kept_per_band_of_context_length():
     """A 4k-token context makes a multi-token pass dearer (row-wise attention): costs measured
     there must not make the chooser timid at 200 tokens, nor the reverse."""
-    from app.engine.cost import CostModel
+    from app.engine.decoding.cost import CostModel
 
     costs = CostModel()
     costs.context = 200

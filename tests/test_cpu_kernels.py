@@ -15,9 +15,9 @@ from torch import nn
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
 from app.engine import Engine, GenerationConfig
-from app.engine.cpu_kernels import ROWWISE, PrepackedLinear, apply_cpu_kernels, has_cpu_kernels
-from app.engine.kv import CachedModel
-from app.engine.loading import load_model
+from app.engine.models.loading import load_model
+from app.engine.runners.cpu_kernels import ROWWISE, PrepackedLinear, apply_cpu_kernels, has_cpu_kernels
+from app.engine.runners.kv import CachedModel
 
 PROMPT = "def add(a, b):\n    return a + b\nThe quick brown fox jumps over the lazy dog."
 CONFIGS = {"llama": LlamaConfig, "qwen2": Qwen2Config}

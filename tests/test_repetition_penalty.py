@@ -10,7 +10,7 @@ import torch
 from tiny_models import hf_greedy
 
 from app.engine import Engine, GenerationConfig
-from app.engine.sampling import RepetitionPenalty
+from app.engine.decoding.sampling import RepetitionPenalty
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
 PENALISED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, repetition_penalty=1.3)

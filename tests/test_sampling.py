@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from app.engine import Engine, GenerationConfig
-from app.engine.acceptance import accept_standard
-from app.engine.detok import IncrementalDetokenizer
-from app.engine.sampling import filter_logits, gumbel_argmax, sample
+from app.engine.decoding.acceptance import accept_standard
+from app.engine.decoding.detok import IncrementalDetokenizer
+from app.engine.decoding.sampling import filter_logits, gumbel_argmax, sample
 
 CHI2_DF4_P001 = 18.47  # chi-square critical value, 4 degrees of freedom, p = 0.001
 TRIALS = 20_000

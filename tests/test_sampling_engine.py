@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from app.engine import Engine, GenerationConfig
-from app.engine.acceptance import Rule
-from app.engine.drafters import ModelDrafter, Proposal
-from app.engine.sampling import filter_logits
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.drafters import ModelDrafter, Proposal
+from app.engine.decoding.sampling import filter_logits
 
 
 @pytest.fixture(autouse=True, scope="module")

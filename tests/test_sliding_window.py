@@ -11,7 +11,7 @@ from tiny_models import hf_greedy, save
 from transformers import AutoModelForCausalLM, MistralConfig
 
 from app.engine import Engine, GenerationConfig
-from app.engine.loading import load_model
+from app.engine.models.loading import load_model
 
 WINDOW = 16
 GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)

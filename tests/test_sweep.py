@@ -11,8 +11,8 @@ from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 
 from app.cli import main
 from app.engine import Engine, GenerationConfig, InvalidSettingError
+from app.engine.analysis.sweep import NONE, SweepArm, plan_arms, run_sweep
 from app.engine.config import DRAFT_MODEL, LOOKUP
-from app.engine.sweep import NONE, SweepArm, plan_arms, run_sweep
 
 PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 

@@ -8,10 +8,10 @@ import torch
 
 from app.cli import main
 from app.engine import Engine
-from app.engine.cpu_kernels import auto_threads, choose_threads, parse_threads, physical_cores
 from app.engine.errors import InvalidSettingError
-from app.ui.settings import AppSettings, ModelSettings
-from app.ui.settings_dialog import SettingsDialog
+from app.engine.runners.cpu_kernels import auto_threads, choose_threads, parse_threads, physical_cores
+from app.ui.settings.settings_dialog import SettingsDialog
+from app.ui.settings.store import AppSettings, ModelSettings
 from app.worker import EngineWorker
 
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
 from app.engine import LOOKUP, Engine, GenerationConfig
+from app.engine.analysis.explanation import expected_tokens, explain
 from app.engine.errors import PromptError
 from app.engine.events import RunResult, StepEvent
-from app.engine.explanation import expected_tokens, explain
 
 
 def tiny_pair() -> tuple[str, str]:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import PROMPT, model_settings, open_window, send_and_wait, start_app
 
-from app.ui.latency import GuiLatencyProbe
-from app.ui.settings import AppSettings
+from app.ui.common.latency import GuiLatencyProbe
+from app.ui.settings.store import AppSettings
 
 
 def main(argv: list[str] | None = None) -> int:

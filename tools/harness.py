@@ -12,9 +12,9 @@ from PySide6.QtCore import QEventLoop, QSettings, QTimer, SignalInstance
 from PySide6.QtWidgets import QApplication
 
 from app.engine.events import RunResult
+from app.ui.common.storage import DATA_DIR_ENV, ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.settings import AppSettings, ModelSettings, SettingsStore, configure_application
-from app.ui.storage import DATA_DIR_ENV, ConversationStore
+from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore, configure_application
 from app.worker import EngineWorker
 
 # A prompt that shows prompt lookup at its best: the answer quotes the question.

@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 from harness import PROMPT, model_settings, open_window, send_and_wait, start_app, wait_for
 from PySide6.QtWidgets import QApplication
 
-from app.ui.i18n import install_translators, remove_translators
-from app.ui.settings import AppSettings
-from app.ui.storage import ConversationStore
+from app.ui.common.i18n import install_translators, remove_translators
+from app.ui.common.storage import ConversationStore
+from app.ui.settings.store import AppSettings
 
 PROMPT_FR = (
     "Corrige les fautes et recopie la phrase : « Le décodage spéculatif laisse un petit modèle "

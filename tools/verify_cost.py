@@ -22,9 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.engine.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels, apply_threads
-from app.engine.kv import CachedModel
-from app.engine.loading import LoadedModel, load_model
+from app.engine.models.loading import LoadedModel, load_model
+from app.engine.runners.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels, apply_threads
+from app.engine.runners.kv import CachedModel
 
 BLOCKS = (1, 2, 4, 6, 8)
 CONTEXT = 100
@@ -48,7 +48,7 @@ def process_rss_mb(source: str, cpu_kernels: bool) -> float:
     """VmRSS of a fresh process that loaded the model and ran it once (weights paged in)."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from tools.verify_cost import rss_mb;"
-        "from app.engine.loading import load_model; from app.engine.kv import CachedModel;"
+        "from app.engine.models.loading import load_model; from app.engine.runners.kv import CachedModel;"
         "m = load_model(sys.argv[2], device='cpu', dtype='float32', cpu_kernels=sys.argv[3] == '1');"
         "CachedModel(m.model, m.vocab_size).forward(list(range(40)), keep=1); print(rss_mb())"
     )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from .errors import InvalidSettingError
+from app.engine.errors import InvalidSettingError
 
 SamplingMode = Literal["standard", "seed-invariant"]
 SAMPLING_MODES = ("standard", "seed-invariant")

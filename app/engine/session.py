@@ -20,16 +20,16 @@ from typing import Any
 
 import torch
 
-from .config import DRAFT_MODEL, LOOKUP, GenerationConfig
-from .cost import KChooser
-from .cpu_kernels import AUTO as AUTO_THREADS
-from .cpu_kernels import apply_threads
-from .decode import decode
-from .drafters import Drafter, ModelDrafter, PromptLookupDrafter
-from .errors import InvalidSettingError, PromptError, SpecChatError
-from .events import RunProvenance, RunResult, StepEvent
-from .kv import CachedModel
-from .loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
+from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.decoding.cost import KChooser
+from app.engine.decoding.decode import decode
+from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from app.engine.errors import InvalidSettingError, PromptError, SpecChatError
+from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
+from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
+from app.engine.runners.cpu_kernels import apply_threads
+from app.engine.runners.kv import CachedModel
 
 Conversation = str | Sequence[Mapping[str, str]]
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()

@@ -27,23 +27,22 @@ from PySide6.QtWidgets import (
 
 from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from app.engine.errors import SpecChatError
-
-from .chat_controller import ChatController, CompareOutcome
-from .chat_view import ChatView
-from .compare_view import CompareDialog
-from .composer import Composer
-from .context_meter import ContextMeter
-from .conversation import Conversation, Message
-from .conversation_list import ConversationPanel
-from .models_dialog import ModelsDialog
-from .settings import AppSettings, ModelSettings, SettingsStore
-from .settings_dialog import SettingsDialog
-from .storage import ConversationStore
-from .sweep_view import SweepDialog
-from .token_style import TokenLegend
+from app.ui.chat.chat_controller import ChatController, CompareOutcome
+from app.ui.chat.chat_view import ChatView
+from app.ui.chat.composer import Composer
+from app.ui.chat.context_meter import ContextMeter
+from app.ui.chat.conversation_list import ConversationPanel
+from app.ui.common.conversation import Conversation, Message
+from app.ui.common.storage import ConversationStore
+from app.ui.common.token_style import TokenLegend
+from app.ui.compare.compare_view import CompareDialog
+from app.ui.experiment.sweep_view import SweepDialog
+from app.ui.models.models_dialog import ModelsDialog
+from app.ui.settings.settings_dialog import SettingsDialog
+from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore
 
 if TYPE_CHECKING:
-    from app.engine.sweep import SweepRow
+    from app.engine.analysis.sweep import SweepRow
     from app.worker import EngineWorker
     from app.worker.catalog_worker import CatalogWorker
 

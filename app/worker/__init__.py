@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .engine_worker import BATCH_INTERVAL_S, EngineWorker, LoadRequest
+from app.worker.engine_worker import BATCH_INTERVAL_S, EngineWorker, LoadRequest
 
 __all__ = ["BATCH_INTERVAL_S", "EngineWorker", "LoadRequest"]

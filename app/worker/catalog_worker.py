@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.catalog import ModelEntry, PairCheck
+from app.engine.models.catalog import ModelEntry, PairCheck
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class PairingRequest:
 
 
 def _default_scanner(added: Sequence[str]) -> list[ModelEntry]:
-    from app.engine.catalog import scan_models
+    from app.engine.models.catalog import scan_models
 
     return scan_models(added)
 
@@ -121,7 +121,7 @@ class CatalogWorker(QObject):
 
     def _pair_checker(self) -> PairChecker:
         if self._checker is None:
-            from app.engine.pairing import PairingChecker
+            from app.engine.models.pairing import PairingChecker
 
             checker: Any = PairingChecker()
             self._checker = checker.check

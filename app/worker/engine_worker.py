@@ -27,12 +27,12 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
-from app.engine.compare import ComparisonReport
-from app.engine.comparison import run_comparison  # torch-free itself: it drives the engine
+from app.engine.analysis.compare import ComparisonReport
+from app.engine.analysis.comparison import run_comparison  # torch-free itself: it drives the engine
+from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 from app.engine.config import GenerationConfig
 from app.engine.errors import SpecChatError
 from app.engine.events import RunResult, StepEvent
-from app.engine.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
 PROGRESS_INTERVAL_S = 0.05
@@ -77,7 +77,7 @@ class CompareRequest:
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """The drafter experiment (app.engine.sweep) on the engine thread, one row per arm."""
+    """The drafter experiment (app.engine.analysis.sweep) on the engine thread, one row per arm."""
 
     run_id: int
     conversation: Conversation
@@ -406,7 +406,7 @@ class EngineWorker(QObject):
 
 
 def _probe_devices_list() -> list[str]:
-    from app.engine.devices import available_devices  # imports torch, on the worker thread
+    from app.engine.runners.devices import available_devices  # imports torch, on the worker thread
 
     return available_devices()
 

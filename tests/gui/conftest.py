@@ -11,9 +11,9 @@ from gui_helpers import LOAD_TIMEOUT_MS
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
+from app.ui.common.storage import DATA_DIR_ENV, ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.settings import AppSettings, SettingsStore, configure_application
-from app.ui.storage import DATA_DIR_ENV, ConversationStore
+from app.ui.settings.store import AppSettings, SettingsStore, configure_application
 from app.worker import EngineWorker
 
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from app.engine.events import RunResult
+from app.ui.common.token_style import TOKEN_INDEX, TOKEN_KIND
+from app.ui.common.token_view import TokenTextView
 from app.ui.main_window import MainWindow
-from app.ui.settings import AppSettings, ModelSettings
-from app.ui.token_style import TOKEN_INDEX, TOKEN_KIND
-from app.ui.token_view import TokenTextView
+from app.ui.settings.store import AppSettings, ModelSettings
 
 LOAD_TIMEOUT_MS = 60_000
 ANSWER_TIMEOUT_MS = 60_000

@@ -15,13 +15,13 @@ from PySide6.QtGui import QGuiApplication, QTextCursor
 from app.engine.config import GenerationConfig
 from app.engine.errors import SpecChatError
 from app.engine.events import RunStats
-from app.ui.context_meter import ContextMeter
-from app.ui.conversation import Conversation, Message
-from app.ui.export import export_conversation
-from app.ui.formatting import stats_line
-from app.ui.message_widgets import AnswerWidget
-from app.ui.settings_dialog import SettingsDialog
-from app.ui.storage import ConversationStore
+from app.ui.chat.context_meter import ContextMeter
+from app.ui.chat.export import export_conversation
+from app.ui.chat.message_widgets import AnswerWidget
+from app.ui.common.conversation import Conversation, Message
+from app.ui.common.formatting import stats_line
+from app.ui.common.storage import ConversationStore
+from app.ui.settings.settings_dialog import SettingsDialog
 
 CODE_ANSWER = "Like this:\n\n```python\nprint('hi')\n```\n\nor\n\n```\nls -l\n```\n"
 PROMPT = "def add(a, b):"  # a cut answer to it tokenizes back to the same ids (see test_continue)
@@ -206,7 +206,7 @@ def _three_chats(open_window, qtbot, tiny_models):  # type: ignore[no-untyped-de
 
 
 def test_the_list_shows_each_conversations_date(open_window, qtbot, tiny_models):
-    from app.ui.conversation_list import DATE_ROLE, when_text
+    from app.ui.chat.conversation_list import DATE_ROLE, when_text
 
     window = _three_chats(open_window, qtbot, tiny_models)
     item = window.conversation_list.item(0)
@@ -291,7 +291,7 @@ def test_export_writes_markdown_and_json(tmp_path, open_window, qtbot, tiny_mode
 
 # ---- devices -----------------------------------------------------------------------------
 def test_settings_offer_only_the_devices_this_machine_has(open_window, qtbot, tiny_models):
-    from app.engine.devices import available_devices
+    from app.engine.runners.devices import available_devices
 
     window = open_window(tiny_settings(tiny_models))
     assert window.devices == available_devices()  # told by the worker thread

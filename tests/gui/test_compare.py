@@ -11,12 +11,12 @@ from dataclasses import replace
 import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, send_and_wait, tiny_settings
 
-from app.engine.compare import ComparisonReport, compare_runs, headline, verdict_reasons
+from app.engine.analysis.compare import ComparisonReport, compare_runs, headline, verdict_reasons
 from app.engine.config import GenerationConfig
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
-from app.ui.compare_view import TONE_COLOURS, CompareDialog
-from app.ui.conversation import Conversation, Message, TokenRecord
-from app.ui.token_style import DIFF_OP
+from app.ui.common.conversation import Conversation, Message, TokenRecord
+from app.ui.common.token_style import DIFF_OP
+from app.ui.compare.compare_view import TONE_COLOURS, CompareDialog
 from app.worker import EngineWorker
 
 

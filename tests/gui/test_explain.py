@@ -11,9 +11,9 @@ import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
 from test_explanation import _baseline, _speculative
 
+from app.engine.analysis.explanation import explain, format_percent, format_ratio, format_tokens
 from app.engine.events import RunResult, RunStats
-from app.engine.explanation import explain, format_percent, format_ratio, format_tokens
-from app.ui.explain_view import ExplainDialog
+from app.ui.compare.explain_view import ExplainDialog
 
 
 def test_why_opens_from_an_answer_and_shows_the_engines_numbers(open_window, qtbot, tiny_models):
@@ -92,7 +92,7 @@ def test_an_answer_restored_without_its_passes_says_so_and_offers_a_comparison(q
 
 def test_starting_the_app_does_not_import_the_chart_library():
     code = (
-        "import sys, app.gui, app.ui.main_window, app.ui.message_widgets, app.ui.explain_view;"
+        "import sys, app.gui, app.ui.main_window, app.ui.chat.message_widgets, app.ui.compare.explain_view;"
         "sys.exit('pyqtgraph imported' if 'pyqtgraph' in sys.modules else 0)"
     )
     done = subprocess.run(
@@ -108,8 +108,8 @@ def _left():  # type: ignore[no-untyped-def]
 
 
 def test_why_is_offered_only_for_a_finished_answer_while_nothing_runs(qtbot):
-    from app.ui.conversation import Message
-    from app.ui.message_widgets import AnswerWidget
+    from app.ui.chat.message_widgets import AnswerWidget
+    from app.ui.common.conversation import Message
 
     message = Message("assistant", "Hi", stats={"new_tokens": 1}, speculative=True, drafter="prompt lookup")
     answer = AnswerWidget(message)

@@ -16,9 +16,9 @@ from gui_helpers import send_and_wait, tiny_settings
 from PySide6.QtCore import QLocale
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
-from app.ui.i18n import install_translators, remove_translators
-from app.ui.settings import AppSettings, SettingsStore
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.common.i18n import install_translators, remove_translators
+from app.ui.settings.settings_dialog import SettingsDialog
+from app.ui.settings.store import AppSettings, SettingsStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

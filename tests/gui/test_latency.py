@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gui_helpers import send_and_wait, tiny_settings
 
-from app.ui.latency import GuiLatencyProbe
+from app.ui.common.latency import GuiLatencyProbe
 
 OUTPUT = Path(os.environ.get("SPECCHAT_TEST_OUTPUT", Path(__file__).parents[2] / "out" / "tests"))
 PROBE_INTERVAL_MS = 1  # far below the worker's 30 ms batch interval

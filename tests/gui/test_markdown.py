@@ -6,9 +6,9 @@ from __future__ import annotations
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, tiny_settings
 from PySide6.QtGui import QFont, QTextDocument
 
-from app.ui.conversation import Message, TokenRecord
-from app.ui.markdown_view import MarkdownView
-from app.ui.message_widgets import AnswerWidget
+from app.ui.chat.markdown_view import MarkdownView
+from app.ui.chat.message_widgets import AnswerWidget
+from app.ui.common.conversation import Message, TokenRecord
 
 MARKDOWN = "Use **bold** and `inline`.\n\n- one\n- two\n\n```python\ndef add(a, b):\n    return a + b\n```\n"
 

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from app.engine.errors import ModelLoadError
+from app.ui.common.storage import ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.settings import AppSettings, ModelSettings, SettingsStore
-from app.ui.storage import ConversationStore
+from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore
 from app.worker import EngineWorker
 
 TIMEOUT_MS = 10_000

@@ -13,12 +13,12 @@ import pytest
 from tiny_gguf import write_tiny_gguf
 from tiny_models import build_model, build_tokenizer, save
 
-from app.engine.catalog import ModelEntry, scan_models
-from app.engine.pairing import PairingChecker
+from app.engine.models.catalog import ModelEntry, scan_models
+from app.engine.models.pairing import PairingChecker
+from app.ui.common.storage import ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.models_dialog import DRAFT, ModelsDialog
-from app.ui.settings import ModelPair, ModelSettings, SettingsStore
-from app.ui.storage import ConversationStore
+from app.ui.models.models_dialog import DRAFT, ModelsDialog
+from app.ui.settings.store import ModelPair, ModelSettings, SettingsStore
 from app.worker import EngineWorker
 from app.worker.catalog_worker import CatalogWorker
 
@@ -197,7 +197,7 @@ def test_an_added_gguf_file_is_scanned_and_remembered(
     dialog = open_library(qtbot, window)
     added = write_tiny_gguf(tmp_path / "added.gguf", context_length=2048)
     monkeypatch.setattr(
-        "app.ui.models_dialog.QFileDialog.getOpenFileName", lambda *_args, **_kw: (str(added), "")
+        "app.ui.models.models_dialog.QFileDialog.getOpenFileName", lambda *_args, **_kw: (str(added), "")
     )
     with qtbot.waitSignal(window.catalog.scanned, timeout=TIMEOUT_MS):
         dialog.add_gguf_button.click()

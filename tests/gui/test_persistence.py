@@ -7,10 +7,10 @@ from dataclasses import replace
 
 from gui_helpers import ANSWER_TIMEOUT_MS, PROMPT, document_tokens, send_and_wait, tiny_settings
 
-from app.ui.conversation import Conversation, Message
-from app.ui.settings import ModelSettings
-from app.ui.settings_dialog import SettingsDialog
-from app.ui.storage import ConversationStore
+from app.ui.common.conversation import Conversation, Message
+from app.ui.common.storage import ConversationStore
+from app.ui.settings.settings_dialog import SettingsDialog
+from app.ui.settings.store import ModelSettings
 
 
 def test_settings_survive_a_restart(open_window, qtbot, tiny_models):
@@ -131,7 +131,7 @@ def test_window_geometry_is_restored(open_window, qtbot, tiny_models):
 
 
 def test_models_in_the_hf_cache_are_listed_from_the_filesystem(tmp_path):
-    from app.ui.model_sources import cached_hub_models
+    from app.ui.models.model_sources import cached_hub_models
 
     (tmp_path / "models--HuggingFaceTB--SmolLM2-135M" / "snapshots" / "abc").mkdir(parents=True)
     (tmp_path / "models--org--no-snapshot" / "snapshots").mkdir(parents=True)

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.config import GenerationConfig
-from app.ui.formatting import stop_note
-from app.ui.settings import AppSettings
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.common.formatting import stop_note
+from app.ui.settings.settings_dialog import SettingsDialog
+from app.ui.settings.store import AppSettings
 
 INPUTS = (QAbstractButton, QComboBox, QAbstractSpinBox, QLineEdit, QAbstractSlider)
 

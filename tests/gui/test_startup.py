@@ -35,8 +35,9 @@ def test_a_message_sent_while_the_model_loads_is_answered_after_it(open_window, 
 
 def test_the_ui_and_the_worker_never_import_torch():
     code = (
-        "import sys, app.gui, app.ui.main_window, app.worker, app.ui.models_dialog, app.ui.sweep_view,"
-        " app.ui.explain_view, app.worker.catalog_worker, app.engine.catalog, app.engine.explanation;"
+        "import sys, app.gui, app.ui.main_window, app.worker, app.ui.models.models_dialog,"
+        " app.ui.experiment.sweep_view, app.ui.compare.explain_view, app.worker.catalog_worker,"
+        " app.engine.models.catalog, app.engine.analysis.explanation;"
         "bad = [m for m in ('torch', 'transformers') if m in sys.modules];"
         "sys.exit(f'imported {bad}' if bad else 0)"
     )

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.ui.conversation import Conversation, InvalidConversation, Message
+from app.ui.common.conversation import Conversation, InvalidConversation, Message
+from app.ui.common.storage import ORPHANED_TMP_AGE_S, ConversationStore
 from app.ui.main_window import MainWindow
-from app.ui.settings import SettingsStore
-from app.ui.storage import ORPHANED_TMP_AGE_S, ConversationStore
+from app.ui.settings.store import SettingsStore
 from app.worker import EngineWorker
 
 PRECIOUS = "not the app's file"

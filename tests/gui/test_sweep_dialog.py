@@ -8,8 +8,8 @@ import time
 
 from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
 
+from app.engine.analysis.explanation import explain, format_percent
 from app.engine.config import DRAFT_MODEL, LOOKUP
-from app.engine.explanation import explain, format_percent
 
 
 def test_the_experiment_runs_two_drafters_and_fills_its_table(open_window, qtbot, tiny_models):

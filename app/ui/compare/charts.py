@@ -1,0 +1,257 @@
+"""The Why panel's charts, drawn with pyqtgraph (axes, legends and ticks are the library's).
+
+Imports pyqtgraph at module level: import this module only when a chart is about to be
+shown (``explain_view`` does it when the panel opens), so the app starts without it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from app.engine.analysis.explanation import Explanation, PassBar, format_percent
+
+pg.setConfigOptions(antialias=True, background="w", foreground="k")
+
+DRAFT_COLOUR = "#7fb3d5"  # drafting time; accepted drafts are this family of blue in the chat too
+VERIFY_COLOUR = "#e59866"  # the target's pass
+MEASURED_COLOUR = "#c0392b"
+CURVE_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
+MAX_LABELLED_PASSES = 60  # above this, token counts per bar would overlap
+
+
+def _plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget(title=title)
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label)
+    plot.showGrid(x=False, y=True, alpha=0.3)
+    plot.setMenuEnabled(False)
+    return plot
+
+
+def _integer_ticks(plot: pg.PlotWidget, values: list[int]) -> None:
+    plot.getAxis("bottom").setTicks([[(v, str(v)) for v in values]])
+
+
+class AcceptanceCharts(QWidget):
+    """Acceptance by draft position, and how many tokens each target pass produced."""
+
+    def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        rows = explanation.acceptance_by_position
+        self.by_position = _plot(
+            QCoreApplication.translate("Charts", "Acceptance by draft position"),
+            QCoreApplication.translate("Charts", "draft position"),
+            QCoreApplication.translate("Charts", "accepted"),
+        )
+        positions = [r.position for r in rows]
+        self.reached_bars = pg.BarGraphItem(
+            x=[p - 0.2 for p in positions],
+            height=[r.rate_of_reached for r in rows],
+            width=0.38,
+            brush=DRAFT_COLOUR,
+        )
+        self.proposed_bars = pg.BarGraphItem(
+            x=[p + 0.2 for p in positions],
+            height=[r.rate_of_proposed for r in rows],
+            width=0.38,
+            brush="#d6eaf8",
+        )
+        legend = self.by_position.addLegend(offset=(-10, 10))
+        for item, name in (
+            (
+                self.reached_bars,
+                QCoreApplication.translate("Charts", "of drafts judged (earlier ones accepted)"),
+            ),
+            (self.proposed_bars, QCoreApplication.translate("Charts", "of drafts proposed")),
+        ):
+            self.by_position.addItem(item)
+            legend.addItem(item, name)
+        if explanation.acceptance_rate is not None:
+            alpha = pg.InfiniteLine(
+                pos=explanation.acceptance_rate,
+                angle=0,
+                pen=pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine),
+                label=QCoreApplication.translate("Charts", "α = {0}").format(
+                    format_percent(explanation.acceptance_rate)
+                ),
+                labelOpts={"position": 0.9, "color": MEASURED_COLOUR},
+            )
+            self.by_position.addItem(alpha)
+        self.by_position.setYRange(0, 1.05)
+        _integer_ticks(self.by_position, positions)
+
+        histogram = explanation.tokens_per_pass_histogram
+        self.histogram = _plot(
+            QCoreApplication.translate("Charts", "Tokens per target pass"),
+            QCoreApplication.translate("Charts", "tokens from one pass"),
+            QCoreApplication.translate("Charts", "passes"),
+        )
+        self.histogram_bars = pg.BarGraphItem(
+            x=[t for t, _ in histogram], height=[n for _, n in histogram], width=0.7, brush=VERIFY_COLOUR
+        )
+        self.histogram.addItem(self.histogram_bars)
+        _integer_ticks(self.histogram, [t for t, _ in histogram])
+
+        layout = QHBoxLayout(self)
+        layout.addWidget(self.by_position)
+        layout.addWidget(self.histogram)
+
+
+class TimelineChart(pg.PlotWidget):
+    """Both runs on one wall-clock axis: a bar per target pass, split into drafting and
+    verifying; a bar's height grows with the tokens the pass produced (labelled when few)."""
+
+    ROWS: ClassVar[dict[str, float]] = {"speculative": 1.0, "baseline": 0.0}  # y of each run
+
+    def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
+        super().__init__(parent, title=QCoreApplication.translate("Charts", "Timeline of target passes"))
+        self.setLabel("bottom", QCoreApplication.translate("Charts", "wall-clock time (s)"))
+        self.setMenuEnabled(False)
+        bars = explanation.timeline
+        most = max((b.tokens for b in bars), default=1)
+        heights = [0.2 + 0.6 * b.tokens / most for b in bars]
+        self.draft_bars = pg.BarGraphItem(
+            x0=[b.start_s for b in bars],
+            y0=[self.ROWS[b.run] - h / 2 for b, h in zip(bars, heights)],
+            width=[b.draft_s for b in bars],
+            height=heights,
+            brush=DRAFT_COLOUR,
+            pen=None,
+        )
+        self.verify_bars = pg.BarGraphItem(
+            x0=[b.start_s + b.draft_s for b in bars],
+            y0=[self.ROWS[b.run] - h / 2 for b, h in zip(bars, heights)],
+            width=[b.verify_s for b in bars],
+            height=heights,
+            brush=VERIFY_COLOUR,
+            pen=pg.mkPen("w", width=0.5),
+        )
+        legend = self.addLegend(offset=(-10, 10))
+        for item, name in (
+            (self.draft_bars, QCoreApplication.translate("Charts", "drafting")),
+            (self.verify_bars, QCoreApplication.translate("Charts", "target pass (verify)")),
+        ):
+            self.addItem(item)
+            legend.addItem(item, name)
+        self.token_labels = self._label_tokens(bars, heights)
+        runs = sorted({b.run for b in bars}, key=lambda run: self.ROWS[run])
+        names = {
+            "speculative": QCoreApplication.translate("Charts", "speculative"),
+            "baseline": QCoreApplication.translate("Charts", "plain"),
+        }
+        self.getAxis("left").setTicks([[(self.ROWS[run], names[run]) for run in runs]])
+        self.setYRange(-0.6, 2.1)  # room above the bars for the legend
+        self.setLimits(xMin=0)
+
+    def _label_tokens(self, bars: tuple[PassBar, ...], heights: list[float]) -> list[pg.TextItem]:
+        labels = []
+        for run in self.ROWS:
+            mine = [(b, h) for b, h in zip(bars, heights) if b.run == run]
+            if len(mine) > MAX_LABELLED_PASSES:
+                continue
+            for bar, height in mine:
+                label = pg.TextItem(str(bar.tokens), color="#333333", anchor=(0.5, 1.0))
+                label.setPos(bar.start_s + (bar.draft_s + bar.verify_s) / 2, self.ROWS[run] + height / 2)
+                self.addItem(label)
+                labels.append(label)
+        return labels
+
+
+class WhatIfChart(pg.PlotWidget):
+    """Predicted speed-up against α at the measured costs, one curve per k; the run's own
+    point on top, so a person sees where their draft sits and what a better one would give."""
+
+    def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
+        super().__init__(
+            parent, title=QCoreApplication.translate("Charts", "What if the draft agreed more often?")
+        )
+        self.setLabel("bottom", QCoreApplication.translate("Charts", "acceptance α"))
+        self.setLabel("left", QCoreApplication.translate("Charts", "speed-up over plain decoding (×)"))
+        self.setMenuEnabled(False)
+        self.showGrid(x=True, y=True, alpha=0.3)
+        legend = self.addLegend(offset=(10, 10))
+        self.curves: dict[int, pg.PlotDataItem] = {}  # every pass drafting k
+        self.run_curve: pg.PlotDataItem | None = None  # the run's own passes; passes through "predicted"
+        mixed = any(curve.kind == "this_run" for curve in explanation.what_if)
+        for colour, curve in zip(CURVE_COLOURS * 3, explanation.what_if):
+            ours = curve.kind == "this_run" or (not mixed and curve.k == explanation.k_used)
+            if curve.kind == "this_run":
+                name = QCoreApplication.translate("Charts", "this run (its mix of draft lengths)")
+            elif ours:
+                name = QCoreApplication.translate("Charts", "k = {0} (this run)").format(curve.k)
+            elif curve.estimated:
+                name = QCoreApplication.translate("Charts", "k = {0} every pass (cost interpolated)").format(
+                    curve.k
+                )
+            else:
+                name = QCoreApplication.translate("Charts", "k = {0} every pass").format(curve.k)
+            style = Qt.PenStyle.DashLine if curve.estimated else Qt.PenStyle.SolidLine
+            pen = pg.mkPen(MEASURED_COLOUR if ours else colour, width=3 if ours else 1.5, style=style)
+            item = self.plot(list(curve.alphas), list(curve.speedups), pen=pen)
+            legend.addItem(item, name)
+            if ours:
+                self.run_curve = item
+            if curve.kind == "fixed_k":
+                self.curves[curve.k] = item
+        self.addItem(
+            pg.InfiniteLine(
+                pos=1.0,
+                angle=0,
+                pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
+                label=QCoreApplication.translate("Charts", "break-even"),
+                labelOpts={"position": 0.05, "color": "#555555"},
+            )
+        )
+        self.measured_point = self._point(
+            explanation, explanation.measured_speedup, "o", QCoreApplication.translate("Charts", "measured")
+        )
+        self.predicted_point = self._point(
+            explanation, explanation.predicted_speedup, "x", QCoreApplication.translate("Charts", "predicted")
+        )
+        self.setXRange(0, 1)
+
+    def _point(
+        self, explanation: Explanation, speedup: float | None, symbol: str, name: str
+    ) -> pg.ScatterPlotItem | None:
+        if speedup is None or explanation.acceptance_rate is None or not explanation.what_if:
+            return None
+        item = pg.ScatterPlotItem(
+            [explanation.acceptance_rate],
+            [speedup],
+            symbol=symbol,
+            size=13,
+            brush=pg.mkBrush(MEASURED_COLOUR),
+            pen=pg.mkPen(MEASURED_COLOUR, width=2),
+            name=name,
+        )
+        self.addItem(item)
+        return item
+
+
+class SweepChart(WhatIfChart):
+    """The drafter experiment: each drafting arm at (its acceptance, its measured speed-up),
+    over the what-if curves of the first drafting arm's measured costs."""
+
+    def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
+        super().__init__(explanation, parent)
+        self.setTitle(QCoreApplication.translate("Charts", "Each drafter on the what-if curves"))
+        self.arms = pg.ScatterPlotItem(size=11, symbol="s", brush=pg.mkBrush("#2c3e50"))
+        self.addItem(self.arms)
+        self.labels: list[pg.TextItem] = []
+
+    def set_points(self, points: list[tuple[float, float, str]]) -> None:
+        """(acceptance α, measured speed-up, label) per drafting arm."""
+        self.arms.setData([p[0] for p in points], [p[1] for p in points])
+        for label in self.labels:
+            self.removeItem(label)
+        self.labels = []
+        for alpha, speedup, name in points:
+            right = alpha > 0.6  # near α = 1 the label goes left of its point, inside the plot
+            label = pg.TextItem(name, anchor=(1, 1) if right else (0, 1), color="#2c3e50")
+            label.setPos(alpha, speedup)
+            self.addItem(label)
+            self.labels.append(label)

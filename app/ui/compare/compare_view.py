@@ -1,0 +1,231 @@
+"""Side by side: the answer with speculation (highlighted) and without, their speed, a
+character-level diff, and one big line that answers "is it faster, and is it the same?"."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.analysis.compare import (
+    Comparison,
+    ComparisonReport,
+    Phrase,
+    headline,
+    headline_tone,
+    stored_notes,
+    verdict_reasons,
+)
+from app.engine.events import RunResult
+from app.ui.common.conversation import TokenRecord
+from app.ui.common.formatting import how_made
+from app.ui.common.token_style import diff_format
+from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
+
+# The sentences are the engine's (app.engine.analysis.compare: one wording for the CLI and the GUI);
+# translated here, in this context, before their values are filled in.
+TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neutral": "#2e86c1"}
+
+
+def _say(phrase: Phrase) -> str:
+    """The engine's phrase (marked with QT_TRANSLATE_NOOP there), translated in this context."""
+    return phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
+
+
+def verdict_line(comparison: Comparison) -> str:
+    """The big line: "Identical answer · 1.8× faster"."""
+    return _say(headline(comparison))
+
+
+def verdict_sentence(comparison: Comparison) -> str:
+    """What the verdict means, and why speculation was slower when it was."""
+    return " ".join(_say(p) for p in verdict_reasons(comparison))
+
+
+def verdict_color(comparison: Comparison) -> str:
+    """By outcome: slower is never green."""
+    return TONE_COLOURS[headline_tone(comparison)]
+
+
+class CompareDialog(QDialog):
+    def __init__(
+        self,
+        report: ComparisonReport,
+        speculative_records: list[TokenRecord],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(self.tr("Compare: with and without speculation"))
+        self.report = report
+        speculative, baseline = report.speculative, report.baseline
+        self.comparison = comparison = report.comparison
+        self.verdict = QLabel(verdict_line(comparison), self)
+        font = self.verdict.font()
+        font.setPointSizeF(font.pointSizeF() * 1.7)
+        font.setBold(True)
+        self.verdict.setFont(font)
+        self.verdict.setStyleSheet(f"color: {verdict_color(comparison)};")
+        self.verdict_text = QLabel(verdict_sentence(comparison), self)
+        self.verdict_text.setWordWrap(True)
+        # about the stored answer: other models made it, or the rerun did not reproduce it
+        self.stored_note = QLabel(" ".join(_say(p) for p in stored_notes(report)), self)
+        self.stored_note.setWordWrap(True)
+        self.stored_note.setVisible(bool(self.stored_note.text()))
+
+        self.speculative_view = TokenTextView(self)
+        self.speculative_view.set_records(speculative_records)
+        self.baseline_view = TokenTextView(self)
+        self.baseline_view.set_records(
+            TokenRecord(t.text, "target", -1, t.id, t.p_target, None, t.margin) for t in baseline.tokens
+        )
+        texts = QSplitter(Qt.Orientation.Horizontal, self)
+        texts.addWidget(
+            _boxed(self.tr("With speculation — {0}").format(speculative.drafter), self.speculative_view)
+        )
+        texts.addWidget(_boxed(self.tr("Without speculation — target only"), self.baseline_view))
+        self._sync_scrolling()
+        self._mark_first_difference()
+
+        self.table = self._stats_table(speculative, baseline)
+        self.diff_view = QTextEdit(self)
+        self.diff_view.setReadOnly(True)
+        self._render_diff(speculative.text, baseline.text)
+        diff_box = _boxed(
+            self.tr(
+                "Character-level differences (struck through: only with speculation; underlined: only without)"
+            ),
+            self.diff_view,
+        )
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        self.why_button = buttons.addButton(self.tr("Why?"), QDialogButtonBox.ButtonRole.ActionRole)
+        self.why_button.setToolTip(self.tr("Why was speculation faster or slower here? Acceptance, costs, charts"))
+        self.why_button.clicked.connect(self.open_why)
+        self.why_dialog: QDialog | None = None
+        buttons.button(QDialogButtonBox.StandardButton.Close).setFocus()  # no caret in the texts
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.verdict_text)
+        layout.addWidget(self.stored_note)
+        layout.addWidget(texts, 3)
+        layout.addWidget(self.table)
+        layout.addWidget(diff_box, 1)
+        layout.addWidget(buttons)
+        self.resize(1000, 720)
+
+    def open_why(self) -> QDialog:
+        """The Why panel for this comparison's two runs (the speculative one explained)."""
+        from app.ui.compare.explain_view import ExplainDialog  # its charts load on first use
+
+        if self.why_dialog is not None:
+            self.why_dialog.close()
+        self.why_dialog = ExplainDialog(self.report.speculative, self.report.baseline, self)
+        self.why_dialog.show()
+        return self.why_dialog
+
+    def _stats_table(self, speculative: RunResult, baseline: RunResult) -> QTableWidget:
+        rows = [
+            (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),
+            (self.tr("Tokens/s"), lambda r: f"{r.stats.tokens_per_s:.1f}"),
+            (self.tr("New tokens"), lambda r: str(r.stats.new_tokens)),
+            (self.tr("Target passes"), lambda r: str(r.stats.target_passes)),
+            (self.tr("Tokens per target pass"), lambda r: f"{r.stats.tokens_per_pass:.2f}"),
+            (
+                self.tr("Draft acceptance"),
+                lambda r: f"{r.stats.acceptance_rate:.0%}" if r.speculative else "—",
+            ),
+        ]
+        table = QTableWidget(len(rows), 2, self)
+        table.setHorizontalHeaderLabels(
+            [how_made(speculative.speculative, speculative.drafter), how_made(False, "none")]
+        )
+        table.setVerticalHeaderLabels([name for name, _ in rows])
+        for row, (_, value) in enumerate(rows):
+            for column, run in enumerate((speculative, baseline)):
+                item = QTableWidgetItem(value(run))
+                item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                table.setItem(row, column, item)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        rows_header = table.verticalHeader()
+        rows_header.setDefaultSectionSize(self.fontMetrics().height() + 8)
+        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        height = rows_header.defaultSectionSize() * len(rows) + header.sizeHint().height()
+        table.setFixedHeight(height + 2 * table.frameWidth() + 2)
+        return table
+
+    def _render_diff(self, a: str, b: str) -> None:
+        document = self.diff_view.document()
+        document.clear()
+        cursor = QTextCursor(document)
+        palette = self.palette()
+        if self.comparison.identical:
+            cursor.insertText(self.tr("No differences."))
+            return
+        plain = QTextCharFormat()
+        for op in self.comparison.diff:
+            pieces = {
+                "equal": [(a[op.a_start : op.a_end], plain)],
+                "delete": [(a[op.a_start : op.a_end], diff_format("delete", palette))],
+                "insert": [(b[op.b_start : op.b_end], diff_format("insert", palette))],
+                "replace": [
+                    (a[op.a_start : op.a_end], diff_format("delete", palette)),
+                    (b[op.b_start : op.b_end], diff_format("insert", palette)),
+                ],
+            }[op.op]
+            for text, fmt in pieces:
+                cursor.insertText(text.replace("\n", LINE_SEPARATOR), fmt)
+
+    def _sync_scrolling(self) -> None:
+        """Scrolling one text scrolls the other to the same relative place."""
+        bars = (self.speculative_view.verticalScrollBar(), self.baseline_view.verticalScrollBar())
+        syncing = [False]
+
+        def follow(source: int) -> None:
+            if syncing[0]:
+                return
+            syncing[0] = True
+            src, dst = bars[source], bars[1 - source]
+            fraction = src.value() / src.maximum() if src.maximum() else 0.0
+            dst.setValue(round(fraction * dst.maximum()))
+            syncing[0] = False
+
+        bars[0].valueChanged.connect(lambda _v: follow(0))
+        bars[1].valueChanged.connect(lambda _v: follow(1))
+
+    def _mark_first_difference(self) -> None:
+        first = self.comparison.first_difference
+        if first is None:
+            return
+        for view in (self.speculative_view, self.baseline_view):
+            selection = QTextEdit.ExtraSelection()
+            cursor = QTextCursor(view.document())
+            end = view.document().characterCount() - 1
+            cursor.setPosition(min(first.char_index, end))
+            cursor.setPosition(min(first.char_index + 1, end), QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor  # type: ignore[attr-defined]
+            selection.format.setBackground(QColor("#f5b041"))  # type: ignore[attr-defined]
+            view.setExtraSelections([selection])
+            view.setTextCursor(cursor)
+            view.ensureCursorVisible()
+
+
+def _boxed(title: str, widget: QWidget) -> QGroupBox:
+    box = QGroupBox(title)
+    layout = QVBoxLayout(box)
+    layout.addWidget(widget)
+    return box

@@ -1,0 +1,1 @@
+"""The model library: models found on this machine, pairing suggestions."""

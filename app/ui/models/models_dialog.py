@@ -1,0 +1,427 @@
+"""The model library: every model on this computer with its metadata; choose a target, see
+which models can draft for it (and why the others cannot), use the pair in one click.
+
+Scans and pairing checks run on the catalog worker's thread; this dialog only asks and
+paints. Row selection is the target; the draft box offers prompt lookup, no drafter and the
+compatible models, with the suggestion pre-selected.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.config import LOOKUP
+from app.engine.models.catalog import (
+    DRAFT_MIN_RATIO,
+    ModelEntry,
+    PairCheck,
+    format_parameters,
+    format_size,
+    suggest_draft,
+)
+from app.ui.settings.store import ModelPair, ModelSettings, SettingsStore
+
+if TYPE_CHECKING:
+    from app.worker.catalog_worker import CatalogWorker
+
+NO_DRAFTER = "none"
+COMPATIBLE_COLOUR = QColor("#1b5e20")
+INCOMPATIBLE_COLOUR = QColor("#8a1c1c")
+MUTED_COLOUR = QColor("#666666")
+(NAME, ARCH, PARAMS, SIZE, DTYPE, CONTEXT, TOKENIZER, DRAFT) = range(8)
+
+
+class ModelsDialog(QDialog):
+    pair_chosen = Signal(object)  # ModelSettings with the chosen target and drafter
+
+    def __init__(
+        self,
+        catalog: CatalogWorker,
+        store: SettingsStore,
+        models: ModelSettings,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(self.tr("Models"))
+        self._catalog = catalog
+        self._store = store
+        self._models = models
+        self.entries: list[ModelEntry] = []
+        self.target: ModelEntry | None = None
+        self.checks: dict[str, PairCheck] = {}  # draft source -> verdict for self.target
+        self.suggestion: str | None = None  # draft source (or LOOKUP) once all are checked
+        # (target, draft) to select once that target's drafts are checked: a recent pair;
+        # otherwise the suggestion is selected
+        self._pending: tuple[str, str] | None = None
+        self._wanted_target = models.target_source
+        self._scan_id = 0
+        self._build()
+        self._connect()
+        self._fill_recent()
+        self.rescan()
+
+    # ---- layout ------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.table = QTableWidget(0, 8, self)
+        self.table.setHorizontalHeaderLabels(
+            [
+                self.tr("Name"),
+                self.tr("Architecture"),
+                self.tr("Parameters"),
+                self.tr("Size"),
+                self.tr("Data type"),
+                self.tr("Context"),
+                self.tr("Tokenizer"),
+                self.tr("As a draft"),
+            ]
+        )
+        header_tips = {
+            PARAMS: self.tr("Number of weights, counted from the file headers"),
+            DTYPE: self.tr("How the weights are stored: a float type or a quantisation"),
+            CONTEXT: self.tr("The longest conversation the model was built for, in tokens"),
+            TOKENIZER: self.tr("How text is cut into tokens, and how many tokens it knows"),
+            DRAFT: self.tr("Whether the model can draft for the chosen target (same text → same token ids)"),
+        }
+        for index, tip in header_tips.items():
+            header = self.table.horizontalHeaderItem(index)
+            if header is not None:
+                header.setToolTip(tip)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.status = QLabel(self)
+        self.rescan_button = QPushButton(self.tr("Rescan"), self)
+        self.add_folder_button = QPushButton(self.tr("Add folder…"), self)
+        self.add_gguf_button = QPushButton(self.tr("Add GGUF file…"), self)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        for button in (self.rescan_button, self.add_folder_button, self.add_gguf_button):
+            top.addWidget(button)
+
+        self.target_label = QLabel(self.tr("Choose a target model in the list."), self)
+        self.draft_combo = QComboBox(self)
+        self.draft_combo.setToolTip(
+            self.tr("The model that guesses ahead for the target; it must split text into the same tokens")
+        )
+        self.explanation = QLabel(self)
+        self.explanation.setWordWrap(True)
+        self.details_button = QToolButton(self)
+        self.details_button.setText(self.tr("Technical detail"))
+        self.details_button.setCheckable(True)
+        self.details_button.setToolTip(self.tr("Show why this draft can or cannot be used, in detail"))
+        self.details = QLabel(self)
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.hide()
+        self.recent_combo = QComboBox(self)
+        self.recent_combo.setToolTip(
+            self.tr("Target and draft pairs you used lately: pick one to choose both again")
+        )
+        form = QFormLayout()
+        form.addRow(self.tr("Target:"), self.target_label)
+        form.addRow(self.tr("Draft:"), self.draft_combo)
+        form.addRow(self.tr("Recent pairs:"), self.recent_combo)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        self.use_button = buttons.addButton(self.tr("Use this pair"), QDialogButtonBox.ButtonRole.AcceptRole)
+        self.use_button.setEnabled(False)
+        buttons.rejected.connect(self.reject)
+        column = QVBoxLayout(self)
+        column.addLayout(top)
+        column.addWidget(self.table, 1)
+        column.addLayout(form)
+        column.addWidget(self.explanation)
+        column.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(self.details)
+        column.addWidget(buttons)
+        self.resize(1000, 560)
+
+    def _connect(self) -> None:
+        c = self._catalog
+        c.scanned.connect(self._on_scanned)
+        c.pair_checked.connect(self._on_pair_checked)
+        c.pairings_done.connect(self._on_pairings_done)
+        c.failed.connect(self._on_failed)
+        self.table.itemSelectionChanged.connect(self._on_selection_changed)
+        self.draft_combo.currentIndexChanged.connect(self._explain_draft)
+        self.details_button.toggled.connect(self.details.setVisible)
+        self.recent_combo.activated.connect(self._on_recent_chosen)
+        self.rescan_button.clicked.connect(self.rescan)
+        self.add_folder_button.clicked.connect(self._on_add_folder)
+        self.add_gguf_button.clicked.connect(self._on_add_gguf)
+        self.use_button.clicked.connect(self.use_pair)
+
+    # ---- public API (also used by tests) -----------------------------------------------
+    def rescan(self) -> None:
+        self.status.setText(self.tr("Looking for models…"))
+        self._scan_id = self._catalog.request_scan(self._store.added_models())
+
+    def add_source(self, source: str) -> None:
+        """Remember a folder or .gguf file in the library and scan again."""
+        self._store.add_model(source)
+        self._wanted_target = self.target.source if self.target else self._wanted_target
+        self.rescan()
+
+    def choose_target(self, source: str) -> bool:
+        """Select ``source`` as the target and check its drafts (again, if it was already)."""
+        row = self._row_of(source)
+        if row is None:
+            return False
+        if self.table.selectionModel().isRowSelected(row):
+            self._choose(self.entries[row])
+        else:
+            self.table.selectRow(row)
+        return True
+
+    def choose_draft(self, source: str) -> bool:
+        index = self.draft_combo.findData(source)
+        if index >= 0:
+            self.draft_combo.setCurrentIndex(index)
+        return index >= 0
+
+    def use_pair(self) -> None:
+        """Remember the pair and hand it to the window (which reloads the models)."""
+        pair = self.current_pair()
+        if pair is None:
+            return
+        self._store.remember_pair(pair)
+        self.pair_chosen.emit(pair.apply_to(self._models))
+        self.accept()
+
+    def current_pair(self) -> ModelPair | None:
+        if self.target is None or not self.target.usable:
+            return None
+        draft = str(self.draft_combo.currentData() or LOOKUP)
+        if draft in (LOOKUP, NO_DRAFTER):
+            draft_kind, draft_path = draft, ""
+        else:
+            draft_kind, draft_path = _kind_and_path(self._entry(draft))
+        return ModelPair(*_kind_and_path(self.target), draft_kind, draft_path)
+
+    def draft_cell(self, source: str) -> QTableWidgetItem | None:
+        row = self._row_of(source)
+        return None if row is None else self.table.item(row, DRAFT)
+
+    # ---- scanning ----------------------------------------------------------------------
+    def _on_scanned(self, scan_id: int, entries: list[ModelEntry]) -> None:
+        if scan_id != self._scan_id:
+            return
+        self.entries = list(entries)
+        self.target = None
+        self.table.blockSignals(True)
+        self.table.clearSelection()
+        self.table.setRowCount(len(entries))
+        for row, entry in enumerate(entries):
+            self._fill_row(row, entry)
+        self.table.blockSignals(False)
+        problems = sum(not e.usable for e in entries)
+        text = self.tr("%n model(s) found", "", len(entries))
+        if problems:
+            text += " · " + self.tr("%n cannot be used", "", problems)
+        self.status.setText(text)
+        self._fill_recent()
+        if not self.choose_target(self._wanted_target) and entries:
+            self.table.selectRow(0)
+
+    def _fill_row(self, row: int, entry: ModelEntry) -> None:
+        context = f"{entry.context_length:,}" if entry.context_length else "?"
+        vocab = f", {entry.vocab_size:,}" if entry.vocab_size else ""
+        cells = [
+            entry.name,
+            entry.architecture or "?",
+            format_parameters(entry.parameters),
+            format_size(entry.size_bytes),
+            entry.dtype or "?",
+            context,
+            (entry.tokenizer or "?") + vocab,
+            "",
+        ]
+        for column, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            item.setToolTip(entry.source if column == NAME else text)
+            if column in (PARAMS, SIZE, CONTEXT):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.table.setItem(row, column, item)
+        if entry.problem:
+            text = "⚠ " + self.tr("Cannot be used")
+            problem = QCoreApplication.translate("catalog", entry.problem)  # i18n: noop
+            self._set_draft_cell(entry.source, text, problem, MUTED_COLOUR)
+
+    def _on_failed(self, message: str) -> None:
+        self.status.setText(message)
+
+    # ---- choosing the target and the draft ---------------------------------------------
+    def _on_selection_changed(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self._choose(self.entries[rows[0].row()])
+
+    def _choose(self, target: ModelEntry) -> None:
+        self.target, self.checks, self.suggestion = target, {}, None
+        self._wanted_target = target.source
+        self.target_label.setText(f"{target.name} · {format_parameters(target.parameters)}")
+        self._reset_draft_combo()
+        self.details.setText("")
+        self.use_button.setEnabled(target.usable)
+        if not target.usable:
+            self.explanation.setText(QCoreApplication.translate("catalog", target.problem))  # i18n: noop
+            return
+        drafts = [e for e in self.entries if e.usable and e.source != target.source]
+        for entry in self.entries:
+            if entry.source == target.source:
+                self._set_draft_cell(entry.source, "● " + self.tr("Target"), "", None)
+            elif entry.usable:
+                self._set_draft_cell(entry.source, "… " + self.tr("Checking"), "", MUTED_COLOUR)
+        self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(target.name))
+        self._catalog.request_pairings(target, drafts)
+        if not drafts:
+            self._on_pairings_done(target.source)
+
+    def _on_pair_checked(self, check: PairCheck) -> None:
+        if self.target is None or check.target != self.target.source:
+            return  # a verdict for a target chosen before
+        self.checks[check.draft] = check
+        plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
+        if check.compatible:
+            self._set_draft_cell(check.draft, "✓ " + self.tr("Compatible"), plain, COMPATIBLE_COLOUR)
+            entry = self._entry(check.draft)
+            self.draft_combo.addItem(entry.name, entry.source)
+        else:
+            tip = plain + "\n\n" + self.tr("Technical detail: {0}").format(check.detail)
+            short = QCoreApplication.translate("catalog", check.short)  # i18n: noop
+            self._set_draft_cell(check.draft, "✗ " + short, tip, INCOMPATIBLE_COLOUR)
+
+    def _on_pairings_done(self, target: str) -> None:
+        if self.target is None or target != self.target.source:
+            return
+        pairs = [(self._entry(s), c) for s, c in self.checks.items()]
+        self.suggestion = suggest_draft(self.target, pairs)
+        if self.suggestion != LOOKUP:
+            plain = QCoreApplication.translate("catalog", self.checks[self.suggestion].plain)  # i18n: noop
+            self._set_draft_cell(self.suggestion, "★ " + self.tr("Suggested draft"), plain, COMPATIBLE_COLOUR)
+        index = self.draft_combo.findData(self.suggestion)
+        self.draft_combo.setItemText(index, self.draft_combo.itemText(index) + " " + self.tr("(suggested)"))
+        wanted = self._pending[1] if self._pending and self._pending[0] == target else self.suggestion
+        if not self.choose_draft(wanted):
+            self.choose_draft(self.suggestion)
+        self._pending = None
+        incompatible = [c for c in self.checks.values() if not c.compatible]
+        self.details.setText("\n".join(f"{self._entry(c.draft).name}: {c.detail}" for c in incompatible))
+        self._explain_draft()
+
+    def _reset_draft_combo(self) -> None:
+        self.draft_combo.blockSignals(True)
+        self.draft_combo.clear()
+        self.draft_combo.addItem(self.tr("Prompt lookup (no draft model)"), LOOKUP)
+        self.draft_combo.addItem(self.tr("No drafter"), NO_DRAFTER)
+        self.draft_combo.blockSignals(False)
+
+    def _explain_draft(self) -> None:
+        if self.target is None or self.suggestion is None:
+            return
+        draft = self.draft_combo.currentData()
+        compatible = sum(c.compatible for c in self.checks.values())
+        counts = self.tr("{0} compatible, {1} not.").format(compatible, len(self.checks) - compatible)
+        if draft == LOOKUP:
+            text = self.tr("Prompt lookup drafts by copying from the conversation; it needs no second model.")
+            if self.suggestion == LOOKUP:
+                none_fits = self.tr("No compatible model is at least {0:g}× smaller than the target.")
+                text += " " + none_fits.format(DRAFT_MIN_RATIO)
+        elif draft == NO_DRAFTER:
+            text = self.tr("Without a drafter the target writes every token itself.")
+        else:
+            entry = self._entry(str(draft))
+            text = QCoreApplication.translate("catalog", self.checks[entry.source].plain)  # i18n: noop
+            if entry.parameters and self.target.parameters:
+                ratio = self.target.parameters / entry.parameters
+                text += " " + self.tr("It has {0:.1f}× fewer parameters than the target.").format(ratio)
+        self.explanation.setText(text + " " + counts)
+
+    # ---- recent pairs and adding models -------------------------------------------------
+    def _fill_recent(self) -> None:
+        self.recent_combo.clear()
+        pairs = self._store.recent_pairs()
+        prompt = self.tr("Choose a recent pair…") if pairs else self.tr("(none yet)")
+        self.recent_combo.addItem(prompt, None)
+        for pair in pairs:
+            label = f"{self._describe(pair.target_kind, pair.target_path)} + " + self._describe(
+                pair.draft_kind, pair.draft_path
+            )
+            self.recent_combo.addItem(label, pair)
+
+    def _on_recent_chosen(self, index: int) -> None:
+        pair = self.recent_combo.itemData(index)
+        if not isinstance(pair, ModelPair):
+            return
+        target = pair.target_path if pair.target_kind != "default" else "default"
+        draft = pair.draft_path if pair.draft_kind not in ("default", LOOKUP, NO_DRAFTER) else pair.draft_kind
+        if self.target is not None and self.target.source == target and self.suggestion is not None:
+            self.choose_draft(draft)
+            return
+        self._pending = (target, draft)
+        if not self.choose_target(target):
+            self.explanation.setText(self.tr("That model is no longer on this computer."))
+
+    def _describe(self, kind: str, path: str) -> str:
+        if kind == LOOKUP:
+            return self.tr("prompt lookup")
+        if kind == NO_DRAFTER:
+            return self.tr("no drafter")
+        source = "default" if kind == "default" else path
+        entry = next((e for e in self.entries if e.source == source), None)
+        return entry.name if entry else path.rstrip("/").rsplit("/", 1)[-1] or source
+
+    def _on_add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, self.tr("Add a model folder"))
+        if folder:
+            self.add_source(folder)
+
+    def _on_add_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Add a GGUF file"), "", self.tr("GGUF models (*.gguf)")
+        )
+        if path:
+            self.add_source(path)
+
+    # ---- helpers -----------------------------------------------------------------------
+    def _row_of(self, source: str) -> int | None:
+        return next((row for row, e in enumerate(self.entries) if e.source == source), None)
+
+    def _entry(self, source: str) -> ModelEntry:
+        return next(e for e in self.entries if e.source == source)
+
+    def _set_draft_cell(self, source: str, text: str, tooltip: str, colour: QColor | None) -> None:
+        item = self.draft_cell(source)
+        if item is None:
+            return
+        item.setText(text)
+        item.setToolTip(tooltip)
+        item.setForeground(QBrush(colour) if colour is not None else QBrush())
+
+
+def _kind_and_path(entry: ModelEntry) -> tuple[str, str]:
+    """ModelSettings' (kind, path) for a library entry."""
+    return (entry.kind, "") if entry.kind == "default" else (entry.kind, entry.source)

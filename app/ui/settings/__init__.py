@@ -1,0 +1,1 @@
+"""Settings: the typed store over QSettings and the settings dialog."""
