@@ -248,6 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--repeat", type=_bounded(int, 1), default=1, metavar="N", help="runs per prompt (default: 1)"
     )
+    bench.add_argument(
+        "--peer",
+        type=Path,
+        metavar="DIR",
+        help="also run llama.cpp (llama-bench, llama-speculative-simple in DIR) on the same GGUF files, "
+        "interleaved with ours, and print decode tokens/s side by side (--repeat rounds, one prompt)",
+    )
     sweep = commands.add_parser(
         "sweep",
         parents=[common],
@@ -520,6 +527,8 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     config = generation_config(args, speculative=True)
     if args.prompt is not None and args.prompts_file is not None:
         raise UsageError("give --prompt or --prompts-file, not both")
+    if args.peer is not None:
+        return run_peer_bench(args, config, out)
     if args.prompt is not None:
         prompts = [read_prompt(args)]
     else:
@@ -535,6 +544,38 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
         _print_json(report, out)
     else:
         out.write(bench.format_report(report))
+    return 0
+
+
+def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: TextIO) -> int:
+    from app import peer
+    from app.engine.models.catalog import find_bundled_model
+    from app.engine.runners.cpu_kernels import choose_threads
+
+    try:
+        tools = peer.PeerTools.find(args.peer)
+        files = peer.PeerFiles.of(args.target, args.draft, find_bundled_model())
+    except peer.PeerError as error:
+        raise UsageError(str(error)) from None
+    if args.prompt is not None:
+        prompt = read_prompt(args)
+    else:
+        prompt = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)[0]
+    engine = load_engine(args, drafter=True)
+    _clear_progress(sys.stderr)
+    try:
+        report = peer.run(
+            engine, tools, files, conversation(prompt, args.system), config, choose_threads(args.threads),
+            args.repeat, on_round=_bench_progress(sys.stderr),
+        )  # fmt: skip
+    except peer.PeerError as error:
+        _clear_progress(sys.stderr)
+        return _fail(str(error), 1)
+    _clear_progress(sys.stderr)
+    if args.json:
+        _print_json(report, out)
+    else:
+        out.write(peer.format_report(report))
     return 0
 
 

@@ -1,0 +1,275 @@
+"""llama.cpp beside SpecChat on the same GGUF files: ``bench --peer DIR``.
+
+DIR holds llama.cpp's ``llama-bench`` and ``llama-speculative-simple`` (built from llama.cpp's
+source, e.g. ``cmake --build build --target llama-bench llama-speculative-simple``; the folder
+may be llama.cpp's ``build/bin``). For every round, in an order rotated each round so a noisy
+machine slows all alike, four runs on the same target file and thread count:
+
+- llama.cpp plain: ``llama-bench -p 0 -n N`` (decode only, from an empty context);
+- llama.cpp speculative: ``llama-speculative-simple`` on the same prompt text (our chat template
+  applied), drafting with the same draft file (``draft-simple``) or, for prompt lookup, its
+  n-gram drafter (``ngram-simple``), greedy;
+- ours without and with speculation, from empty caches.
+
+Every figure is *decode* tokens per second (the prompt's pass left out on both sides):
+llama.cpp's own "decoded N tokens in S seconds" and llama-bench's ``avg_ts``; ours
+``(new tokens − 1) ÷ decode seconds`` (the first token comes from the prompt's pass).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.engine.config import GenerationConfig
+
+if TYPE_CHECKING:
+    from app.engine import Engine
+
+BENCH_TOOL, SPEC_TOOL = "llama-bench", "llama-speculative-simple"
+LLAMA_PLAIN, LLAMA_SPEC, OURS_PLAIN, OURS_SPEC = "llama_plain", "llama_speculative", "ours_plain", "ours_speculative"
+KINDS = (LLAMA_PLAIN, LLAMA_SPEC, OURS_PLAIN, OURS_SPEC)
+PEER_TIMEOUT_S = 1800
+METHOD = {
+    "decode_tps": "decode tokens per second, the prompt's pass left out: llama.cpp's own 'decoded N tokens "
+    "in S seconds' (speculative) and llama-bench's avg_ts (plain, -p 0); ours (new tokens - 1) / decode "
+    "seconds",
+    "medians": "per kind, the median over rounds",
+    "order": "each round runs the four kinds in an order rotated by one per round",
+    "ratio": "ours_speculative / llama_speculative decode tokens per second, median over rounds",
+    "identical": "our speculative answer's token ids equal our target-only answer's, every round",
+}
+
+_DECODED = re.compile(r"decoded\s+(\d+)\s+tokens in\s+([\d.]+)\s+seconds")
+_DRAFTED = re.compile(r"n_drafted\s*=\s*(\d+)")
+_ACCEPTED = re.compile(r"n_accept\s*=\s*(\d+)")
+
+
+class PeerError(Exception):
+    """A peer run that cannot be made, in one sentence for the person."""
+
+
+@dataclass(frozen=True)
+class PeerTools:
+    bench: Path
+    speculative: Path
+
+    @classmethod
+    def find(cls, folder: Path) -> PeerTools:
+        """The two tools in ``folder`` (or its ``bin`` / ``build/bin``)."""
+        for place in (folder, folder / "bin", folder / "build" / "bin"):
+            bench, spec = place / BENCH_TOOL, place / SPEC_TOOL
+            if bench.is_file() and spec.is_file():
+                return cls(bench, spec)
+        raise PeerError(
+            f"{folder} does not hold {BENCH_TOOL} and {SPEC_TOOL} (build them from llama.cpp's source: "
+            f"cmake --build build --target {BENCH_TOOL} {SPEC_TOOL})"
+        )
+
+
+@dataclass(frozen=True)
+class PeerFiles:
+    """The GGUF files both engines run: the target and the draft (None: n-gram / prompt lookup)."""
+
+    target: Path
+    draft: Path | None
+
+    @classmethod
+    def of(cls, target: str, draft: str | None, bundled: Path | None) -> PeerFiles:
+        def gguf(source: str, role: str) -> Path:
+            path = bundled if source == "default" else Path(source).expanduser()
+            if path is None or not path.is_file() or path.suffix.lower() != ".gguf":
+                raise PeerError(f"--peer runs both engines on the same files: the {role} must be a .gguf file")
+            return path
+
+        return cls(gguf(target, "target"), gguf(draft, "draft") if draft else None)
+
+
+@dataclass(frozen=True)
+class PeerRun:
+    kind: str
+    decode_tps: float
+    tokens: int
+    drafted: int | None = None
+    accepted: int | None = None
+    ids: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"decode_tps": self.decode_tps, "tokens": self.tokens}
+        if self.drafted is not None:
+            data.update(drafted=self.drafted, accepted=self.accepted)
+        return data
+
+
+Runner = Callable[[Sequence[str]], str]
+
+
+def run_tool(command: Sequence[str]) -> str:
+    """Run one llama.cpp tool; its stdout and stderr together (it logs timings to stderr)."""
+    try:
+        done = subprocess.run(
+            list(command), capture_output=True, text=True, errors="replace", timeout=PEER_TIMEOUT_S, check=False
+        )
+    except OSError as error:
+        raise PeerError(f"cannot run {command[0]}: {error.strerror or error}") from None
+    except subprocess.TimeoutExpired:
+        raise PeerError(f"{Path(command[0]).name} ran for more than {PEER_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise PeerError(f"{Path(command[0]).name} failed (exit {done.returncode}): {last}")
+    return done.stdout + done.stderr
+
+
+def llama_plain(tools: PeerTools, files: PeerFiles, tokens: int, threads: int, runner: Runner) -> PeerRun:
+    output = runner(
+        [str(tools.bench), "-m", str(files.target), "-p", "0", "-n", str(tokens), "-t", str(threads),
+         "-r", "1", "-o", "json"]
+    )  # fmt: skip
+    start = output.find("[")
+    try:
+        rows = json.loads(output[start : output.rindex("]") + 1])
+        tps = float(rows[0]["avg_ts"])
+    except (ValueError, LookupError, TypeError):
+        raise PeerError(f"{BENCH_TOOL} printed no result this version of SpecChat can read") from None
+    return PeerRun(LLAMA_PLAIN, tps, tokens)
+
+
+def llama_speculative(
+    tools: PeerTools, files: PeerFiles, prompt: str, tokens: int, threads: int, k: int, runner: Runner
+) -> PeerRun:
+    if files.draft is not None:
+        drafting = ["--spec-type", "draft-simple", "-md", str(files.draft)]
+    else:
+        drafting = ["--spec-type", "ngram-simple"]
+    output = runner(
+        [str(tools.speculative), "-m", str(files.target), *drafting, "-p", prompt, "-n", str(tokens),
+         "-t", str(threads), "-td", str(threads), "--temp", "0", "--spec-draft-n-max", str(k), "-c", "4096"]
+    )  # fmt: skip
+    decoded = _DECODED.search(output)
+    if decoded is None:
+        raise PeerError(f"{SPEC_TOOL} printed no timing this version of SpecChat can read")
+    count, seconds = int(decoded.group(1)), float(decoded.group(2))
+    drafted, accepted = _DRAFTED.search(output), _ACCEPTED.search(output)
+    return PeerRun(
+        LLAMA_SPEC,
+        count / seconds if seconds > 0 else 0.0,
+        count,
+        int(drafted.group(1)) if drafted else None,
+        int(accepted.group(1)) if accepted else None,
+    )
+
+
+def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfig, kind: str) -> PeerRun:
+    engine.reset()
+    result = engine.generate(messages, config)
+    stats = result.stats
+    decode_tps = (stats.new_tokens - 1) / stats.decode_s if stats.decode_s > 0 and stats.new_tokens > 1 else 0.0
+    spec = config.speculative
+    return PeerRun(
+        kind,
+        decode_tps,
+        stats.new_tokens,
+        stats.proposed if spec else None,
+        stats.accepted if spec else None,
+        tuple(result.token_ids),
+    )
+
+
+def run(
+    engine: Engine,
+    tools: PeerTools,
+    files: PeerFiles,
+    messages: list[dict[str, str]],
+    config: GenerationConfig,
+    threads: int,
+    rounds: int,
+    runner: Runner = run_tool,
+    on_round: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Every kind ``rounds`` times, interleaved; {"rounds", "medians", "summary", "method"}."""
+    prompt_ids = engine.prompt_ids(messages)
+    prompt_text = engine.target.tokenizer.decode(prompt_ids)
+    plain = replace(config, speculative=False)
+    k = config.k
+
+    def one(kind: str) -> PeerRun:
+        if kind == LLAMA_PLAIN:
+            return llama_plain(tools, files, config.max_new_tokens, threads, runner)
+        if kind == LLAMA_SPEC:
+            return llama_speculative(tools, files, prompt_text, config.max_new_tokens, threads, k, runner)
+        return ours(engine, messages, config if kind == OURS_SPEC else plain, kind)
+
+    ours(engine, messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)), OURS_SPEC)  # warm-up
+    table: list[dict[str, PeerRun]] = []
+    for r in range(rounds):
+        order = KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]
+        table.append({kind: one(kind) for kind in order})
+        if on_round is not None:
+            on_round(r + 1, rounds)
+    medians = {kind: statistics.median(row[kind].decode_tps for row in table) for kind in KINDS}
+    ratios = [
+        row[OURS_SPEC].decode_tps / row[LLAMA_SPEC].decode_tps for row in table if row[LLAMA_SPEC].decode_tps > 0
+    ]
+    spec_rows = [row[LLAMA_SPEC] for row in table]
+    summary = {
+        "ours_speculative_vs_llama_speculative": statistics.median(ratios) if ratios else None,
+        "ours_speculative_vs_ours_plain": _safe(medians[OURS_SPEC], medians[OURS_PLAIN]),
+        "llama_speculative_vs_llama_plain": _safe(medians[LLAMA_SPEC], medians[LLAMA_PLAIN]),
+        "identical": all(row[OURS_SPEC].ids == row[OURS_PLAIN].ids for row in table),
+        "llama_drafts_accepted_share": _share(
+            sum(r.accepted or 0 for r in spec_rows), sum(r.drafted or 0 for r in spec_rows)
+        ),
+        "ours_drafts_accepted_share": _share(
+            sum(row[OURS_SPEC].accepted or 0 for row in table), sum(row[OURS_SPEC].drafted or 0 for row in table)
+        ),
+    }
+    return {
+        "target": str(files.target),
+        "draft": str(files.draft) if files.draft else "n-gram (llama.cpp ngram-simple) / prompt lookup (ours)",
+        "threads": threads,
+        "max_new_tokens": config.max_new_tokens,
+        "k": k,
+        "rounds": [{kind: row[kind].to_dict() for kind in KINDS} for row in table],
+        "medians": medians,
+        "summary": summary,
+        "method": METHOD,
+    }
+
+
+def _safe(a: float, b: float) -> float | None:
+    return a / b if b > 0 else None
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def format_report(report: dict[str, Any]) -> str:
+    medians, summary = report["medians"], report["summary"]
+    names = {
+        LLAMA_PLAIN: "llama.cpp plain",
+        LLAMA_SPEC: "llama.cpp speculative",
+        OURS_PLAIN: "SpecChat target-only",
+        OURS_SPEC: "SpecChat speculative",
+    }
+    lines = [
+        f"target {report['target']}",
+        f"draft  {report['draft']}",
+        f"{report['threads']} thread(s), {report['max_new_tokens']} new tokens, k ≤ {report['k']}, "
+        f"{len(report['rounds'])} round(s), decode tokens/s (median)",
+        "",
+    ]
+    lines += [f"  {names[kind]:<24} {medians[kind]:8.2f}" for kind in KINDS]
+    ratio = summary["ours_speculative_vs_llama_speculative"]
+    lines += [
+        "",
+        f"SpecChat speculative ÷ llama.cpp speculative: {ratio:.2f}×" if ratio is not None else "",
+        f"identical to SpecChat's target-only answer: {'yes' if summary['identical'] else 'NO'}",
+    ]
+    return "\n".join(line for line in lines) + "\n"

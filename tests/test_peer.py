@@ -1,0 +1,94 @@
+"""``bench --peer``: llama.cpp's tools run beside ours on the same GGUF files, their output read
+as llama.cpp prints it. The tools here are stand-in scripts printing llama.cpp's formats (the
+real ones are built from llama.cpp's source; see the README's performance section)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from app import cli, peer
+from app.engine import Engine, GenerationConfig
+
+BENCH_JSON = '[{"model_filename": "t.gguf", "n_gen": 8, "avg_ts": 40.5, "stddev_ts": 0.3}]'
+SPEC_LOG = """
+encoded   12 tokens in    0.100 seconds, speed:  120.000 t/s
+decoded    8 tokens in    0.250 seconds, speed:   32.000 t/s
+
+n_draft   = 4
+n_predict = 8
+n_drafted = 10
+n_accept  = 6
+accept    = 60.000%
+"""
+
+
+def _tool(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\necho \"$@\" >> {folder / 'calls.txt'}\ncat <<'EOF' >&2\n{body}\nEOF\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def tools(tmp_path) -> Path:
+    folder = tmp_path / "llama.cpp" / "build" / "bin"
+    folder.mkdir(parents=True)
+    _tool(folder, peer.BENCH_TOOL, BENCH_JSON)
+    _tool(folder, peer.SPEC_TOOL, SPEC_LOG)
+    return folder
+
+
+def test_the_tools_are_found_in_a_build_folder_and_their_figures_read(tools, tmp_path):
+    found = peer.PeerTools.find(tmp_path / "llama.cpp")
+    gguf = tmp_path / "t.gguf"
+    gguf.write_bytes(b"GGUF")
+    files = peer.PeerFiles(gguf, None)
+    plain = peer.llama_plain(found, files, 8, 1, peer.run_tool)
+    spec = peer.llama_speculative(found, files, "hi", 8, 1, 4, peer.run_tool)
+    assert plain.decode_tps == 40.5
+    assert spec.decode_tps == pytest.approx(8 / 0.25) and (spec.drafted, spec.accepted) == (10, 6)
+    calls = (tools / "calls.txt").read_text().splitlines()
+    assert "-t 1" in calls[0] and "-n 8" in calls[0]
+    assert "--spec-type ngram-simple" in calls[1] and "--spec-draft-n-max 4" in calls[1] and "--temp 0" in calls[1]
+
+
+def test_a_folder_without_the_tools_or_a_target_that_is_not_gguf_is_refused_in_one_sentence(tmp_path):
+    with pytest.raises(peer.PeerError, match="does not hold llama-bench"):
+        peer.PeerTools.find(tmp_path)
+    with pytest.raises(peer.PeerError, match="must be a .gguf file"):
+        peer.PeerFiles.of(str(tmp_path), None, None)
+
+
+def test_a_failing_tool_is_a_message_not_a_traceback(tmp_path):
+    broken = tmp_path / "llama-bench"
+    broken.write_text("#!/bin/sh\necho 'error: failed to load model' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    with pytest.raises(peer.PeerError, match=r"llama-bench failed \(exit 3\): error: failed to load model"):
+        peer.run_tool([str(broken)])
+
+
+def test_the_peer_report_interleaves_all_four_kinds_and_checks_ours_is_identical(load_tiny, tools, tmp_path):
+    engine = Engine(load_tiny("llama"), lookup=True)
+    gguf = tmp_path / "t.gguf"
+    gguf.write_bytes(b"GGUF")
+    config = GenerationConfig(max_new_tokens=12, k=3)
+    report = peer.run(
+        engine, peer.PeerTools.find(tools), peer.PeerFiles(gguf, None),
+        [{"role": "user", "content": "def add(a, b):\n    return a + b\n"}], config, 1, rounds=4,
+    )  # fmt: skip
+    assert len(report["rounds"]) == 4 and all(set(row) == set(peer.KINDS) for row in report["rounds"])
+    assert report["medians"][peer.LLAMA_PLAIN] == 40.5
+    assert report["summary"]["identical"] is True
+    ours_spec = report["medians"][peer.OURS_SPEC]
+    assert report["summary"]["ours_speculative_vs_llama_speculative"] == pytest.approx(ours_spec / 32.0)
+    assert "SpecChat speculative ÷ llama.cpp speculative" in peer.format_report(report)
+    json.dumps(report)  # the --json form
+
+
+def test_bench_peer_through_the_cli_refuses_a_non_gguf_target(tools, tiny_models, capsys):
+    code = cli.main(["bench", "--peer", str(tools), "--target", str(tiny_models["llama"]), "--prompt", "hi"])
+    assert code == 2
+    assert "must be a .gguf file" in capsys.readouterr().err
