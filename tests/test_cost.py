@@ -289,14 +289,10 @@ def test_greedy_ties_go_to_the_lowest_index_as_in_hf_generate(twin_folder):
     top = torch.topk(logits, 2, dim=-1).values
     assert torch.equal(top[:, 0], top[:, 1])
     assert all(t < half for t in reference)  # the lower twin, every time
-    for run in (
-        replace(config, speculative=False),
-        config,
-        replace(config, auto_k=True),
-    ):
+    for run in (replace(config, speculative=False), config, replace(config, auto_k=True)):
         result = engine.generate(prompt, run)
         assert result.token_ids == reference, run
-    assert result.stats.proposed > 0
+        assert result.stats.proposed > 0 or run.auto_k or not run.speculative  # fixed k: ties verified in blocks
 
 
 def test_an_unmeasured_draft_model_is_tried_once_then_judged_by_its_cost():
