@@ -18,6 +18,7 @@ import torch
 
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.cost import MODEL_KEY, KChooser
 from app.engine.decoding.drafters import ModelDrafter, Proposal
 from app.engine.decoding.sampling import filter_logits
 
@@ -273,6 +274,55 @@ def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawin
     stat, df = chi2_statistic(pairs, exact, RUNS)
     assert stat > chi2_critical(df), (stat, df)
     print(f"biased drafter: chi2 {stat:.1f} on {df} df (critical {chi2_critical(df):.1f})")
+
+
+# --- automatic k with standard sampling -------------------------------------------------------
+
+# a draft step's cost, in plain target steps, for each third of the runs: at the chooser's
+# acceptance (0.6, held) and verification as dear as a plain step whatever its size, the best k is
+# 2 drafts, 1 draft and none (DESIGN.md's tokens per second: 1.96 / (2d + 1), 1.6 / (d + 1), 1)
+AUTO_DRAFT_COSTS = (0.05, 0.42, 3.0)
+AUTO_K = replace(TOP_K, auto_k=True)
+
+
+def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
+    """A chooser with hand-set costs and acceptance that the runs cannot change (no timing in
+    the test): what it chooses is decided before drafting, as always, from what it holds."""
+    chooser = KChooser()
+    for n in range(1, 8):
+        chooser.costs.observe_verify(n, 0.01)
+    chooser.costs.observe_draft(1, draft_step * 0.01)
+    for i in range(400):
+        chooser.observe_step(MODEL_KEY, 1, int((i + 1) * alpha) - int(i * alpha))
+    chooser.costs.observe_verify = lambda tokens, seconds: None  # type: ignore[method-assign]
+    chooser.costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
+    chooser.costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
+    chooser.observe_step = lambda key, proposed, accepted: None  # type: ignore[method-assign]
+    return chooser
+
+
+def test_standard_sampling_with_automatic_k_has_the_target_distribution(load_tiny):
+    """The k chooser varies k from run to run (2, 1 or no drafts on the first pass, then what the
+    cap leaves): the first two tokens still have the target's exact joint distribution."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
+    choosers = [held_chooser(d) for d in AUTO_DRAFT_COSTS]
+    exact = exact_pair_probs(engine, AUTO_K)
+    assert len(exact) > 10
+    pairs, first_k, chosen = Counter(), Counter(), Counter()
+    for seed in range(RUNS):
+        engine.chooser = choosers[seed % len(choosers)]
+        result = engine.generate(PROMPT, replace(AUTO_K, seed=seed))
+        pairs[tuple(result.token_ids[:2])] += 1
+        first_k[result.steps[0].k] += 1
+        chosen.update(step.k for step in result.steps)
+        assert all(
+            len(step.accepted) + len(step.rejected) <= step.k for step in result.steps
+        )  # never more drafts than chosen
+    assert len(first_k) >= 2 and first_k[2] > 0 and first_k[1] + first_k[0] > 0, first_k  # auto k varied
+    assert sum(n for k, n in first_k.items() if k > 0) > RUNS / 2  # and mostly drafted
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat < chi2_critical(df), (stat, df, pairs, first_k)
+    print(f"auto k: first-pass k {dict(first_k)}, all steps {dict(chosen)}; chi2 {stat:.1f} on {df} df")
 
 
 # --- the threshold with seed-invariant sampling ----------------------------------------------
