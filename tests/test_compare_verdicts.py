@@ -4,10 +4,15 @@ the dtype, tokens per second for the speed ratio, and one JSON shape for a run (
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from app.engine.analysis.compare import CAUSES as COMPARE_CAUSES
 from app.engine.analysis.compare import (
+    ComparisonReport,
+    Phrase,
+    cause_phrase,
     compare_runs,
     headline,
     headline_tone,
@@ -16,6 +21,8 @@ from app.engine.analysis.compare import (
     speed_cause,
     verdict_reasons,
 )
+from app.engine.analysis.explanation import CAUSES as WHY_CAUSES
+from app.engine.analysis.explanation import explain
 from app.engine.config import GenerationConfig
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 
@@ -201,28 +208,99 @@ def test_provenance_names_the_fields_that_differ():
     assert plain.differences(a) == ()  # a run that drafted nothing does not care about drafters
 
 
-def test_the_compare_verdict_and_the_why_panel_name_the_same_cause():
-    """One truth: Compare's sentence and the Why panel it opens never blame different things
-    (before they shared the rule, 34 of these runs disagreed)."""
-    from app.engine.analysis.explanation import explain
+# --- one truth: Compare and Why name the cause the runs were built to have ----------------------
 
-    kinds = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
+# Runs whose cause is known by construction: in each, the named factor alone makes speculation
+# lose (with it at a typical value the same run is clearly faster), the others are typical.
+KNOWN_CAUSES = {
+    # no draft (or one in four or five) accepted; drafting and a verify pass cost what they
+    # usually do (c = 0.1-0.2, v = 1.2-1.5): at 100 % acceptance these runs would be 2-4x faster
+    "acceptance": [
+        dict(k=k, accepted=0, draft_pass_s=d, verify_s=v * PLAIN_STEP_S)
+        for k in (2, 3, 5)
+        for d in (0.01, 0.02)
+        for v in (1.2, 1.5)
+    ]
+    + [dict(k=k, accepted=1, draft_pass_s=0.02, verify_s=1.5 * PLAIN_STEP_S) for k in (4, 5)],
+    # every draft accepted, the verify pass as cheap as a plain step, but a draft pass costs
+    # 1.5-3 plain target steps
+    "draft_cost": [
+        dict(k=k, accepted=k, draft_pass_s=d * PLAIN_STEP_S, verify_s=PLAIN_STEP_S)
+        for k in (2, 3, 4)
+        for d in (1.5, 2.0, 3.0)
+    ],
+    # (nearly) every draft accepted and drafting free, but one verify pass costs 8-12 plain steps
+    "verify_cost": [
+        dict(k=k, accepted=a, draft_pass_s=0.001, verify_s=v * PLAIN_STEP_S)
+        for k, a in ((7, 6), (4, 4), (5, 5))
+        for v in (8.0, 12.0)
+    ],
+}
+# the Why panel's words for the same causes (its own enum)
+WHY_CAUSE = {"acceptance": "acceptance", "draft_cost": "draft", "verify_cost": "verify"}
+
+
+def _known_cause_cases() -> list[tuple[str, dict[str, float]]]:
+    return [(cause, case) for cause, cases in KNOWN_CAUSES.items() for case in cases]
+
+
+def known_cause_report(case: dict[str, float]) -> ComparisonReport:
+    """The comparison report of a constructed slower run against 22 plain steps."""
+    speculative = _speculative_run(steps_n=3, **case)  # type: ignore[arg-type]
+    baseline = _plain_run(n=22)
+    comparison = compare_runs(speculative, baseline)
+    return ComparisonReport(speculative, baseline, comparison, ("speculative", "baseline"), "fresh caches")
+
+
+def compare_shows(phrases: tuple[Phrase, ...]) -> list[str]:
+    """The causes Compare's verdict text is made of: which cause sentences it renders."""
+    sentences = {template: kind for kind, template in COMPARE_CAUSES.items()}
+    return [sentences[p.template] for p in phrases if p.template in sentences]
+
+
+def why_shows(summary: str) -> list[str]:
+    """The causes the Why panel's sentence names (its cause clauses, as rendered)."""
+    return [cause for cause, words in WHY_CAUSES.items() if words in summary]
+
+
+@pytest.mark.parametrize(("cause", "case"), _known_cause_cases())
+def test_the_compare_verdict_and_the_why_panel_name_the_cause_the_run_was_built_with(cause, case):
+    """One truth, against the data: what Compare's sentence blames and what the Why panel it
+    opens blames is the factor that made this run slower, in the enum and in the shown words."""
+    report = known_cause_report(case)
+    comparison = report.comparison
+    assert comparison.outcome == "slower", case  # the construction holds: speculation lost
+
+    # Compare: the cause it carries and the sentence it shows (CLI text, JSON and the dialog)
+    assert comparison.cause is not None and comparison.cause.kind == cause
+    assert compare_shows(verdict_reasons(comparison)) == [cause]
+    data = report.to_dict()
+    assert data["cause"]["kind"] == cause
+    shown = data["verdict_text"]
+    rendered = {kind: cause_phrase(replace(comparison.cause, kind=kind)).render() for kind in COMPARE_CAUSES}
+    assert [kind for kind, words in rendered.items() if words in shown] == [cause]
+
+    # Why: the cause it computes and the one its sentence names
+    why = data["explanation"]
+    assert why["cause"] == WHY_CAUSE[cause]
+    assert why_shows(why["summary"]) == [WHY_CAUSE[cause]]
+    assert why_shows(explain(report.speculative, report.baseline).summary) == [WHY_CAUSE[cause]]
+
+
+def test_compare_and_why_show_the_same_cause_on_every_slower_run():
+    """Across a grid of runs, whenever Compare shows a cause sentence, the Why panel's sentence
+    names the same cause (before they shared the rule, 34 of these runs disagreed)."""
     compared = 0
     for k in (2, 3, 4, 5, 7):
         for accepted in range(k + 1):
             for draft_pass_s in (0.001, 0.01, 0.03, 0.06):
                 for verify_factor in (1.0, 1.5, 2.0, 3.0, 5.0):
-                    speculative = _speculative_run(
-                        steps_n=3,
-                        k=k,
-                        accepted=accepted,
-                        draft_pass_s=draft_pass_s,
-                        verify_s=verify_factor * PLAIN_STEP_S,
-                    )
-                    baseline = _plain_run(n=22)
-                    comparison = compare_runs(speculative, baseline)
-                    explained = explain(speculative, baseline).cause
-                    if comparison.cause is not None and explained is not None:
+                    verify_s = verify_factor * PLAIN_STEP_S
+                    case = dict(k=k, accepted=accepted, draft_pass_s=draft_pass_s, verify_s=verify_s)
+                    report = known_cause_report(case)
+                    shown = compare_shows(verdict_reasons(report.comparison))
+                    if shown:
                         compared += 1
-                        assert comparison.cause.kind == kinds[explained], (k, accepted, draft_pass_s, verify_factor)
+                        summary = report.to_dict()["explanation"]["summary"]
+                        assert [WHY_CAUSE[c] for c in shown] == why_shows(summary), case
     assert compared > 100

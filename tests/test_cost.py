@@ -55,10 +55,73 @@ def test_an_expensive_draft_step_shortens_the_block():
     assert best_k(0.8, 1.0, stock_cpu, 8).k == 0  # a draft step as dear as the target's
 
 
-def test_the_predicted_speedup_is_tokens_per_second_over_a_plain_step():
-    choice = best_k(0.6, 0.1, stock_cpu, 3)
-    rate = expected_tokens(0.6, choice.k) / (choice.k * 0.1 + stock_cpu(choice.k + 1))
-    assert choice.predicted_speedup == pytest.approx(rate * stock_cpu(1))
+# --- the chooser against a brute-force search over every k (DESIGN.md's formula, written out) --
+
+
+def design_rate(alpha: float, k: int, draft_s: float, pass_s) -> float:  # type: ignore[no-untyped-def]
+    """Expected tokens per second verifying k drafts (DESIGN.md): 1 + a + ... + a^k tokens (the
+    first draft accepted with probability a, the next given that one, ...) for k drafting steps
+    and one target pass over k + 1 tokens."""
+    tokens = sum(alpha**i for i in range(k + 1))
+    return tokens / (k * draft_s + pass_s(k + 1))
+
+
+VERIFY_CURVES = {
+    "flat": lambda n: 0.01,
+    "stock": lambda n: 0.01 * (1.0 + 0.1 * (n - 1)),
+    "steep": lambda n: 0.01 * (1.0 + 0.45 * (n - 1)),
+    "linear": lambda n: 0.01 * n,  # verifying n tokens costs n plain steps: never pays
+    "step": lambda n: 0.01 if n <= 4 else 0.03,  # cheap up to 4 tokens, then a jump
+}
+CHOOSER_SETTINGS = [
+    (curve, accepted, draft_s, k_max)
+    for curve in VERIFY_CURVES
+    for accepted in (0.0, 0.3, 0.6, 0.8, 0.95)
+    for draft_s in (0.0, 0.0005, 0.002, 0.006)
+    for k_max in (3, 8)
+]
+
+
+def _measured_chooser(curve: str, accepted: float, draft_s: float, k_max: int) -> KChooser:
+    """A chooser that measured every pass size up to k_max + 1 on ``curve``, a draft step of
+    ``draft_s`` and 400 drafts accepted at the rate ``accepted`` (through its public methods)."""
+    chooser = KChooser()
+    for n in range(1, k_max + 2):
+        for _ in range(3):
+            chooser.costs.observe_verify(n, VERIFY_CURVES[curve](n))
+    for _ in range(3):
+        chooser.costs.observe_draft(2, 2 * draft_s)
+    for i in range(400):  # accepted spread evenly (old evidence fades)
+        chooser.observe_step("model", 1, int((i + 1) * accepted) - int(i * accepted))
+    return chooser
+
+
+@pytest.mark.parametrize(("curve", "accepted", "draft_s", "k_max"), CHOOSER_SETTINGS)
+def test_the_chooser_picks_the_k_with_the_most_expected_tokens_per_second(curve, accepted, draft_s, k_max):
+    chooser = _measured_chooser(curve, accepted, draft_s, k_max)
+    choice = chooser.choose("model", k_max, drafts_ready=draft_s == 0.0)
+    alpha = choice.alpha  # the acceptance it assumed, from the evidence it was given
+    assert alpha == pytest.approx(accepted, abs=0.05)
+    rates = {k: design_rate(alpha, k, draft_s, VERIFY_CURVES[curve]) for k in range(k_max + 1)}
+    best = max(rates, key=lambda k: rates[k])
+    gain = rates[best] / rates[0]
+    assert 0 <= choice.k <= k_max
+    if gain > 1.05:  # speculation clearly pays: the chooser takes the best k
+        assert rates[choice.k] == pytest.approx(rates[best], rel=1e-9), (rates, choice)
+        assert choice.predicted_speedup == pytest.approx(gain, rel=1e-6)
+    elif gain < 1.0 + 1e-9:  # nothing beats a plain step: none is drafted
+        assert choice.k == 0 and choice.predicted_speedup == 1.0
+    else:  # within a few percent of plain: a plain step or the best k, nothing else
+        assert choice.k in (0, best) or rates[choice.k] == pytest.approx(rates[best], rel=1e-9)
+
+
+def test_the_brute_force_settings_cover_every_kind_of_answer():
+    """The settings above are not all alike: the optimum is 0, 1, the largest k and in between."""
+    optima = set()
+    for curve, accepted, draft_s, k_max in CHOOSER_SETTINGS:
+        choice = _measured_chooser(curve, accepted, draft_s, k_max).choose("model", k_max, draft_s == 0.0)
+        optima.add(choice.k if choice.k in (0, 1, k_max) else "between")
+    assert optima >= {0, 1, 3, 8, "between"}
 
 
 def test_the_cost_curve_interpolates_and_never_extrapolates_cheaper():
@@ -178,15 +241,58 @@ def test_auto_k_is_validated():
         GenerationConfig(auto_k="yes")  # type: ignore[arg-type]
 
 
-def test_rule_verify_with_a_host_argmax_matches_the_tensor_path():
+# --- greedy ties: the lowest index wins, as Hugging Face's argmax ---------------------------------
+
+
+def test_the_greedy_rule_gives_a_tie_to_the_lowest_index():
     import torch
 
     rule = Rule(GenerationConfig())
-    logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
-    drafts = logits.argmax(-1).tolist()[:2] + [0]
-    p = rule.probs(logits)
-    host = rule.verify(logits, p, drafts, None, 0, argmax=logits.argmax(-1).tolist())
-    assert host == rule.verify(logits, p, drafts, None, 0)
+    logits = torch.zeros(3, 50)
+    logits[:, [7, 31, 44]] = 5.0  # a three-way tie at the top of every row
+    verdict = rule.verify(logits, rule.probs(logits), [7, 31], None, 0)
+    # 7 accepted; 31 (tied, but not the lowest) rejected, and 7 in its place
+    assert (verdict.n_accepted, verdict.next_token) == (1, 7)
+    assert rule.verify(logits, rule.probs(logits), [44], None, 0).next_token == 7
+
+
+@pytest.fixture(scope="module")
+def twin_folder(tmp_path_factory, tokenizer):
+    """A model whose LM head has every row twice (row i + V/2 = row i): every logit ties with
+    its twin, so every greedy step is a tie, and the rule decides which one is the answer."""
+    import torch
+    from tiny_models import build_model, save
+
+    model = build_model("llama", tokenizer, seed=3, scale=30.0)
+    half = model.lm_head.weight.shape[0] // 2
+    with torch.no_grad():
+        model.lm_head.weight[half : 2 * half] = model.lm_head.weight[:half]
+    return save(model, tokenizer, tmp_path_factory.mktemp("twins") / "twins"), half
+
+
+def test_greedy_ties_go_to_the_lowest_index_as_in_hf_generate(twin_folder):
+    import torch
+    from tiny_models import hf_greedy, hf_reference_model
+
+    from app.engine.models.loading import load_model
+
+    folder, half = twin_folder
+    target = load_model(str(folder), device="cpu", dtype="float32")  # with the CPU kernels
+    engine = Engine(target, target)
+    prompt = "The quick brown fox"
+    config = GenerationConfig(max_new_tokens=24, k=3, auto_k=False)
+    reference = hf_greedy(engine, prompt, config.max_new_tokens)
+    # the reference really decided ties: its logits tie at the top at every position it chose
+    ids = torch.tensor([engine.prompt_ids(prompt) + reference])
+    with torch.inference_mode():
+        logits = hf_reference_model(str(folder)).forward(ids).logits[0, -len(reference) - 1 : -1]
+    top = torch.topk(logits, 2, dim=-1).values
+    assert torch.equal(top[:, 0], top[:, 1])
+    assert all(t < half for t in reference)  # the lower twin, every time
+    for run in (replace(config, speculative=False), config, replace(config, auto_k=True)):
+        result = engine.generate(prompt, run)
+        assert result.token_ids == reference, run
+        assert result.stats.proposed > 0 or run.auto_k or not run.speculative  # fixed k: ties verified in blocks
 
 
 def test_an_unmeasured_draft_model_is_tried_once_then_judged_by_its_cost():

@@ -18,6 +18,7 @@ import torch
 
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.cost import MODEL_KEY, KChooser
 from app.engine.decoding.drafters import ModelDrafter, Proposal
 from app.engine.decoding.sampling import filter_logits
 
@@ -58,22 +59,6 @@ def chi2_statistic(counts: Counter, probs: dict, total: int) -> tuple[float, int
 # --- the rule and the drafter alone: exact numbers -------------------------------------------
 
 
-class FixedDraftModel:
-    """A draft 'model' whose next-token logits never change (the CachedModel calls propose uses)."""
-
-    def __init__(self, q: list[float]) -> None:
-        self.logits = torch.tensor(q).log()[None]  # [1, V]
-
-    def continue_from(self, tokens: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
-        return self.logits
-
-    def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
-        return self.logits
-
-    def reset(self) -> None:
-        pass
-
-
 def propose_stopping_after_the_draw(
     self: ModelDrafter, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
 ) -> Proposal:
@@ -94,45 +79,99 @@ def propose_stopping_after_the_draw(
     return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], len(drafts))
 
 
-def first_token_frequency_of_a(q: list[float], p: list[float], threshold: float, trials: int) -> float:
-    """Draft with ``ModelDrafter`` (k = 1) and verify with ``Rule``: how often the output is token 0."""
-    drafter = ModelDrafter(FixedDraftModel(q), "fixed")  # type: ignore[arg-type]
-    config = GenerationConfig(temperature=1.0, confidence_threshold=threshold, seed=2024)
+class ContextDraftModel:
+    """A draft 'model' whose next-token distribution depends on the last token only (the
+    CachedModel calls ``ModelDrafter.propose`` uses), so its max q, and with it the threshold's
+    decision, changes from one position to the next."""
+
+    def __init__(self, q_after: dict[int, list[float]]) -> None:
+        self.logits = {token: torch.tensor(q).log()[None] for token, q in q_after.items()}  # [1, V]
+
+    def continue_from(self, tokens: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
+        return self.logits[tokens[-1]]
+
+    def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
+        return self.logits[ids[-1]]
+
+    def reset(self) -> None:
+        pass
+
+
+A, B, START = 0, 1, 2  # tokens a and b; START only begins the context
+P = [0.5, 0.5, 0.0]  # the target: a or b, evenly, at every position
+THRESHOLD = 0.65
+# after START: max q .7 >= t, drafted; after a: max q .6 < t, stopped; after b: .8, drafted
+Q_AFTER = {START: [0.7, 0.3, 0.0], A: [0.6, 0.4, 0.0], B: [0.8, 0.2, 0.0]}
+
+
+def sample_two_tokens(context: int, trials: int, k: int = 2) -> tuple[Counter, list[list[int]]]:
+    """Draft with ``ModelDrafter`` and verify with ``Rule`` pass after pass, as the decode loop
+    does, until two tokens are out: the pairs, and the number of drafts of each pass per trial."""
+    drafter = ModelDrafter(ContextDraftModel(Q_AFTER), "fixed")  # type: ignore[arg-type]
+    config = GenerationConfig(temperature=1.0, confidence_threshold=THRESHOLD, seed=2024)
     rule = Rule(config)
-    p_rows = torch.tensor([p, p])  # [m+1, V] for m <= 1
-    hits = 0
+    p_rows = torch.tensor([P] * (k + 1))
+    pairs: Counter = Counter()
+    drafted: list[list[int]] = []
     for _ in range(trials):
-        proposal = drafter.propose([0], 1, rule, threshold)
-        m = len(proposal.tokens)
-        verdict = rule.verify(p_rows[: m + 1].log(), p_rows[: m + 1], proposal.tokens, proposal.q, 1)
-        token = proposal.tokens[0] if verdict.n_accepted else verdict.next_token
-        hits += token == 0
-    return hits / trials
+        tokens, out, passes = [context], [], []
+        while len(out) < 2:
+            proposal = drafter.propose(tokens, k, rule, THRESHOLD)
+            m = len(proposal.tokens)
+            passes.append(m)
+            verdict = rule.verify(p_rows[: m + 1].log(), p_rows[: m + 1], proposal.tokens, proposal.q, len(tokens))
+            new = proposal.tokens[: verdict.n_accepted] + [verdict.next_token]
+            tokens += new
+            out += new
+        pairs[tuple(out[:2])] += 1
+        drafted.append(passes)
+    return pairs, drafted
 
 
+UNIFORM_PAIRS = {(a, b): 0.25 for a in (A, B) for b in (A, B)}
 TRIALS = 8_000
 SIGMA = math.sqrt(0.25 / TRIALS)  # binomial standard error near 0.5
 
 
+def first_token_share(pairs: Counter, token: int) -> float:
+    return sum(n for (first, _), n in pairs.items() if first == token) / sum(pairs.values())
+
+
 def test_stopping_on_the_drawn_token_biases_the_answer_and_stopping_on_q_does_not(monkeypatch):
-    """q = (.9, .1), p = (.5, .5), t = .5: the old drafter gives P(a) = .9·(.5/.9) + .1·.5 = .55."""
-    q, p = [0.9, 0.1], [0.5, 0.5]
-    fixed = first_token_frequency_of_a(q, p, threshold=0.5, trials=TRIALS)
-    assert abs(fixed - 0.5) < 4 * SIGMA
+    """From START (q = (.7, .3), p = (.5, .5), t = .65) the drafter drafts a first token, then
+    stops after a (max q .6 < t) and goes on after b (max q .8): both happen, and the two tokens
+    out are p's. The old drafter, which stopped on the drawn token's q (b: .3 < t), gives
+    P(a) = .7·(.5/.7) + .3·.5 = .65."""
+    pairs, drafted = sample_two_tokens(START, TRIALS)
+    first_pass = Counter(passes[0] for passes in drafted)
+    assert first_pass[1] > TRIALS / 10 and first_pass[2] > TRIALS / 10, first_pass  # stopped, and drafted on
+    assert set(first_pass) == {1, 2}
+    stat, df = chi2_statistic(pairs, UNIFORM_PAIRS, TRIALS)
+    assert stat < chi2_critical(df), (stat, df, pairs)
+    assert abs(first_token_share(pairs, A) - 0.5) < 4 * SIGMA
     with monkeypatch.context() as patched:
         patched.setattr(ModelDrafter, "propose", propose_stopping_after_the_draw)
-        biased = first_token_frequency_of_a(q, p, threshold=0.5, trials=TRIALS)
-    assert abs(biased - 0.55) < 4 * SIGMA
+        biased, _ = sample_two_tokens(START, 3000)
+    assert abs(first_token_share(biased, A) - 0.65) < 4 * math.sqrt(0.25 / 3000)
 
 
-def test_a_draft_below_the_threshold_is_not_proposed_and_the_target_samples_alone():
-    drafter = ModelDrafter(FixedDraftModel([0.6, 0.4]), "fixed")  # type: ignore[arg-type]
-    rule = Rule(GenerationConfig(temperature=1.0, confidence_threshold=0.7))
-    assert drafter.propose([0], 3, rule, 0.7).tokens == []
-    assert len(drafter.propose([0], 3, rule, 0.5).tokens) == 3
-    assert abs(first_token_frequency_of_a([0.6, 0.4], [0.5, 0.5], 0.7, 4000) - 0.5) < 4 * math.sqrt(
-        0.25 / 4000
-    )
+def test_a_position_below_the_threshold_is_not_drafted_and_the_target_samples_it_alone():
+    """From a (max q .6 < t) nothing is drafted and the target samples alone; after its b the
+    drafter drafts again, after its a it does not: the pairs are still p's."""
+    drafter = ModelDrafter(ContextDraftModel(Q_AFTER), "fixed")  # type: ignore[arg-type]
+    rule = Rule(GenerationConfig(temperature=1.0, confidence_threshold=THRESHOLD))
+    assert drafter.propose([START, A], 3, rule, THRESHOLD).tokens == []
+    assert len(drafter.propose([START, A], 3, rule, 0.5).tokens) == 3  # a lower threshold drafts
+    # inside a block too: a proposal never goes on after an a (max q .6 after it), after a b it does
+    proposals = [drafter.propose([START], 3, rule, THRESHOLD).tokens for _ in range(300)]
+    assert all(A not in drafts[:-1] for drafts in proposals)
+    assert {len(drafts) for drafts in proposals} == {1, 2, 3}
+    pairs, drafted = sample_two_tokens(A, 4000)
+    assert all(passes[0] == 0 for passes in drafted)  # the first position: the target alone
+    second = Counter(passes[1] > 0 for passes in drafted if len(passes) > 1)
+    assert second[True] > 400 and second[False] > 400, second  # drafted after b, not after a
+    stat, df = chi2_statistic(pairs, UNIFORM_PAIRS, 4000)
+    assert stat < chi2_critical(df), (stat, df, pairs)
 
 
 # --- through the Engine: the first two answer tokens against the target's exact joint ---------
@@ -235,6 +274,55 @@ def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawin
     stat, df = chi2_statistic(pairs, exact, RUNS)
     assert stat > chi2_critical(df), (stat, df)
     print(f"biased drafter: chi2 {stat:.1f} on {df} df (critical {chi2_critical(df):.1f})")
+
+
+# --- automatic k with standard sampling -------------------------------------------------------
+
+# a draft step's cost, in plain target steps, for each third of the runs: at the chooser's
+# acceptance (0.6, held) and verification as dear as a plain step whatever its size, the best k is
+# 2 drafts, 1 draft and none (DESIGN.md's tokens per second: 1.96 / (2d + 1), 1.6 / (d + 1), 1)
+AUTO_DRAFT_COSTS = (0.05, 0.42, 3.0)
+AUTO_K = replace(TOP_K, auto_k=True)
+
+
+def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
+    """A chooser with hand-set costs and acceptance that the runs cannot change (no timing in
+    the test): what it chooses is decided before drafting, as always, from what it holds."""
+    chooser = KChooser()
+    for n in range(1, 8):
+        chooser.costs.observe_verify(n, 0.01)
+    chooser.costs.observe_draft(1, draft_step * 0.01)
+    for i in range(400):
+        chooser.observe_step(MODEL_KEY, 1, int((i + 1) * alpha) - int(i * alpha))
+    chooser.costs.observe_verify = lambda tokens, seconds: None  # type: ignore[method-assign]
+    chooser.costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
+    chooser.costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
+    chooser.observe_step = lambda key, proposed, accepted: None  # type: ignore[method-assign]
+    return chooser
+
+
+def test_standard_sampling_with_automatic_k_has_the_target_distribution(load_tiny):
+    """The k chooser varies k from run to run (2, 1 or no drafts on the first pass, then what the
+    cap leaves): the first two tokens still have the target's exact joint distribution."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
+    choosers = [held_chooser(d) for d in AUTO_DRAFT_COSTS]
+    exact = exact_pair_probs(engine, AUTO_K)
+    assert len(exact) > 10
+    pairs, first_k, chosen = Counter(), Counter(), Counter()
+    for seed in range(RUNS):
+        engine.chooser = choosers[seed % len(choosers)]
+        result = engine.generate(PROMPT, replace(AUTO_K, seed=seed))
+        pairs[tuple(result.token_ids[:2])] += 1
+        first_k[result.steps[0].k] += 1
+        chosen.update(step.k for step in result.steps)
+        assert all(
+            len(step.accepted) + len(step.rejected) <= step.k for step in result.steps
+        )  # never more drafts than chosen
+    assert len(first_k) >= 2 and first_k[2] > 0 and first_k[1] + first_k[0] > 0, first_k  # auto k varied
+    assert sum(n for k, n in first_k.items() if k > 0) > RUNS / 2  # and mostly drafted
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat < chi2_critical(df), (stat, df, pairs, first_k)
+    print(f"auto k: first-pass k {dict(first_k)}, all steps {dict(chosen)}; chi2 {stat:.1f} on {df} df")
 
 
 # --- the threshold with seed-invariant sampling ----------------------------------------------

@@ -112,15 +112,34 @@ def save(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, folder: Pat
     return folder
 
 
+_REFERENCES: dict[tuple[str, str], PreTrainedModel] = {}
+
+
+def hf_reference_model(source: str, dtype: str = "float32") -> PreTrainedModel:
+    """The same weights loaded fresh by Hugging Face alone: none of the app's loading code and
+    none of its CPU kernels (prepacked linears, row-wise attention), so "equals HF" compares the
+    engine with an independent implementation, not with itself. Cached per folder and dtype."""
+    key = (str(source), dtype)
+    if key not in _REFERENCES:
+        model = AutoModelForCausalLM.from_pretrained(str(source), dtype=getattr(torch, dtype), local_files_only=True)
+        assert not any(type(m).__name__ == "PrepackedLinear" for m in model.modules())
+        assert model.config._attn_implementation != "specchat_rowwise"
+        _REFERENCES[key] = model.eval()
+    return _REFERENCES[key]
+
+
 def hf_greedy(engine, prompt: str, max_new_tokens: int, **options: object) -> list[int]:  # type: ignore[no-untyped-def]
-    """The reference: Hugging Face ``generate(do_sample=False)`` on the engine's own target and
-    prompt ids. ``options`` go to ``generate`` (e.g. ``repetition_penalty``, ``eos_token_id``)."""
+    """The reference: Hugging Face ``generate(do_sample=False)`` on an unpatched copy of the
+    engine's target (``hf_reference_model``), on the engine's prompt ids. ``options`` go to
+    ``generate`` (e.g. ``repetition_penalty``, ``eos_token_id``)."""
     ids = torch.tensor([engine.prompt_ids(prompt)])
     settings: dict[str, object] = {
         "eos_token_id": list(engine.target.eos_token_ids),
         "pad_token_id": engine.target.tokenizer.pad_token_id,
     }
-    out = engine.target.model.generate(
+    model = hf_reference_model(engine.target.source, engine.target.dtype)
+    assert model is not engine.target.model
+    out = model.generate(
         ids,
         attention_mask=torch.ones_like(ids),
         do_sample=False,

@@ -178,6 +178,28 @@ def test_a_confident_difference_is_called_a_bug_and_a_sampled_one_is_not(qtbot):
     assert headline(sampled.comparison).render() == "Different sample · 1.5× faster"
 
 
+@pytest.mark.parametrize("cause", ["acceptance", "draft_cost", "verify_cost"])
+def test_the_dialog_and_its_why_panel_show_the_cause_the_run_was_built_with(qtbot, cause):
+    """What a person reads: the Compare dialog's sentence and the Why panel it opens blame the
+    factor the slower run was constructed to suffer from (tests/test_compare_verdicts.py)."""
+    from test_compare_verdicts import KNOWN_CAUSES, WHY_CAUSE, compare_shows, known_cause_report, why_shows
+
+    from app.engine.analysis.compare import CAUSES, cause_phrase
+
+    report = known_cause_report(KNOWN_CAUSES[cause][-1])
+    dialog = CompareDialog(report, [])
+    qtbot.addWidget(dialog)
+    assert compare_shows(verdict_reasons(report.comparison)) == [cause]
+    assert report.comparison.cause is not None
+    shown = {
+        kind: cause_phrase(replace(report.comparison.cause, kind=kind)).render() in dialog.verdict_text.text()
+        for kind in CAUSES
+    }
+    assert [kind for kind, present in shown.items() if present] == [cause]
+    why = dialog.open_why()
+    assert why_shows(why.summary.text()) == [WHY_CAUSE[cause]]
+
+
 def test_long_texts_scroll_together(qtbot):
     text = "\n".join(f"line {i}" for i in range(300))
     speculative = _run(text, list(range(len(text))), margin=5.0, wall=1.0)
