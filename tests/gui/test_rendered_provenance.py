@@ -5,13 +5,17 @@ through, when asked; and an answer streams straight into this view."""
 
 from __future__ import annotations
 
+import random
+import re
+
 from gui_helpers import send_and_wait, tiny_settings
 from PySide6.QtCore import QEvent, QPoint
 from PySide6.QtGui import QHelpEvent, QPalette, QTextCharFormat, QTextDocument
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.ui.chat.markdown_view import MarkdownView
+from app.ui.chat.markdown_view import MarkdownView, shown_text
 from app.ui.chat.message_widgets import AnswerWidget
+from app.ui.chat.source_map import align
 from app.ui.common.conversation import Message, TokenRecord
 from app.ui.common.token_style import TOKEN_INDEX, TOKEN_KIND, kind_colors
 
@@ -200,3 +204,38 @@ def test_a_real_answer_tints_in_the_rendered_view_only_accepted_drafts_text(open
             assert char in records[index].text  # a character is only ever given to a token that wrote it
     assert any(t.source == "draft" and t.text.strip() for t in result.tokens)
     assert tinted > 0
+
+
+SYNTAX = ["**", "*", "`", "_", "\n\n# ", "\n- ", "\n1. ", "\n\n```py\n", "\n```\n", "\n\n> ", " | ", "\n", "  ", "["]
+SYNTAX += ["](http://x.y/z)", "\\*", "&amp;", "~~"]
+
+
+def _random_markdown(rng: random.Random, words: list[str]) -> str:
+    parts = []
+    for _ in range(rng.randint(3, 50)):
+        parts += [rng.choice(words), rng.choice(SYNTAX) if rng.random() < 0.4 else " "]
+    return "".join(parts)
+
+
+def test_every_shown_word_is_paired_with_its_own_occurrence_in_the_source(qtbot):
+    """Random Markdown over a few repeated words: the n-th time a word is shown, its letters
+    are paired with the n-th time it is written (when the rendering shows every one)."""
+    rng = random.Random(3)
+    words = ["moon", "sun", "ice", "bee", "fog"]
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    checked = 0
+    for _ in range(120):
+        source = _random_markdown(rng, words)
+        view.set_markdown(source)
+        rendered = shown_text(view.document())
+        pairs = align(rendered, source)
+        for word in words:
+            shown = [m.start() for m in re.finditer(word, rendered)]
+            written = [m.start() for m in re.finditer(word, source)]
+            if len(shown) != len(written):
+                continue  # a word the rendering hid (in a link target...): no oracle
+            for r, s in zip(shown, written):
+                assert pairs[r : r + len(word)] == list(range(s, s + len(word))), (source, word)
+                checked += 1
+    assert checked > 2000

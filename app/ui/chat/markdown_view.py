@@ -278,8 +278,9 @@ def paint_provenance(
     raw = document.toRawText()
     cursor = QTextCursor(document)
     cursor.beginEditBlock()
+    formats = {kind: token_format(kind, palette) for kind in ("draft", "target", "rejected")}
     for start, end, index in source_map.runs(spans.owner):
-        fmt = token_format(records[index].kind, palette)
+        fmt = QTextCharFormat(formats[records[index].kind])
         fmt.setProperty(TOKEN_INDEX, index)
         for a, b in _text_stretches(raw, start, end):
             cursor.setPosition(a)

@@ -71,13 +71,15 @@ def _resync(r: str, i: int, s: str, j: int) -> int:
     equal run after it (up to _RUN_CAP) best outweighs what the skip costs; -1 when none is
     worth it (``r[i]`` then has no source counterpart)."""
     best_score, best_skip = 0.0, -1
+    tried = set()
     for length, ahead in _ANCHORS:
         anchor = r[i : i + length]
         if len(anchor) < length and length > 1:
             continue
         pos = s.find(anchor, j, j + ahead + len(anchor))
-        if pos < 0:
+        if pos < 0 or pos in tried:
             continue
+        tried.add(pos)
         score = _run(r, i, s, pos) - _skip_cost(s[j:pos])
         if score > best_score:
             best_score, best_skip = score, pos - j
