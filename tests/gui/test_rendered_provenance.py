@@ -132,20 +132,22 @@ def test_hovering_a_tinted_character_shows_its_token_details(qtbot):
 
 
 def test_rejected_drafts_are_inserted_struck_through_where_they_were_proposed(qtbot):
-    records = [*RECORDS[:5], TokenRecord("ordered", "rejected", 4), *RECORDS[5:]]
+    maybe, ordered = TokenRecord("maybe", "rejected", 2), TokenRecord("ordered", "rejected", 4)
+    records = [*RECORDS[:3], maybe, *RECORDS[3:5], ordered, *RECORDS[5:]]
     view = _view(qtbot, MARKDOWN, records)
     assert "ordered" not in view.toPlainText()
 
     view.set_show_rejected(True)
 
-    text = view.toPlainText()
-    assert "sortedordered or list.sort()" in text  # right after the token before it
+    assert "sortedordered or list.sort()" in view.toPlainText()  # right after the token before it
     found = view.document().find("ordered")
     assert found.charFormat().fontStrikeOut() and not found.charFormat().fontUnderline()
-    assert found.charFormat().property(TOKEN_INDEX) == 5
-    assert view.record_at(_point_of(view, "ordered")) == records[5]
-    # the tokens after it still map to themselves
-    assert view.document().find("alpha").charFormat().property(TOKEN_INDEX) == 19
+    assert found.charFormat().property(TOKEN_INDEX) == 6
+    assert view.record_at(_point_of(view, "ordered")) == ordered
+    # proposed after the heading's last word: at the end of the heading, not in the next block
+    assert view.document().find("maybe").block().text() == "Sorting listsmaybe"
+    # the tokens after them still map to themselves
+    assert view.document().find("alpha").charFormat().property(TOKEN_INDEX) == 20
 
 
 def test_the_tint_follows_the_palette_light_and_dark(qtbot):

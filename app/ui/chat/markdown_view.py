@@ -48,7 +48,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
-from app.ui.chat.source_map import SourceMap, align, token_spans
+from app.ui.chat.source_map import NOT_SHOWN, SourceMap, align, token_spans
 from app.ui.common.conversation import TokenRecord
 from app.ui.common.token_style import TOKEN_INDEX, is_dark, token_format
 from app.ui.common.token_view import LINE_SEPARATOR, record_at, show_token_tooltip
@@ -274,19 +274,22 @@ def paint_provenance(
 ) -> None:
     """Merge each token's format onto the rendered characters it wrote; insert the rejected
     drafts, if shown, where they were proposed."""
-    source_map = SourceMap(align(shown_text(document), source))
-    spans = token_spans(records, source)
     raw = document.toRawText()
+    pairs = align(shown_text(document), source)
+    for position, char in enumerate(raw):
+        if char in UNPAINTED:  # a block break is no token's text, nor a place to put one after
+            pairs[position] = NOT_SHOWN
+    source_map = SourceMap(pairs)
+    spans = token_spans(records, source)
     cursor = QTextCursor(document)
     cursor.beginEditBlock()
     formats = {kind: token_format(kind, palette) for kind in ("draft", "target", "rejected")}
     for start, end, index in source_map.runs(spans.owner):
         fmt = QTextCharFormat(formats[records[index].kind])
         fmt.setProperty(TOKEN_INDEX, index)
-        for a, b in _text_stretches(raw, start, end):
-            cursor.setPosition(a)
-            cursor.setPosition(b, QTextCursor.MoveMode.KeepAnchor)
-            cursor.mergeCharFormat(fmt)
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.mergeCharFormat(fmt)
     if show_rejected:
         proposed = [
             (source_map.insertion_point(spans.ends[n]), n)
@@ -300,20 +303,6 @@ def paint_provenance(
                 _rejected_format(cursor, index, palette),
             )
     cursor.endEditBlock()
-
-
-def _text_stretches(raw: str, start: int, end: int) -> list[tuple[int, int]]:
-    """[start, end) less the block and frame boundaries in it."""
-    stretches: list[tuple[int, int]] = []
-    a = start
-    for p in range(start, end):
-        if raw[p] in UNPAINTED:
-            if a < p:
-                stretches.append((a, p))
-            a = p + 1
-    if a < end:
-        stretches.append((a, end))
-    return stretches
 
 
 def _rejected_format(cursor: QTextCursor, index: int, palette: QPalette) -> QTextCharFormat:
