@@ -1,6 +1,6 @@
 """One widget per turn: the person's message (with Edit and resend), or an answer with its
-rendered Markdown or its token highlighting, its statistics and its buttons (Copy as
-Markdown, Regenerate, Continue, Compare, Why?).
+rendered Markdown or its raw tokens (both highlighted by provenance), its statistics and its
+buttons (Copy as Markdown, Regenerate, Continue, Compare, Why?).
 
 An answer streams straight into its rendered Markdown, which carries the tokens' provenance
 (accepted drafts tinted and underlined, hover details), so it looks the same before and after
