@@ -256,7 +256,7 @@ def shown_text(document: QTextDocument) -> str:
     while block.isValid():
         it = block.begin()
         while not it.atEnd():
-            if it.fragment().charFormat().anchorHref().startswith(COPY_SCHEME + ":"):
+            if it.fragment().charFormat().anchorHref().startswith(COPY_SCHEME + ":") and _is_code(block.next()):
                 start = block.position()
                 text[start : start + block.length() - 1] = "\0" * (block.length() - 1)
                 break
