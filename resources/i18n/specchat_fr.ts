@@ -1487,6 +1487,10 @@
         <translation>Survolez un jeton pour voir sa source, sa passe et ses probabilités.</translation>
     </message>
     <message>
+        <source>The same in the rendered answer and in the Tokens view. A rendered answer does not show its Markdown syntax (**, #, backticks, list markers), so the part of a token made of it has no highlight; Tokens shows every token as generated.</source>
+        <translation>Identique dans la réponse mise en forme et dans la vue Jetons. Une réponse mise en forme n’affiche pas sa syntaxe Markdown (**, #, accents graves, puces de liste) : la partie d’un jeton qui en est faite n’est pas surlignée ; Jetons montre chaque jeton tel qu’il a été généré.</translation>
+    </message>
+    <message>
         <source>accepted draft token (underlined)</source>
         <translation>jeton du brouillon accepté (souligné)</translation>
     </message>

@@ -74,6 +74,7 @@ def test_rejected_drafts_appear_struck_through_where_they_were_proposed(open_win
 def test_hovering_a_token_tells_its_source_pass_and_probabilities(open_window, qtbot, tiny_models):
     window = open_window(tiny_settings(tiny_models))
     send_and_wait(qtbot, window)
+    window.chat_view.answers[-1].tokens_button.click()  # the raw token view; rendered: test_rendered_provenance
     view = window.chat_view.answers[-1].view
     records = view.records
     index = next(i for i, r in enumerate(records) if r.kind == "draft" and r.text.strip())

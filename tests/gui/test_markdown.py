@@ -1,5 +1,6 @@
 """Answers rendered as Markdown (markdown-it-py + Pygments in Qt rich text), the per-answer
-switch back to the token view with its provenance, and rendering only once an answer ends."""
+switch to the raw token view, and streaming straight into the rendered view (its provenance:
+test_rendered_provenance.py)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,7 @@ def _answer(qtbot) -> AnswerWidget:  # type: ignore[no-untyped-def]
     """A finished answer whose tokens alternate draft / target, its text MARKDOWN."""
     pieces = [MARKDOWN[i : i + 5] for i in range(0, len(MARKDOWN), 5)]
     records = [TokenRecord(p, "draft" if i % 2 else "target", i) for i, p in enumerate(pieces)]
-    message = Message(
-        "assistant", MARKDOWN, records=records, stats={"new_tokens": len(pieces)}, stop_reason="eos"
-    )
+    message = Message("assistant", MARKDOWN, records=records, stats={"new_tokens": len(pieces)}, stop_reason="eos")
     widget = AnswerWidget(message)
     qtbot.addWidget(widget)
     widget.resize(600, 400)
@@ -93,13 +92,13 @@ def test_a_finished_answer_is_rendered_and_the_switch_shows_its_token_provenance
     assert answer.rendered.isVisible() and not answer.view.isVisible()
 
 
-def test_an_answer_streams_into_the_token_view_and_is_rendered_once_finished(open_window, qtbot, tiny_models):
+def test_an_answer_streams_into_the_rendered_view(open_window, qtbot, tiny_models):
     window = open_window(tiny_settings(tiny_models, max_new_tokens=40))
-    seen: list[tuple[bool, str]] = []
+    seen: list[tuple[bool, bool, str]] = []
 
     def on_events(_run: int, _steps: list) -> None:  # type: ignore[type-arg]
         answer = window.chat_view.answers[-1]
-        seen.append((answer.showing_tokens, answer.rendered.markdown))
+        seen.append((answer.showing_tokens, answer.rendered.isVisible(), answer.message.content))
 
     window.worker.events_ready.connect(on_events)
     with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS):
@@ -108,6 +107,6 @@ def test_an_answer_streams_into_the_token_view_and_is_rendered_once_finished(ope
     window.worker.events_ready.disconnect(on_events)
 
     answer = window.chat_view.answers[-1]
-    assert seen and all(tokens for tokens, _ in seen)  # streamed as tokens ...
-    assert all(markdown == "" for _, markdown in seen)  # ... and not rendered per batch
+    assert seen and all(not tokens and rendered for tokens, rendered, _ in seen)  # rendered while streaming
     assert not answer.showing_tokens and answer.rendered.markdown == answer.message.content
+    assert answer.rendered.records == answer.message.records

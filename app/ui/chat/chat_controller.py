@@ -266,8 +266,8 @@ class ChatController(QObject):
         self.error.emit(message_text)
 
     def _refresh(self, message: Message, finished: bool = False) -> None:
-        """Stats, notes and errors changed; the painted tokens did not. A finished answer
-        leaves the token view for its rendered Markdown (unless the person chose tokens)."""
+        """Stats, notes and errors changed; the painted tokens did not. A finished answer is
+        rendered once more, from its final text, at once."""
         widget = self._view.answer_for(message)
         if widget is not None and finished:
             widget.set_streaming(False)

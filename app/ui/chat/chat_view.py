@@ -62,7 +62,7 @@ class ChatView(QScrollArea):
         widget: AnswerWidget | UserMessageWidget
         if message.role == "assistant":
             answer = AnswerWidget(message, self.widget())
-            answer.view.set_show_rejected(self._show_rejected)
+            answer.set_show_rejected(self._show_rejected)
             answer.compare_requested.connect(self._on_compare_requested)
             answer.sweep_requested.connect(lambda a: self.sweep_requested.emit(a.message))
             answer.regenerate_requested.connect(lambda a: self.regenerate_requested.emit(a.message))
@@ -107,7 +107,7 @@ class ChatView(QScrollArea):
     def set_show_rejected(self, show: bool) -> None:
         self._show_rejected = show
         for answer in self._answers:
-            answer.view.set_show_rejected(show)
+            answer.set_show_rejected(show)
 
     def set_busy(self, busy: bool) -> None:
         for widget in self._turns:

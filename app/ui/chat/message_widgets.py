@@ -1,11 +1,10 @@
 """One widget per turn: the person's message (with Edit and resend), or an answer with its
-rendered Markdown or its token highlighting, its statistics and its buttons (Copy as
-Markdown, Regenerate, Continue, Compare, Why?).
+rendered Markdown or its raw tokens (both highlighted by provenance), its statistics and its
+buttons (Copy as Markdown, Regenerate, Continue, Compare, Why?).
 
-An answer streams into the token view (appending is cheap); once finished it shows the
-rendered Markdown, and "Tokens" switches that answer back to the token view, where the
-provenance highlighting lives (rendering rewrites the text, so tokens do not map 1:1 onto
-rendered characters)."""
+An answer streams straight into its rendered Markdown, which carries the tokens' provenance
+(accepted drafts tinted and underlined, hover details), so it looks the same before and after
+it ends; "Tokens" switches that answer to the raw token view, every token as generated."""
 
 from __future__ import annotations
 
@@ -193,18 +192,26 @@ class AnswerWidget(QFrame):
         self.set_streaming(False)
 
     def append_records(self, start: int) -> None:
-        """The message grew while streaming: paint its records from ``start`` on."""
+        """The message grew while streaming: paint its records from ``start`` on, and render
+        the Markdown again soon (at most once per interval, see MarkdownView.stream_markdown)."""
         self.set_streaming(True)
         self.view.append_records(self.message.records[start:])
+        self.rendered.stream_markdown(self.message.content, self.message.records)
         self.update_labels()
 
     def set_streaming(self, streaming: bool) -> None:
-        """Tokens stream into the token view; the Markdown is rendered once, at the end."""
+        """While streaming the rendered view follows the answer batch by batch; at the end it
+        is rendered at once, from the final text."""
         self._streaming = streaming
         if not streaming:
-            self.rendered.set_markdown(self.message.content)
+            self.rendered.set_markdown(self.message.content, self.message.records)
         self._show_view()
         self.update_labels()
+
+    def set_show_rejected(self, show: bool) -> None:
+        """Rejected drafts struck through where they were proposed, in both views."""
+        self.view.set_show_rejected(show)
+        self.rendered.set_show_rejected(show)
 
     def show_tokens(self, tokens: bool) -> None:
         """The per-answer switch: token view (provenance) or rendered Markdown."""
@@ -250,13 +257,12 @@ class AnswerWidget(QFrame):
         self.why_button.setEnabled(self._finished())
 
     def _show_view(self) -> None:
-        tokens = self._streaming or bool(self._tokens_chosen)
+        tokens = bool(self._tokens_chosen)
         self.view.setVisible(tokens)
         self.rendered.setVisible(not tokens)
         self.tokens_button.blockSignals(True)
         self.tokens_button.setChecked(tokens)
         self.tokens_button.blockSignals(False)
-        self.tokens_button.setEnabled(not self._streaming)
 
     def _on_tokens_toggled(self, checked: bool) -> None:
         self._tokens_chosen = checked

@@ -74,7 +74,8 @@ def _swatch_css(kind: RecordKind, palette: QPalette) -> str:
 
 
 class TokenLegend(QWidget):
-    """ "draft token (accepted) · target token · rejected draft" with the same styling."""
+    """ "draft token (accepted) · target token · rejected draft" with the same styling, which
+    both views of an answer use (rendered Markdown and Tokens)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -88,6 +89,13 @@ class TokenLegend(QWidget):
             layout.addWidget(label)
         hint = QLabel(self.tr("Hover a token for its source, pass and probabilities."), self)
         hint.setEnabled(False)
+        self.setToolTip(
+            self.tr(
+                "The same in the rendered answer and in the Tokens view. A rendered answer does not "
+                "show its Markdown syntax (**, #, backticks, list markers), so the part of a token "
+                "made of it has no highlight; Tokens shows every token as generated."
+            )
+        )
         hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # may be cut
         layout.addWidget(hint, 1)
         self._render()

@@ -9,9 +9,9 @@ separators (U+2028) so an answer stays one block and tokens never split across b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, Qt
 from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QToolTip, QWidget
 
@@ -78,41 +78,13 @@ class TokenTextView(QTextEdit):
 
     def record_at(self, pos: QPoint) -> TokenRecord | None:
         """The token under a viewport position, if any."""
-        offset = QPoint(self.horizontalScrollBar().value(), self.verticalScrollBar().value())
-        layout = self.document().documentLayout()
-        position = layout.hitTest((pos + offset).toPointF(), Qt.HitTestAccuracy.ExactHit)
-        if position < 0:
-            return None
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(position + 1)  # charFormat() is the format of the char before
-        index = cursor.charFormat().property(TOKEN_INDEX)
-        if not isinstance(index, int) or not 0 <= index < len(self._records):
-            return None
-        return self._records[index]
+        return record_at(self, pos, self._records)
 
     def tooltip_text(self, record: TokenRecord) -> str:
-        if record.kind == "draft":
-            head = self.tr("Draft token, accepted by the target in pass {0}").format(record.step)
-        elif record.kind == "rejected":
-            head = self.tr("Draft token proposed before pass {0}, rejected by the target").format(record.step)
-        else:
-            head = self.tr("Target token, from target pass {0}").format(record.step)
-        lines = [head, self.tr("Text: {0}").format(repr(record.text))]
-        if record.p_target is not None:
-            lines.append(self.tr("Target probability: {0:.3f}").format(record.p_target))
-        if record.p_draft is not None:
-            lines.append(self.tr("Draft probability: {0:.3f}").format(record.p_draft))
-        if record.margin is not None:
-            lines.append(self.tr("Target top-1 margin (logits): {0:.2f}").format(record.margin))
-        return "\n".join(lines)
+        return token_tooltip(record)
 
     def viewportEvent(self, event: QEvent) -> bool:
-        if isinstance(event, QHelpEvent) and event.type() == QEvent.Type.ToolTip:
-            record = self.record_at(event.pos())
-            if record is None:
-                QToolTip.hideText()
-            else:
-                QToolTip.showText(event.globalPos(), self.tooltip_text(record), self.viewport())
+        if show_token_tooltip(self, event, self._records):
             return True
         return super().viewportEvent(event)
 
@@ -125,3 +97,56 @@ class TokenTextView(QTextEdit):
         height = math.ceil(self.document().size().height())
         margins = self.contentsMargins()
         self.setFixedHeight(max(height, self.fontMetrics().height()) + margins.top() + margins.bottom() + 2)
+
+
+def record_at(view: QTextEdit, pos: QPoint, records: Sequence[TokenRecord]) -> TokenRecord | None:
+    """The token under a viewport position of a view whose char formats carry TOKEN_INDEX."""
+    offset = QPoint(view.horizontalScrollBar().value(), view.verticalScrollBar().value())
+    layout = view.document().documentLayout()
+    position = layout.hitTest((pos + offset).toPointF(), Qt.HitTestAccuracy.ExactHit)
+    if position < 0:
+        return None
+    cursor = QTextCursor(view.document())
+    cursor.setPosition(position + 1)  # charFormat() is the format of the char before
+    index = cursor.charFormat().property(TOKEN_INDEX)
+    if not isinstance(index, int) or not 0 <= index < len(records):
+        return None
+    return records[index]
+
+
+def token_tooltip(record: TokenRecord) -> str:
+    """A token's hover details: where it came from, its text, its probabilities."""
+    if record.kind == "draft":
+        head = QCoreApplication.translate("TokenTextView", "Draft token, accepted by the target in pass {0}")
+    elif record.kind == "rejected":
+        head = QCoreApplication.translate(
+            "TokenTextView", "Draft token proposed before pass {0}, rejected by the target"
+        )
+    else:
+        head = QCoreApplication.translate("TokenTextView", "Target token, from target pass {0}")
+    lines = [
+        head.format(record.step),
+        QCoreApplication.translate("TokenTextView", "Text: {0}").format(repr(record.text)),
+    ]
+    if record.p_target is not None:
+        lines.append(QCoreApplication.translate("TokenTextView", "Target probability: {0:.3f}").format(record.p_target))
+    if record.p_draft is not None:
+        lines.append(QCoreApplication.translate("TokenTextView", "Draft probability: {0:.3f}").format(record.p_draft))
+    if record.margin is not None:
+        lines.append(
+            QCoreApplication.translate("TokenTextView", "Target top-1 margin (logits): {0:.2f}").format(record.margin)
+        )
+    return "\n".join(lines)
+
+
+def show_token_tooltip(view: QTextEdit, event: QEvent, records: Sequence[TokenRecord]) -> bool:
+    """For a view's viewportEvent: on a tooltip event, show the hovered token's details (or
+    hide the tooltip off any token); True when the event was a tooltip event."""
+    if not (isinstance(event, QHelpEvent) and event.type() == QEvent.Type.ToolTip):
+        return False
+    record = record_at(view, event.pos(), records)
+    if record is None:
+        QToolTip.hideText()
+    else:
+        QToolTip.showText(event.globalPos(), token_tooltip(record), view.viewport())
+    return True
