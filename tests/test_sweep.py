@@ -11,6 +11,7 @@ from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 
 from app.cli import main
 from app.engine import Engine, GenerationConfig, InvalidSettingError
+from app.engine.analysis.explanation import decode_speedup
 from app.engine.analysis.sweep import NONE, SweepArm, plan_arms, run_sweep
 from app.engine.config import DRAFT_MODEL, LOOKUP
 
@@ -59,7 +60,7 @@ def test_greedy_arms_give_the_plain_answer_and_report_their_own_drafters(engine:
     assert [row.arm for row in rows] == arms
     reference = rows[0].run
     assert not reference.speculative and reference.stats.target_passes == reference.stats.new_tokens
-    assert rows[0].speedup == 1.0 and rows[0].identical
+    assert rows[0].decode_speedup == 1.0 and rows[0].whole_run_speedup == 1.0 and rows[0].identical
     for row in rows[1:]:
         assert row.identical, row.arm.label
         assert row.run.token_ids == reference.token_ids
@@ -67,7 +68,8 @@ def test_greedy_arms_give_the_plain_answer_and_report_their_own_drafters(engine:
         assert row.run.drafter == ("prompt lookup" if row.arm.drafter == LOOKUP else engine.drafter_name)
         assert max(step.k for step in row.run.steps) <= row.arm.k
         expected = row.run.stats.tokens_per_s / reference.stats.tokens_per_s
-        assert row.speedup == pytest.approx(expected)
+        assert row.whole_run_speedup == pytest.approx(expected)
+        assert row.decode_speedup == pytest.approx(decode_speedup(row.run, reference))
     model_rows = [row for row in rows if row.arm.drafter == DRAFT_MODEL]
     assert all(row.run.stats.draft_passes > 0 and row.run.stats.accepted > 0 for row in model_rows)
 

@@ -70,13 +70,13 @@ class AcceptanceCharts(QWidget):
         ):
             self.by_position.addItem(item)
             legend.addItem(item, name)
-        if explanation.acceptance_rate is not None:
+        if explanation.alpha is not None:
             alpha = pg.InfiniteLine(
-                pos=explanation.acceptance_rate,
+                pos=explanation.alpha,
                 angle=0,
                 pen=pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine),
                 label=QCoreApplication.translate("Charts", "α = {0}").format(
-                    format_percent(explanation.acceptance_rate)
+                    format_percent(explanation.alpha)
                 ),
                 labelOpts={"position": 0.9, "color": MEASURED_COLOUR},
             )
@@ -207,20 +207,26 @@ class WhatIfChart(pg.PlotWidget):
             )
         )
         self.measured_point = self._point(
-            explanation, explanation.measured_speedup, "o", QCoreApplication.translate("Charts", "measured")
+            explanation,
+            explanation.decode_speedup,
+            "o",
+            QCoreApplication.translate("Charts", "decode speed-up, measured"),
         )
         self.predicted_point = self._point(
-            explanation, explanation.predicted_speedup, "x", QCoreApplication.translate("Charts", "predicted")
+            explanation,
+            explanation.predicted_decode_speedup,
+            "x",
+            QCoreApplication.translate("Charts", "decode speed-up, predicted"),
         )
         self.setXRange(0, 1)
 
     def _point(
         self, explanation: Explanation, speedup: float | None, symbol: str, name: str
     ) -> pg.ScatterPlotItem | None:
-        if speedup is None or explanation.acceptance_rate is None or not explanation.what_if:
+        if speedup is None or explanation.alpha is None or not explanation.what_if:
             return None
         item = pg.ScatterPlotItem(
-            [explanation.acceptance_rate],
+            [explanation.alpha],
             [speedup],
             symbol=symbol,
             size=13,
