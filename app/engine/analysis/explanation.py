@@ -202,9 +202,15 @@ def _passes(run: RunResult) -> list[StepEvent]:
     return [s for s in run.steps if s.tokens or s.rejected]
 
 
+def _is_decode(step: StepEvent) -> bool:
+    """A decode pass: not the prompt's (nor, in an answer continued after a stop, the
+    continuation's own prompt pass)."""
+    return step.index > 0 and step.target_kind != "prefill"
+
+
 def _decode(run: RunResult) -> list[StepEvent]:
     """The decode passes: every real pass but the prompt's."""
-    return [s for s in _passes(run) if s.index > 0]
+    return [s for s in _passes(run) if _is_decode(s)]
 
 
 def _drafts(step: StepEvent) -> int:
@@ -416,7 +422,7 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
     """Explain ``speculative`` (any run, even one without drafts), against ``baseline`` (the
     same conversation without speculation) when there is one."""
     passes = _passes(speculative)
-    decode = [s for s in passes if s.index > 0]
+    decode = [s for s in passes if _is_decode(s)]
     alpha = fit_acceptance(passes)
     plain_s, source = plain_pass_cost(decode, baseline)
     costs = verify_costs(decode, plain_s)
