@@ -197,3 +197,45 @@ def test_why_on_an_answer_knows_the_comparison_already_run(open_window, qtbot, t
     dialog.close()
     qtbot.mouseClick(answer.why_button, _left())  # and opened again later, it still knows
     assert answer.why_dialog.values["measured"].text() == format_ratio(expected.decode_speedup)
+
+
+def test_legends_sit_outside_the_data_and_no_label_covers_a_curve(qtbot):
+    """Every chart's legend is laid out below its axis, not over the plotted area; the what-if
+    chart names its lines in the legend instead of writing on them."""
+    import pyqtgraph as pg
+
+    from app.ui.compare import charts
+
+    spec, base = _speculative(), _baseline()
+    dialog = ExplainDialog(spec, base)
+    qtbot.addWidget(dialog)
+    dialog.resize(900, 700)
+    dialog.show()
+    sweep = charts.SweepChart(explain(spec, base))
+    qtbot.addWidget(sweep)
+    sweep.set_points([(0.7, 1.3, "prompt lookup, k = 2"), (0.9, 1.8, "draft model, k = 4")])
+    sweep.resize(700, 500)
+    sweep.show()
+    qtbot.waitExposed(dialog)
+    qtbot.waitExposed(sweep)
+    for index in range(dialog.tabs.count()):
+        dialog.tabs.setCurrentIndex(index)
+        qtbot.wait(1)  # let the tab lay out (no timing is asserted)
+    plots = [
+        (dialog.acceptance_charts.by_position, dialog.acceptance_charts.legend),
+        (dialog.timeline_chart, dialog.timeline_chart.legend),
+        (dialog.what_if_chart, dialog.what_if_chart.legend),
+        (sweep, sweep.legend),
+    ]
+    for plot, legend in plots:
+        item = plot.getPlotItem()
+        assert legend.items, type(plot).__name__  # something is named
+        data_area = item.vb.sceneBoundingRect()
+        assert not legend.sceneBoundingRect().intersects(data_area), type(plot).__name__
+        texts = [child for child in item.vb.addedItems if isinstance(child, pg.TextItem)]
+        lines = [child for child in item.vb.addedItems if isinstance(child, pg.InfiniteLine)]
+        assert all(line.label is None for line in lines if hasattr(line, "label")), type(plot).__name__
+        if isinstance(plot, charts.WhatIfChart):
+            assert texts == [], type(plot).__name__  # names are in the legend
+    names = [label.text for _, label in sweep.legend.items]
+    assert "prompt lookup, k = 2" in names and "draft model, k = 4" in names
