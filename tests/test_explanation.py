@@ -336,7 +336,7 @@ def test_pass_costs_never_decrease_with_the_pass_size():
 
 def test_the_plain_pass_is_timed_like_every_other_pass():
     """Its target time (not its drafting bookkeeping), a median (one stalled pass on a busy
-    machine does not make it dearer), pooled with the run's own passes that drafted nothing."""
+    machine does not make it dearer)."""
     base = [_step(0, verify_s=0.3)] + [_step(i, draft_s=0.05, verify_s=0.1) for i in range(1, 5)]
     base.append(_step(5, verify_s=1.0))  # a stall
     steps = [_step(0), _step(1, verify_s=0.1)]
@@ -406,3 +406,15 @@ def test_every_what_if_curve_is_physically_possible_for_random_runs():
                 assert e.predicted_decode_speedup == pytest.approx(on_curve)
             assert e.predicted_decode_speedup <= max(c.ceiling for c in e.what_if) + 1e-9
     assert checked > 500
+
+
+def test_the_runs_own_plain_passes_are_the_unit_when_it_has_a_few():
+    """The plain arm of a comparison runs later, under another load (here 30 % slower): the
+    run's own one-token passes, timed beside its bigger ones, are the unit of v; the measured
+    decode speed-up still compares with the plain run."""
+    steps = [_step(0)] + [_step(i, verify_s=0.1) for i in range(1, 4)]
+    steps += [_step(i, accepted=2, draft_s=0.002, verify_s=0.11, k=2) for i in range(4, 8)]
+    e = explain(_run(steps), _baseline(pass_s=0.13))
+    assert e.plain_cost_source == "own_plain_steps" and e.plain_pass_s == pytest.approx(0.1)
+    assert e.verify_cost_ratio == pytest.approx(1.1)  # not 0.11 / 0.13 = 0.85
+    assert e.decode_speedup is not None and e.decode_speedup > 1

@@ -15,9 +15,10 @@ Pure Python (no torch), so the GUI may import it. The model, per decode pass tha
 
 Every pass is timed the same way, plain or not: its target time is ``verify_s`` (the target's
 pass and what decides it), its drafting time ``draft_s``. The plain pass (the unit) is the
-median target time of one-token decode passes: the baseline's and the run's own passes that
-verified no draft, pooled; v(m) is the median target time of passes with m drafts over it.
-Medians, because on a busy machine a few slow passes (another process, a garbage collection)
+median target time of one-token decode passes: the run's own passes that verified no draft
+when it has a few (same run, same load), else the baseline's; v(m) is the median target time
+of passes with m drafts over it. Medians, and the run's own unit, because on a busy machine a
+few slow passes (another process, a garbage collection) or load drifting between two runs
 would otherwise make a bigger pass look cheaper than a plain one.
 
 Physics the curves obey (``what_if_curves``; tests hold them): with v ≥ 1 and c ≥ 0 no curve
@@ -290,18 +291,25 @@ def tokens_histogram(steps: Sequence[StepEvent]) -> tuple[tuple[int, int], ...]:
 # --- costs ------------------------------------------------------------------------------------
 
 
+MIN_OWN_PLAIN_PASSES = 3  # the run's own plain passes that make a unit without the baseline's
+
+
 def plain_pass_cost(
     speculative: Sequence[StepEvent], baseline: RunResult | None
 ) -> tuple[float | None, PlainCostSource]:
-    """Seconds of one plain one-token pass, measured like every other pass (its target time,
-    ``verify_s``): the median over the baseline's decode passes and the run's own decode
-    passes that verified no draft, pooled. ``speculative``: the run's decode passes."""
-    own = [s.verify_s for s in speculative if _drafts(s) == 0]
-    theirs = [s.verify_s for s in _decode(baseline)] if baseline is not None else []
-    pooled = [t for t in theirs + own if t > 0]
-    if not pooled:
-        return None, "unknown"
-    return statistics.median(pooled), "baseline" if theirs else "own_plain_steps"
+    """Seconds of one plain one-token pass, measured like every other pass: the median target
+    time (``verify_s``) of one-token decode passes. From the run's own passes that verified no
+    draft when it has ``MIN_OWN_PLAIN_PASSES`` of them — timed under the same load as the passes
+    they are the unit of (a comparison's plain arm runs later; on a busy machine the same
+    one-token pass measured 0.92× to 1.16× of it) — else from the baseline's decode passes.
+    ``speculative``: the run's decode passes."""
+    own = [s.verify_s for s in speculative if _drafts(s) == 0 and s.verify_s > 0]
+    theirs = [s.verify_s for s in _decode(baseline) if s.verify_s > 0] if baseline is not None else []
+    if len(own) >= MIN_OWN_PLAIN_PASSES or (own and not theirs):
+        return statistics.median(own), "own_plain_steps"
+    if theirs:
+        return statistics.median(theirs), "baseline"
+    return None, "unknown"
 
 
 def monotone_fit(points: dict[int, tuple[float, int]]) -> dict[int, float]:
