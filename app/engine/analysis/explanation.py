@@ -134,7 +134,7 @@ class PassBar:
 @dataclass(frozen=True)
 class Explanation:
     alpha: float | None  # acceptance α, per position; None when no draft was judged
-    drafts_accepted_share: float | None  # drafts accepted ÷ proposed (RunStats.drafts_accepted_share)
+    drafts_accepted_share: float  # RunStats.drafts_accepted_share: drafts accepted ÷ proposed (0: none)
     tokens_per_pass: float  # RunStats.tokens_per_pass: new tokens ÷ target passes, prefill included
     acceptance_by_position: tuple[PositionAcceptance, ...]
     tokens_per_pass_histogram: tuple[tuple[int, int], ...]  # (tokens from a pass, passes)
@@ -407,11 +407,11 @@ def what_if_curves(c: float, v: dict[int, float], k_used: int, drafts: Sequence[
 LOW_ACCEPTANCE = 0.5  # below this α the draft is poorly matched; above it, blame the costs
 
 
-def _cause(alpha: float, share: float | None, k: int, c: float, v: float) -> Cause:
+def _cause(alpha: float, share: float, k: int, c: float, v: float) -> Cause:
     """What held the speed-up back most. Low acceptance when it is low (α, or the share of all
     drafts accepted, below ``LOW_ACCEPTANCE``); otherwise the cost whose shortfall, halved,
     gains most: drafting c or the verify overhead v − 1 (86 % acceptance is never "low")."""
-    if alpha < LOW_ACCEPTANCE or (share is not None and share < LOW_ACCEPTANCE):
+    if alpha < LOW_ACCEPTANCE or share < LOW_ACCEPTANCE:
         return "acceptance"
     draft = formula_speedup(alpha, k, c / 2, v)
     verify = formula_speedup(alpha, k, c, 1 + (v - 1) / 2 if v > 1 else v)
@@ -437,7 +437,7 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
     v = {row.drafts: row.fitted for row in costs if row.fitted is not None and row.drafts > 0}
     k = _k_used(decode)
     c = draft_cost(decode, plain_s)
-    share = speculative.stats.drafts_accepted_share if speculative.stats.proposed else None
+    share = speculative.stats.drafts_accepted_share  # the run's own number (0 when none proposed)
     predicted = formula = None
     cause: Cause | None = None
     drafts = [_drafts(s) for s in decode]
