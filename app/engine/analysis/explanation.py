@@ -6,7 +6,7 @@ Pure Python (no torch), so the GUI may import it. The model, per decode pass tha
     α        acceptance α, per position: P(draft i accepted | drafts 1..i-1 accepted),
              fitted as accepted / (accepted + passes with a rejection)   (truncated-geometric MLE)
     E(α, m)  expected tokens from the pass = 1 + α + … + α^m = (1 − α^(m+1)) / (1 − α)
-    c        cost of drafting one token ÷ plain pass     (median over drafting passes)
+    c        cost of drafting one token ÷ plain pass     (all drafting time ÷ drafts)
     v(m)     cost of a target pass over m+1 tokens ÷ plain pass, fitted so that v(0) = 1 and
              v never decreases with m (a pass over more tokens does not cost less)
     predicted decode speed-up = Σ E(α, m_i) / Σ (m_i·c + v(m_i))  over the decode passes (the
@@ -15,11 +15,11 @@ Pure Python (no torch), so the GUI may import it. The model, per decode pass tha
 
 Every pass is timed the same way, plain or not: its target time is ``verify_s`` (the target's
 pass and what decides it), its drafting time ``draft_s``. The plain pass (the unit) is the
-median target time of one-token decode passes: the run's own passes that verified no draft
-when it has a few (same run, same load), else the baseline's; v(m) is the median target time
-of passes with m drafts over it. Medians, and the run's own unit, because on a busy machine a
-few slow passes (another process, a garbage collection) or load drifting between two runs
-would otherwise make a bigger pass look cheaper than a plain one.
+mean target time of one-token decode passes: the run's own passes that verified no draft when
+it has a few (same run, same load), else the baseline's; v(m) is the mean target time of passes
+with m drafts over it. Means, like the measured speed-up (a ratio of total times); the run's
+own unit, because on a busy machine load drifting between two runs would otherwise make a
+bigger pass look cheaper than a plain one.
 
 Physics the curves obey (``what_if_curves``; tests hold them): with v ≥ 1 and c ≥ 0 no curve
 beats 1× at α = 0, and a curve of k drafts never beats (k + 1) ÷ v(k).
@@ -85,8 +85,8 @@ class VerifyCost:
 
     drafts: int
     passes: int
-    median_s: float  # their median target time (verify_s)
-    ratio: float | None  # measured: median_s ÷ plain pass; None when the plain cost is unknown
+    mean_s: float  # their mean target time (verify_s)
+    ratio: float | None  # measured: mean_s ÷ plain pass; None when the plain cost is unknown
     fitted: float | None = None  # v(drafts): the monotone fit (≥ 1, never decreasing with drafts)
 
     @property
@@ -297,7 +297,7 @@ MIN_OWN_PLAIN_PASSES = 3  # the run's own plain passes that make a unit without 
 def plain_pass_cost(
     speculative: Sequence[StepEvent], baseline: RunResult | None
 ) -> tuple[float | None, PlainCostSource]:
-    """Seconds of one plain one-token pass, measured like every other pass: the median target
+    """Seconds of one plain one-token pass, measured like every other pass: the mean target
     time (``verify_s``) of one-token decode passes. From the run's own passes that verified no
     draft when it has ``MIN_OWN_PLAIN_PASSES`` of them — timed under the same load as the passes
     they are the unit of (a comparison's plain arm runs later; on a busy machine the same
@@ -306,9 +306,9 @@ def plain_pass_cost(
     own = [s.verify_s for s in speculative if _drafts(s) == 0 and s.verify_s > 0]
     theirs = [s.verify_s for s in _decode(baseline) if s.verify_s > 0] if baseline is not None else []
     if len(own) >= MIN_OWN_PLAIN_PASSES or (own and not theirs):
-        return statistics.median(own), "own_plain_steps"
+        return statistics.fmean(own), "own_plain_steps"
     if theirs:
-        return statistics.median(theirs), "baseline"
+        return statistics.fmean(theirs), "baseline"
     return None, "unknown"
 
 
@@ -329,29 +329,28 @@ def monotone_fit(points: dict[int, tuple[float, int]]) -> dict[int, float]:
 
 
 def verify_costs(decode: Sequence[StepEvent], plain_s: float | None) -> tuple[VerifyCost, ...]:
-    """Per pass size: the median target time, its ratio to a plain pass, and the fitted v."""
+    """Per pass size: the mean target time, its ratio to a plain pass, and the fitted v."""
     by_drafts: dict[int, list[float]] = {}
     for s in decode:
         by_drafts.setdefault(_drafts(s), []).append(s.verify_s)
     measured = {
-        m: (statistics.median(times), len(times)) for m, times in sorted(by_drafts.items())
+        m: (statistics.fmean(times), len(times)) for m, times in sorted(by_drafts.items())
     }
-    ratios = {m: _ratio(median, plain_s or 0.0) for m, (median, _n) in measured.items()}
+    ratios = {m: _ratio(mean, plain_s or 0.0) for m, (mean, _n) in measured.items()}
     fitted = monotone_fit({m: (r, measured[m][1]) for m, r in ratios.items() if m > 0 and r is not None})
     if plain_s is not None and 0 in measured:
         fitted[0] = 1.0
     return tuple(
-        VerifyCost(m, n, median, ratios[m], fitted.get(m)) for m, (median, n) in measured.items()
+        VerifyCost(m, n, mean, ratios[m], fitted.get(m)) for m, (mean, n) in measured.items()
     )
 
 
 def draft_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | None:
-    """c: the median over drafting decode passes of their drafting time per draft, ÷ a plain
-    pass (a median, so one pass that also caught the drafter up does not set it)."""
-    per_draft = [s.draft_s / _drafts(s) for s in decode if _drafts(s) > 0]
-    if not per_draft or plain_s is None:
+    """c: all drafting time of the decode passes ÷ the drafts they verified ÷ a plain pass."""
+    drafted = sum(_drafts(s) for s in decode)
+    if not drafted or plain_s is None:
         return None
-    return _ratio(max(0.0, statistics.median(per_draft)), plain_s)
+    return _ratio(max(0.0, sum(s.draft_s for s in decode if _drafts(s) > 0)) / drafted, plain_s)
 
 
 def _k_used(decode: Sequence[StepEvent]) -> int:
