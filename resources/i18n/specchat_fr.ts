@@ -467,12 +467,12 @@
         <translation>Coût d’une passe simple</translation>
     </message>
     <message>
-        <source>{0} ms: the median of the plain run&apos;s passes</source>
-        <translation>{0} ms&#xa0;: la médiane des passes de l’exécution simple</translation>
+        <source>{0} ms: the mean of the plain run&apos;s passes</source>
+        <translation>{0} ms&#xa0;: la moyenne des passes de l’exécution simple</translation>
     </message>
     <message>
-        <source>{0} ms: the median of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
-        <translation>{0} ms&#xa0;: la médiane des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
+        <source>{0} ms: the mean of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
+        <translation>{0} ms&#xa0;: la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
     </message>
     <message>
         <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>

@@ -59,7 +59,7 @@ def test_a_pair_shows_the_measured_speedup_and_every_chart_gets_the_engines_data
     assert dialog.values["whole_run"].text() == format_ratio(e.whole_run_speedup)
     assert dialog.values["predicted"].text() == format_ratio(e.predicted_decode_speedup) == "1.31×"
     assert dialog.values["verify_cost"].text() == "1.50×" and dialog.values["draft_cost"].text() == "0.10×"
-    assert dialog.values["plain_cost"].text() == "100 ms: the median of the plain run's passes"
+    assert dialog.values["plain_cost"].text() == "100 ms: the mean of the plain run's passes"
 
     charts = dialog.acceptance_charts
     assert list(charts.reached_bars.opts["height"]) == [r.rate_of_reached for r in e.acceptance_by_position]

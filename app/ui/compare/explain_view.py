@@ -126,10 +126,10 @@ class ExplainDialog(QDialog):
         e = self.explanation
         ms = NONE if e.plain_pass_s is None else f"{e.plain_pass_s * 1000:.0f}"
         if e.plain_cost_source == "baseline":
-            return self.tr("{0} ms: the median of the plain run's passes").format(ms)
+            return self.tr("{0} ms: the mean of the plain run's passes").format(ms)
         if e.plain_cost_source == "own_plain_steps" and self.has_baseline:
             return self.tr(
-                "{0} ms: the median of this run's own passes that checked no draft (timed under the same "
+                "{0} ms: the mean of this run's own passes that checked no draft (timed under the same "
                 "load as its other passes)"
             ).format(ms)
         if e.plain_cost_source == "own_plain_steps":
