@@ -239,3 +239,15 @@ def test_legends_sit_outside_the_data_and_no_label_covers_a_curve(qtbot):
             assert texts == [], type(plot).__name__  # names are in the legend
     names = [label.text for _, label in sweep.legend.items]
     assert "prompt lookup, k = 2" in names and "draft model, k = 4" in names
+
+
+def test_the_stats_line_names_drafts_accepted_with_the_runs_own_number(qtbot):
+    """One name per definition: accepted ÷ proposed is "drafts accepted" under an answer, as in
+    Compare and Why; "acceptance" alone (α's word) is not used for it."""
+    from app.ui.common.formatting import stats_line
+
+    stats = RunStats(new_tokens=8, target_passes=4, proposed=8, accepted=6, prefill_s=0.1, decode_s=0.3)
+    line = stats_line(stats, speculative=True)
+    assert "drafts accepted 75%" in line
+    assert "acceptance" not in line
+    assert f"{format_tokens(stats.tokens_per_pass)} tokens per target pass" in line
