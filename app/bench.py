@@ -28,15 +28,15 @@ if TYPE_CHECKING:
 BASELINE, SPECULATIVE, HF_PLAIN, HF_ASSISTED = "baseline", "speculative", "hf_plain", "hf_assisted"
 METHOD = {
     "tps": "total generated tokens / total wall-clock seconds over all runs of that kind",
-    "speedup": "median over rounds of (speculative / baseline tokens per second): robust to a round slowed "
-    "by other load on the machine",
-    "speedup_of_totals": "speculative_tps / baseline_tps",
+    "whole_run_speedup": "median over rounds of (speculative / baseline tokens per second of the whole call, the "
+    "prompt's pass included): robust to a round slowed by other load on the machine",
+    "whole_run_speedup_of_totals": "speculative_tps / baseline_tps",
     "ratio_vs_hf_assisted": "speculative_tps / hf_assisted_tps",
     "ratio_vs_hf_assisted_median_of_runs": "median over rounds of (speculative / hf_assisted tokens/s)",
     "prompts": "per prompt: medians over repeats",
     "order": "each round runs baseline, speculative, hf_plain, hf_assisted, rotated by one per round",
     "tokens": "generated ids, including the EOS a run stops on",
-    "worst_prompt": "the prompt with the lowest median speedup",
+    "worst_prompt": "the prompt with the lowest median whole-run speed-up",
     "mean_k": "drafts verified per target pass after the prompt's, as chosen (auto k) or fixed",
     "plain_step_share": "share of target passes after the prompt's that verified no draft",
     "outside_forward": "per target pass: the decode loop's wall time (prefill + decode) minus the time "
@@ -76,7 +76,7 @@ class Timing:
         if self.stats is not None:
             data.update(
                 target_passes=self.stats.target_passes,
-                acceptance_rate=self.stats.acceptance_rate,
+                drafts_accepted_share=self.stats.drafts_accepted_share,
                 tokens_per_pass=self.stats.tokens_per_pass,
             )
         if self.loop is not None:
@@ -233,11 +233,11 @@ def run(
 
 def _worst(per_prompt: list[dict[str, Any]]) -> dict[str, Any]:
     """The prompt speculation served worst, and every prompt's speedup in order."""
-    rated = [row for row in per_prompt if row["speedup"] is not None]
-    worst = min(rated, key=lambda row: row["speedup"], default=None)
+    rated = [row for row in per_prompt if row["whole_run_speedup"] is not None]
+    worst = min(rated, key=lambda row: row["whole_run_speedup"], default=None)
     return {
-        "speedups": [row["speedup"] for row in per_prompt],
-        "worst_speedup": worst["speedup"] if worst else None,
+        "whole_run_speedups": [row["whole_run_speedup"] for row in per_prompt],
+        "worst_whole_run_speedup": worst["whole_run_speedup"] if worst else None,
         "worst_prompt_index": worst["prompt_index"] if worst else None,
         "worst_prompt": worst["prompt"] if worst else None,
     }
@@ -271,7 +271,7 @@ def _run_entry(
     base, spec = measured[BASELINE], measured[SPECULATIVE]
     entry: dict[str, Any] = {"prompt_index": index, "prompt": prompt, "repeat": repeat, "order": order}
     entry.update({kind: measured[kind].to_dict() for kind in order})
-    entry["speedup"] = _ratio(spec.tokens_per_s, base.tokens_per_s)
+    entry["whole_run_speedup"] = _ratio(spec.tokens_per_s, base.tokens_per_s)
     entry["identical"] = spec.ids == base.ids
     if HF_ASSISTED in measured:
         entry["hf_plain_identical"] = measured[HF_PLAIN].ids == base.ids
@@ -293,8 +293,8 @@ def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict
         "speculative_tps": median_of(SPECULATIVE),
         "hf_plain_tps": median_of(HF_PLAIN),
         "hf_assisted_tps": median_of(HF_ASSISTED),
-        "speedup": _median_of(runs, "speedup"),
-        "acceptance_rate": median_of(SPECULATIVE, "acceptance_rate"),
+        "whole_run_speedup": _median_of(runs, "whole_run_speedup"),
+        "drafts_accepted_share": median_of(SPECULATIVE, "drafts_accepted_share"),
         "tokens_per_pass": median_of(SPECULATIVE, "tokens_per_pass"),
         "mean_k": median_of(SPECULATIVE, "mean_k"),
         "plain_step_share": median_of(SPECULATIVE, "plain_step_share"),
@@ -318,13 +318,13 @@ def _summary(
     return {
         "baseline_tps": tps[BASELINE],
         "speculative_tps": tps[SPECULATIVE],
-        "speedup": _median_of(runs, "speedup"),
-        "speedup_of_totals": _ratio(tps[SPECULATIVE], tps[BASELINE]),
+        "whole_run_speedup": _median_of(runs, "whole_run_speedup"),
+        "whole_run_speedup_of_totals": _ratio(tps[SPECULATIVE], tps[BASELINE]),
         "hf_plain_tps": tps[HF_PLAIN],
         "hf_assisted_tps": tps[HF_ASSISTED],
         "ratio_vs_hf_assisted": _ratio(tps[SPECULATIVE], tps[HF_ASSISTED]),
         "ratio_vs_hf_assisted_median_of_runs": _median_of(runs, "ratio_vs_hf_assisted"),
-        "acceptance_rate": sum(s.accepted for s in spec_stats) / proposed if proposed else 0.0,
+        "drafts_accepted_share": sum(s.accepted for s in spec_stats) / proposed if proposed else 0.0,
         "tokens_per_pass": sum(s.new_tokens for s in spec_stats) / passes if passes else 0.0,
         "all_identical": all(r["identical"] for r in runs),
         "hf_plain_identical": all(r["hf_plain_identical"] for r in runs) if with_hf else None,
@@ -367,7 +367,7 @@ def _yes(value: bool | None) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """The per-prompt table (medians over repeats, tokens per second) and the summary."""
     header = (
-        f"{'#':>2}  {'prompt':<30} {'tokens':>6} {'base':>6} {'spec':>6} {'speedup':>7} {'accept':>6} "
+        f"{'#':>2}  {'prompt':<30} {'tokens':>6} {'base':>6} {'spec':>6} {'whole-run':>9} {'drafts accepted':>15} "
         f"{'tok/pass':>8} {'mean k':>6} {'plain':>5} {'hf':>6} {'hf-asst':>7} {'/asst':>6} {'outside':>7}  same"
     )
     lines = ["tokens per second (medians over repeats)", header]
@@ -375,7 +375,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(
             f"{row['prompt_index'] + 1:>2}  {_short(row['prompt'], 30):<30} {_cell(row['tokens'], '6.0f')} "
             f"{_cell(row['baseline_tps'], '6.1f')} {_cell(row['speculative_tps'], '6.1f')} "
-            f"{_cell(row['speedup'], '6.2f', 'x')} {_cell(row['acceptance_rate'], '6.0%')} "
+            f"{_cell(row['whole_run_speedup'], '8.2f', 'x')} {_cell(row['drafts_accepted_share'], '15.0%')} "
             f"{_cell(row['tokens_per_pass'], '8.2f')} {_cell(row['mean_k'], '6.2f')} "
             f"{_cell(row['plain_step_share'], '5.0%')} {_cell(row['hf_plain_tps'], '6.1f')} "
             f"{_cell(row['hf_assisted_tps'], '7.1f')} {_cell(row['ratio_vs_hf_assisted'], '5.2f', 'x')} "
@@ -396,9 +396,9 @@ def format_report(report: dict[str, Any]) -> str:
         f"{s['runs']} rounds, {s['drafter']}, {k_mode}{adaptive}, {s['device']}; "
         "tokens/s = total tokens / total seconds; 'outside' = loop time outside the forward passes"
     )
-    if s["worst_speedup"] is not None:
+    if s["worst_whole_run_speedup"] is not None:
         lines.append(
-            f"worst prompt: #{s['worst_prompt_index'] + 1} at {s['worst_speedup']:.2f}x; "
+            f"worst prompt: #{s['worst_prompt_index'] + 1} at {s['worst_whole_run_speedup']:.2f}x; "
             f"mean k {_cell(s['mean_k'], '.2f')}, plain steps {_cell(s['plain_step_share'], '.0%')}, "
             f"outside the forward passes {_cell(s['outside_forward_ms_per_pass'], '.1f', ' ms')} per pass "
             f"({_cell(s['outside_forward_share'], '.1%')})"
@@ -408,8 +408,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"ms per target pass by tokens fed (measured): {curve}")
     lines.append(
         f"ours: baseline {tps('baseline_tps')} tok/s, speculative {tps('speculative_tps')} tok/s, "
-        f"speedup {times('speedup')} (median of rounds; {times('speedup_of_totals')} from totals); "
-        f"acceptance {s['acceptance_rate']:.0%}, {s['tokens_per_pass']:.2f} tokens/pass; "
+        f"whole-run speed-up {times('whole_run_speedup')} "
+        f"(median of rounds; {times('whole_run_speedup_of_totals')} from totals); "
+        f"drafts accepted {s['drafts_accepted_share']:.0%}, {s['tokens_per_pass']:.2f} tokens/pass; "
         f"answers identical: {_yes(s['all_identical'])}"
     )
     if s["hf_assisted_tps"] is not None:

@@ -456,7 +456,7 @@ def stats_line(stats: RunStats, drafter: str, stop_reason: str | None = None) ->
         f"{stats.target_passes} target passes ({stats.tokens_per_pass:.2f} tokens/pass)",
     ]
     if stats.proposed:
-        parts.append(f"accepted {stats.accepted}/{stats.proposed} drafts ({stats.acceptance_rate:.0%})")
+        parts.append(f"drafts accepted {stats.accepted}/{stats.proposed} ({stats.drafts_accepted_share:.0%})")
     parts.append(f"drafter: {drafter}")
     if stop_reason:
         parts.append(f"stop: {stop_reason}")
@@ -510,6 +510,10 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
     out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
     out.write(f"verdict: {comparison.verdict} · {headline(comparison).render()}\n")
+    out.write(
+        f"decode speed-up {comparison.decode_speedup:.2f}x (prefill left out) · "
+        f"whole-run speed-up {comparison.whole_run_speedup:.2f}x (prefill included)\n"
+    )
     out.writelines(f"  {phrase.render()}\n" for phrase in verdict_reasons(comparison))
     first = comparison.first_difference
     if first is not None:
@@ -639,11 +643,16 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sweep_line(row: Any) -> str:
+    from app.engine.analysis.explanation import alpha_of
+
     stats = row.run.stats
+    alpha = alpha_of(row.run)
     same = "same answer" if row.identical else f"differs from token {row.first_difference}"
     return (
-        f"{row.arm.label:<28} {stats.tokens_per_s:6.1f} tok/s  {row.speedup:5.2f}x  "
-        f"acceptance {stats.acceptance_rate:4.0%}  {stats.tokens_per_pass:4.2f} tokens/pass  {same}"
+        f"{row.arm.label:<28} {stats.tokens_per_s:6.1f} tok/s  decode speed-up {row.decode_speedup:5.2f}x  "
+        f"whole-run {row.whole_run_speedup:5.2f}x  "
+        f"acceptance α {'—' if alpha is None else format(alpha, '4.0%')}  "
+        f"drafts accepted {stats.drafts_accepted_share:4.0%}  {stats.tokens_per_pass:4.2f} tokens/pass  {same}"
     )
 
 

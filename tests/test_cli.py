@@ -30,7 +30,7 @@ STATS_KEYS = {
     "draft_passes",
     "proposed",
     "accepted",
-    "acceptance_rate",
+    "drafts_accepted_share",
     "tokens_per_pass",
     "prefill_s",
     "decode_s",
@@ -39,10 +39,10 @@ STATS_KEYS = {
 SUMMARY_KEYS = {
     "baseline_tps",
     "speculative_tps",
-    "speedup",
+    "whole_run_speedup",
     "hf_plain_tps",
     "hf_assisted_tps",
-    "acceptance_rate",
+    "drafts_accepted_share",
     "tokens_per_pass",
     "all_identical",
     "hf_assisted_identical",
@@ -182,7 +182,7 @@ def test_compare_json_finds_greedy_speculation_identical(models, capsys):
     data = run_json(
         capsys, "compare", *tiny(models, "--draft", models["draft"], "--k", "4", "--no-auto-k"), "--prompt", PROMPT
     )
-    assert {"speculative", "baseline", "identical", "first_difference", "speedup", "verdict"} <= data.keys()
+    assert {"speculative", "baseline", "identical", "first_difference", "decode_speedup", "verdict"} <= data.keys()
     assert_generate_shape(data["speculative"])
     assert_generate_shape(data["baseline"])
     assert data["speculative"]["drafter"].startswith("draft model")
@@ -190,7 +190,7 @@ def test_compare_json_finds_greedy_speculation_identical(models, capsys):
     assert data["speculative"]["stats"]["proposed"] > 0
     assert data["identical"] is True and data["first_difference"] is None and data["verdict"] == "identical"
     assert data["speculative"]["text"] == data["baseline"]["text"]
-    assert data["speedup"] > 0
+    assert data["decode_speedup"] > 0 and data["whole_run_speedup"] > 0
 
 
 def test_compare_text_output_states_the_verdict(models, capsys):
@@ -222,7 +222,7 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
     assert len(service_reports) == 1
     report = service_reports[0]
     assert data == json.loads(json.dumps(report.to_dict()))
-    assert data["speedup"] == report.speculative.stats.tokens_per_s / report.baseline.stats.tokens_per_s
+    assert data["whole_run_speedup"] == report.speculative.stats.tokens_per_s / report.baseline.stats.tokens_per_s
     assert data["speculative"]["made_by"]["drafter"].startswith("draft model")
     assert data["baseline"]["made_by"]["drafter"] == "none"
     assert data["order"] == ["speculative", "baseline"]
@@ -230,9 +230,17 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
 
     explanation = data["explanation"]  # the engine's explanation of the two runs, as the GUI shows it
     assert explanation == json.loads(json.dumps(explain(report.speculative, report.baseline).to_dict()))
-    keys = {"acceptance_rate", "mean_tokens_per_pass", "draft_cost_ratio", "verify_cost_ratio"}
-    assert keys | {"predicted_speedup", "measured_speedup", "summary"} <= explanation.keys()
-    assert explanation["measured_speedup"] is not None and explanation["summary"]
+    keys = {"alpha", "drafts_accepted_share", "tokens_per_pass", "draft_cost_ratio", "verify_cost_ratio"}
+    assert keys | {"predicted_decode_speedup", "decode_speedup", "whole_run_speedup", "summary"} <= explanation.keys()
+    assert explanation["decode_speedup"] is not None and explanation["summary"]
+    # one number per idea: the headline's speed-up is the Why panel's, the run stats' tokens per
+    # pass and drafts accepted are the explanation's
+    assert data["decode_speedup"] == explanation["decode_speedup"]
+    assert data["whole_run_speedup"] == explanation["whole_run_speedup"]
+    stats = data["speculative"]["stats"]
+    assert stats["tokens_per_pass"] == explanation["tokens_per_pass"]
+    assert stats["drafts_accepted_share"] == explanation["drafts_accepted_share"]
+    assert "acceptance_rate" not in stats and "acceptance_rate" not in explanation
 
 
 def test_compare_text_says_what_the_services_report_says(models, capsys, service_reports):
@@ -279,14 +287,18 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
     assert summary["ratio_vs_hf_assisted"] == pytest.approx(
         summary["speculative_tps"] / summary["hf_assisted_tps"]
     )
-    assert summary["speedup_of_totals"] == pytest.approx(summary["speculative_tps"] / summary["baseline_tps"])
-    assert summary["speedup"] == pytest.approx(statistics.median(r["speedup"] for r in data["runs"]))
-    assert 0 < summary["acceptance_rate"] <= 1
+    assert summary["whole_run_speedup_of_totals"] == pytest.approx(
+        summary["speculative_tps"] / summary["baseline_tps"]
+    )
+    assert summary["whole_run_speedup"] == pytest.approx(
+        statistics.median(r["whole_run_speedup"] for r in data["runs"])
+    )
+    assert 0 < summary["drafts_accepted_share"] <= 1
     assert [p["prompt_index"] for p in data["prompts"]] == [0, 1]
     # the worst prompt, each prompt's speedup, the k it ran with, the time outside the models
-    speedups = [p["speedup"] for p in data["prompts"]]
-    assert summary["speedups"] == speedups and summary["worst_speedup"] == min(speedups)
-    assert data["prompts"][summary["worst_prompt_index"]]["speedup"] == min(speedups)
+    speedups = [p["whole_run_speedup"] for p in data["prompts"]]
+    assert summary["whole_run_speedups"] == speedups and summary["worst_whole_run_speedup"] == min(speedups)
+    assert data["prompts"][summary["worst_prompt_index"]]["whole_run_speedup"] == min(speedups)
     assert summary["auto_k"] is False and summary["mean_k"] == pytest.approx(3.0, abs=1.0)
     assert 0.0 <= summary["outside_forward_share"] < 1.0 and summary["cost_curve_ms"]
 

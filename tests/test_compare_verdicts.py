@@ -87,7 +87,7 @@ def test_a_slower_run_with_high_acceptance_blames_the_verify_pass_not_acceptance
 
     assert comparison.outcome == "slower"
     assert comparison.cause is not None and comparison.cause.kind == "verify_cost"
-    assert comparison.cause.acceptance_rate == pytest.approx(6 / 7)
+    assert comparison.cause.drafts_accepted_share == pytest.approx(6 / 7)
     assert comparison.cause.verify_cost == pytest.approx(12.0)
     words = " ".join(p.render() for p in verdict_reasons(comparison))
     assert "although 86% of the drafts were accepted" in words and "verify pass" in words
@@ -120,7 +120,7 @@ def test_a_faster_run_is_green_and_has_no_cause_a_slower_one_is_not_green():
     faster = compare_runs(fast, _plain_run(n=16))
     assert faster.outcome == "faster" and faster.cause is None
     assert headline_tone(faster) == "good"
-    assert headline(faster).render() == "Identical answer · 3.9× faster"
+    assert headline(faster).render() == "Identical answer · 4.81× faster decoding"  # the decode speed-up
     slow = _speculative_run(steps_n=3, k=4, accepted=4, draft_pass_s=2 * PLAIN_STEP_S, verify_s=PLAIN_STEP_S)
     slower = compare_runs(slow, _plain_run(n=16))
     assert slower.outcome == "slower" and headline_tone(slower) == "warning"  # not green
@@ -132,8 +132,9 @@ def test_speed_is_compared_in_tokens_per_second_not_wall_time():
     baseline = _plain_run(n=20, step_s=0.2)
     comparison = compare_runs(speculative, baseline)
     assert speculative.stats.wall_s == pytest.approx(1.0) and baseline.stats.wall_s == pytest.approx(4.0)
-    assert comparison.speedup == pytest.approx(2.0)
-    assert "2.0× faster" in headline(comparison).render()
+    assert comparison.decode_speedup == pytest.approx(2.0)
+    assert comparison.whole_run_speedup == pytest.approx(2.0)
+    assert "2.00× faster decoding" in headline(comparison).render()
 
 
 def test_a_cause_needs_step_events():

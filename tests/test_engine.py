@@ -57,7 +57,7 @@ def test_drafter_quality_shows_in_acceptance(load_tiny):
     rates = {}
     for drafter in ["self", "well-matched", "mismatched"]:
         result = make_engine(load_tiny, "llama", drafter).generate(PROMPTS[0], GREEDY)
-        rates[drafter] = result.stats.acceptance_rate
+        rates[drafter] = result.stats.drafts_accepted_share
     assert rates["self"] == 1.0  # the target as its own draft: everything accepted
     assert 0.3 < rates["well-matched"] < 1.0
     assert rates["mismatched"] < 0.2

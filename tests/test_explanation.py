@@ -37,7 +37,16 @@ def _run(steps: list[StepEvent], speculative: bool = True) -> RunResult:
     tokens = sum(len(s.tokens) for s in steps)
     prefill = sum(s.draft_s + s.verify_s for s in steps if s.index == 0)
     decode = sum(s.draft_s + s.verify_s for s in steps if s.index > 0)
-    stats = RunStats(new_tokens=tokens, target_passes=len(steps), prefill_s=prefill, decode_s=decode)
+    proposed = sum(len(s.accepted) + len(s.rejected) for s in steps)
+    accepted = sum(len(s.accepted) for s in steps)
+    stats = RunStats(
+        new_tokens=tokens,
+        target_passes=len(steps),
+        proposed=proposed,
+        accepted=accepted,
+        prefill_s=prefill,
+        decode_s=decode,
+    )
     drafter = "prompt lookup" if speculative else "none"
     return replace_stats(RunResult.from_steps(steps, speculative, drafter, {}), stats)
 
@@ -70,9 +79,9 @@ def _speculative() -> RunResult:
 
 def test_acceptance_is_fitted_per_position_from_accepted_drafts_and_first_rejections():
     e = explain(_speculative(), _baseline())
-    assert e.acceptance_rate == pytest.approx(5 / 7)
+    assert e.alpha == pytest.approx(5 / 7)
     assert e.drafts_accepted_share == pytest.approx(5 / 8)
-    assert e.mean_tokens_per_pass == pytest.approx((1 + 3 + 2 + 1 + 3) / 5)
+    assert e.tokens_per_pass == pytest.approx((1 + 3 + 2 + 1 + 3) / 5)
 
 
 def test_known_costs_give_the_known_cost_ratios_and_prediction():
@@ -84,15 +93,15 @@ def test_known_costs_give_the_known_cost_ratios_and_prediction():
     assert e.verify_cost_ratio == pytest.approx(1.5)
     expected = 109 / 49  # 1 + α + α² at α = 5/7
     assert expected_tokens(5 / 7, 2) == pytest.approx(expected)
-    assert e.predicted_speedup == pytest.approx(expected / (2 * 0.1 + 1.5))
-    assert e.formula_speedup == pytest.approx(e.predicted_speedup)
+    assert e.predicted_decode_speedup == pytest.approx(expected / (2 * 0.1 + 1.5))
+    assert e.formula_speedup == pytest.approx(e.predicted_decode_speedup)
 
 
-def test_measured_speedup_is_the_ratio_of_decode_tokens_per_second():
+def test_measured_speedups_are_decode_and_whole_run_tokens_per_second_ratios():
     e = explain(_speculative(), _baseline())
     spec_rate = (3 + 2 + 1 + 3) / (4 * 0.17)
-    assert e.measured_speedup == pytest.approx(spec_rate / (4 / 0.4))
-    assert e.measured_speedup_total == pytest.approx((10 / (0.5 + 0.68)) / (5 / 0.7))
+    assert e.decode_speedup == pytest.approx(spec_rate / (4 / 0.4))
+    assert e.whole_run_speedup == pytest.approx((10 / (0.5 + 0.68)) / (5 / 0.7))
 
 
 def test_prediction_weighs_each_pass_by_the_drafts_it_verified_when_k_varies():
@@ -102,7 +111,7 @@ def test_prediction_weighs_each_pass_by_the_drafts_it_verified_when_k_varies():
     e = explain(_run(steps), _baseline())
     alpha = 3 / 4
     tokens = expected_tokens(alpha, 1) + expected_tokens(alpha, 4)
-    assert e.predicted_speedup == pytest.approx(tokens / ((0.13 + 0.24) / 0.1))
+    assert e.predicted_decode_speedup == pytest.approx(tokens / ((0.13 + 0.24) / 0.1))
     assert [(v.drafts, v.ratio) for v in e.verify_cost_by_tokens] == [
         (1, pytest.approx(1.2)),
         (4, pytest.approx(2.0)),
@@ -138,14 +147,14 @@ def test_without_a_baseline_the_plain_cost_comes_from_the_runs_own_plain_passes(
     assert e.plain_cost_source == "own_plain_steps"
     assert e.plain_pass_s == pytest.approx(0.1)
     assert e.verify_cost_ratio == pytest.approx(1.5)
-    assert e.measured_speedup is None
-    assert e.predicted_speedup is not None
+    assert e.decode_speedup is None and e.whole_run_speedup is None
+    assert e.predicted_decode_speedup is not None
 
 
 def test_without_a_baseline_or_plain_passes_the_costs_are_unknown_and_the_summary_says_so():
     e = explain(_speculative())
     assert e.plain_cost_source == "unknown"
-    assert e.draft_cost_ratio is None and e.verify_cost_ratio is None and e.predicted_speedup is None
+    assert e.draft_cost_ratio is None and e.verify_cost_ratio is None and e.predicted_decode_speedup is None
     assert e.what_if == ()
     assert "run a comparison" in e.summary
 
@@ -165,17 +174,17 @@ def test_what_if_curve_for_the_k_used_passes_through_the_formula_and_k_plus_one_
 
 def test_a_run_without_drafts_explains_itself_without_errors():
     e = explain(_baseline(), _baseline())
-    assert e.acceptance_rate is None and e.k_used == 0 and e.acceptance_by_position == ()
-    assert e.predicted_speedup == pytest.approx(1.0)
+    assert e.alpha is None and e.k_used == 0 and e.acceptance_by_position == ()
+    assert e.predicted_decode_speedup == pytest.approx(1.0)
     assert e.summary.startswith("No draft was checked")
 
 
 def test_zero_times_one_step_and_no_steps_do_not_fail():
     zero = explain(_run([_step(0, verify_s=0.0), _step(1, accepted=1, rejected=1, verify_s=0.0)]))
-    assert zero.plain_pass_s is None and zero.predicted_speedup is None
-    assert explain(_run([_step(0)]), _baseline()).predicted_speedup is None  # prefill only
+    assert zero.plain_pass_s is None and zero.predicted_decode_speedup is None
+    assert explain(_run([_step(0)]), _baseline()).predicted_decode_speedup is None  # prefill only
     restored = RunResult("hi", (), (), RunStats(), "eos", True, "prompt lookup")
-    assert explain(restored).summary.startswith("This answer's passes were not kept")
+    assert explain(restored).summary.startswith("This answer was saved without its passes")
 
 
 def test_the_event_a_cancelled_run_ends_with_is_not_a_pass():
@@ -219,7 +228,8 @@ def test_the_summary_blames_the_factor_that_holds_the_speedup_back(outcomes, c, 
         cause
     ]
     assert phrase in e.summary
-    assert ("lost" in e.summary) == (e.measured_speedup < 1)
+    assert e.decode_speedup is not None
+    assert ("only" in e.summary) == (e.decode_speedup < 1)
 
 
 def test_summary_sentence_states_the_numbers_of_a_measured_loss():
@@ -228,9 +238,9 @@ def test_summary_sentence_states_the_numbers_of_a_measured_loss():
     ]
     e = explain(_run(steps), _baseline())
     assert e.summary == (
-        "The target agreed with the draft at 0% of the positions it checked (1.00 tokens per pass); "
-        "a pass checking 4 drafts cost 1.80× a plain step, and drafting them 0.04×, "
-        "so speculation lost 46%, held back most by low acceptance."
+        "The target agreed with the draft at 0% of the positions it checked (acceptance α; "
+        "1.00 tokens per target pass); a pass checking 4 drafts cost 1.80× a plain step, and drafting "
+        "them 0.04×, so the measured decode speed-up was only 0.54×, held back most by low acceptance."
     )
 
 
@@ -248,12 +258,14 @@ def test_formula_speedup_matches_the_textbook_expression():
 def test_to_dict_has_the_promised_keys_and_is_strict_json():
     data = explain(_speculative(), _baseline()).to_dict()
     for key in (
-        "acceptance_rate",
-        "mean_tokens_per_pass",
+        "alpha",
+        "drafts_accepted_share",
+        "tokens_per_pass",
         "draft_cost_ratio",
         "verify_cost_ratio",
-        "predicted_speedup",
-        "measured_speedup",
+        "predicted_decode_speedup",
+        "decode_speedup",
+        "whole_run_speedup",
         "summary",
         "acceptance_by_position",
         "tokens_per_pass_histogram",
@@ -280,8 +292,9 @@ def test_generate_json_carries_the_explanation_of_its_own_steps(tiny_models, cap
     explanation = run["explanation"]
     accepted = sum(len(s["accepted"]) for s in run["steps"])
     rejections = sum(1 for s in run["steps"] if s["rejected"])
-    assert explanation["acceptance_rate"] == pytest.approx(accepted / (accepted + rejections))
-    assert explanation["measured_speedup"] is None  # no baseline in generate
+    assert explanation["alpha"] == pytest.approx(accepted / (accepted + rejections))
+    assert explanation["decode_speedup"] is None  # no baseline in generate
+    assert explanation["tokens_per_pass"] == run["stats"]["tokens_per_pass"]
     assert explanation["summary"]
 
 
@@ -291,3 +304,115 @@ def test_the_summary_speaks_of_one_draft_in_the_singular():
     e = explain(_speculative(), _baseline())
     assert "a pass checking one draft cost" in summary_sentence(replace(e, k_used=1))
     assert f"a pass checking {e.k_used} drafts cost" in summary_sentence(e) and e.k_used > 1
+
+
+# --- §3 of issue 12: costs and curves that physics allows ------------------------------------
+
+
+def test_a_bigger_pass_measured_cheaper_than_a_plain_one_is_fitted_to_cost_a_plain_one():
+    """The busy-machine case: passes over 3 tokens timed at 0.75 of a plain pass. v(2) is fitted
+    to 1, so k = 2 can reach 3× at most and nothing beats 1× at acceptance 0."""
+    steps = [_step(0)] + [_step(i, accepted=2, draft_s=0.0002, verify_s=0.075, k=2) for i in range(1, 5)]
+    e = explain(_run(steps), _baseline())
+    row = next(v for v in e.verify_cost_by_tokens if v.drafts == 2)
+    assert row.ratio == pytest.approx(0.75) and row.fitted == pytest.approx(1.0)
+    assert e.verify_cost_ratio == pytest.approx(1.0)
+    for curve in e.what_if:
+        assert curve.speedups[0] <= 1.0
+        assert max(curve.speedups) <= curve.k + 1
+    one = next(c for c in e.what_if if c.k == 1)
+    assert max(one.speedups) <= 2.0
+
+
+def test_pass_costs_never_decrease_with_the_pass_size():
+    steps = [_step(0)]
+    steps += [_step(i, accepted=1, draft_s=0.001, verify_s=0.15, k=1) for i in range(1, 3)]  # v(1) 1.5
+    steps += [_step(i, accepted=2, draft_s=0.002, verify_s=0.12, k=2) for i in range(3, 5)]  # v(2) 1.2
+    steps += [_step(i, accepted=4, draft_s=0.004, verify_s=0.2, k=4) for i in range(5, 7)]  # v(4) 2.0
+    e = explain(_run(steps), _baseline())
+    fitted = {v.drafts: v.fitted for v in e.verify_cost_by_tokens}
+    assert fitted == {1: pytest.approx(1.35), 2: pytest.approx(1.35), 4: pytest.approx(2.0)}
+
+
+def test_the_plain_pass_is_timed_like_every_other_pass():
+    """Its target time, not the bookkeeping before it (counted as drafting in a plain run)."""
+    base = [_step(0, verify_s=0.3)] + [_step(i, draft_s=0.05, verify_s=0.1) for i in range(1, 5)]
+    steps = [_step(0), _step(1, verify_s=0.1)]
+    steps += [_step(i, accepted=2, draft_s=0.002, verify_s=0.15, k=2) for i in range(2, 5)]
+    e = explain(_run(steps), _run(base, speculative=False))
+    assert e.plain_pass_s == pytest.approx(0.1) and e.plain_cost_source == "baseline"
+    assert e.verify_cost_ratio == pytest.approx(1.5)
+
+
+def _random_run(rng, plain_s: float) -> RunResult:
+    steps = [_step(0, verify_s=rng.uniform(0.05, 0.5))]
+    for i in range(1, rng.randint(2, 30)):
+        m = rng.choice([0, 0, 1, 2, 3, 4, 6, 8])
+        accepted = rng.randint(0, m)
+        noise = rng.uniform(0.5, 2.0)  # a busy machine: any pass may look cheaper than plain
+        steps.append(
+            _step(
+                i,
+                accepted=accepted,
+                rejected=m - accepted,
+                draft_s=m * rng.uniform(0.0, 0.05) * plain_s,
+                verify_s=plain_s * (1 + 0.05 * m) * noise,
+                k=m,
+            )
+        )
+    return _run(steps)
+
+
+def test_every_what_if_curve_is_physically_possible_for_random_runs():
+    """Property: whatever the measured times, v(0) = 1 ≤ v(m) ≤ v(m + 1); every curve is at
+    most 1× at α = 0, rises with α, and never beats (k + 1) ÷ v(k); the predicted point lies on
+    the curve of the run's own passes."""
+    import random
+
+    from app.engine.analysis.explanation import run_speedup
+
+    rng = random.Random(12)
+    checked = 0
+    for _ in range(400):
+        plain_s = rng.uniform(0.01, 0.2)
+        baseline = _baseline(rng.randint(1, 8), plain_s * rng.uniform(0.6, 1.6)) if rng.random() < 0.7 else None
+        run = _random_run(rng, plain_s)
+        e = explain(run, baseline)
+        fitted = [(v.drafts, v.fitted) for v in e.verify_cost_by_tokens if v.fitted is not None]
+        assert all(f >= 1.0 for _, f in fitted)
+        assert all(a[1] <= b[1] + 1e-12 for a, b in zip(fitted, fitted[1:]))
+        if 0 in dict(fitted):
+            assert dict(fitted)[0] == 1.0
+        for curve in e.what_if:
+            assert curve.speedups[0] <= 1.0 + 1e-9, curve
+            assert all(a <= b + 1e-12 for a, b in zip(curve.speedups, curve.speedups[1:]))
+            assert max(curve.speedups) <= curve.ceiling + 1e-9
+            if curve.kind == "fixed_k":
+                assert curve.verify_cost_ratio is not None and curve.verify_cost_ratio >= 1.0
+                assert curve.ceiling == pytest.approx((curve.k + 1) / curve.verify_cost_ratio)
+                assert curve.ceiling <= curve.k + 1
+            checked += 1
+        if e.predicted_decode_speedup is not None and e.alpha is not None and e.what_if:
+            drafts = [len(s.accepted) + len(s.rejected) for s in run.steps if s.index > 0]
+            ours = e.what_if[0]
+            if ours.kind == "this_run":  # the curve at α = 0 gives its cost: n passes ÷ speed-up
+                cost = len(drafts) / ours.speedups[0]
+                assert e.predicted_decode_speedup == pytest.approx(run_speedup(e.alpha, drafts, cost))
+            else:  # every pass drafted k_used: the predicted point is on that fixed-k curve
+                assert e.draft_cost_ratio is not None and e.verify_cost_ratio is not None
+                on_curve = formula_speedup(e.alpha, e.k_used, e.draft_cost_ratio, e.verify_cost_ratio)
+                assert e.predicted_decode_speedup == pytest.approx(on_curve)
+            assert e.predicted_decode_speedup <= max(c.ceiling for c in e.what_if) + 1e-9
+    assert checked > 500
+
+
+def test_the_runs_own_plain_passes_are_the_unit_when_it_has_a_few():
+    """The plain arm of a comparison runs later, under another load (here 30 % slower): the
+    run's own one-token passes, timed beside its bigger ones, are the unit of v; the measured
+    decode speed-up still compares with the plain run."""
+    steps = [_step(0)] + [_step(i, verify_s=0.1) for i in range(1, 4)]
+    steps += [_step(i, accepted=2, draft_s=0.002, verify_s=0.11, k=2) for i in range(4, 8)]
+    e = explain(_run(steps), _baseline(pass_s=0.13))
+    assert e.plain_cost_source == "own_plain_steps" and e.plain_pass_s == pytest.approx(0.1)
+    assert e.verify_cost_ratio == pytest.approx(1.1)  # not 0.11 / 0.13 = 0.85
+    assert e.decode_speedup is not None and e.decode_speedup > 1

@@ -114,7 +114,7 @@ def test_sampling_with_the_target_as_its_own_draft_accepts_everything(load_tiny)
     """p == q: min(1, p/q) = 1, so the standard rule never rejects."""
     target = load_tiny("llama")
     result = Engine(target, target).generate(PROMPT, replace(SAMPLED, sampling="standard"))
-    assert result.stats.acceptance_rate == 1.0
+    assert result.stats.drafts_accepted_share == 1.0
 
 
 MULTIBYTE = "Café, naïve, déjà vu — 東京 and 日本語 🙂🚀 ok"

@@ -60,14 +60,14 @@ def test_greedy_arms_give_the_plain_answer_and_report_their_own_drafters(engine:
     assert [row.arm for row in rows] == arms
     reference = rows[0].run
     assert not reference.speculative and reference.stats.target_passes == reference.stats.new_tokens
-    assert rows[0].speedup == 1.0 and rows[0].identical
+    assert rows[0].decode_speedup == 1.0 and rows[0].whole_run_speedup == 1.0 and rows[0].identical
     for row in rows[1:]:
         assert row.identical, row.arm.label
         assert row.run.token_ids == reference.token_ids
         assert row.run.speculative
         assert row.run.drafter == ("prompt lookup" if row.arm.drafter == LOOKUP else engine.drafter_name)
         assert max(step.k for step in row.run.steps) <= row.arm.k
-        assert row.speedup > 0  # its value is checked on runs of known speed below
+        assert row.decode_speedup > 0 and row.whole_run_speedup > 0  # values checked on runs of known speed below
     model_rows = [row for row in rows if row.arm.drafter == DRAFT_MODEL]
     assert all(row.run.stats.draft_passes > 0 and row.run.stats.accepted > 0 for row in model_rows)
 
@@ -158,11 +158,14 @@ def test_the_speedup_is_tokens_per_second_over_the_plain_arms_on_known_runs() ->
     arms = [SweepArm(LOOKUP, 2), SweepArm(NONE), SweepArm(DRAFT_MODEL, 2)]  # the plain arm not first
     rows = list(run_sweep(engine, PROMPT, GenerationConfig(), arms))  # type: ignore[arg-type]
     assert [row.arm for row in rows] == [SweepArm(NONE), SweepArm(LOOKUP, 2), SweepArm(DRAFT_MODEL, 2)]
-    assert [row.speedup for row in rows] == pytest.approx([1.0, 2.0, 0.5])  # 10, 20 and 5 tokens/s
+    assert [row.whole_run_speedup for row in rows] == pytest.approx([1.0, 2.0, 0.5])  # 10, 20 and 5 tokens/s
+    # decode only (the prompt's pass left out): 1.5, 0.75 and 3 s for the same tokens after the first
+    assert [row.decode_speedup for row in rows] == pytest.approx([1.0, 2.0, 0.5])
     assert [row.identical for row in rows] == [True, True, False]
     assert [row.first_difference for row in rows] == [None, None, 5]
     assert engine.resets == 3  # every arm from empty caches
     assert [choice for choice, _ in engine.calls] == [None, LOOKUP, DRAFT_MODEL]
     data = [row.to_dict() for row in rows]
-    assert [d["speedup"] for d in data] == pytest.approx([1.0, 2.0, 0.5])
+    assert [d["whole_run_speedup"] for d in data] == pytest.approx([1.0, 2.0, 0.5])
+    assert [d["decode_speedup"] for d in data] == pytest.approx([1.0, 2.0, 0.5])
     assert [d["tokens_per_s"] for d in data] == pytest.approx([10.0, 20.0, 5.0])

@@ -63,21 +63,21 @@ def check(engine: Engine, prompts: list[str], config: GenerationConfig) -> list[
     for i, (spec, base) in enumerate(pairs):
         e = explain(spec, base)
         others = pairs[:i] + pairs[i + 1 :]
-        transferred = transferred_prediction(spec, e.acceptance_rate, others)
+        transferred = transferred_prediction(spec, e.alpha, others)
         rows.append(
             {
                 "prompt": i,
                 "tokens": spec.stats.new_tokens,
-                "alpha": e.acceptance_rate,
+                "alpha": e.alpha,
                 "k": e.k_used,
                 "c": e.draft_cost_ratio,
                 "v": e.verify_cost_ratio,
-                "predicted": e.predicted_speedup,
+                "predicted": e.predicted_decode_speedup,
                 "formula": e.formula_speedup,
                 "transferred": transferred,
-                "measured": e.measured_speedup,
-                "error": _error(e.predicted_speedup, e.measured_speedup),
-                "transferred_error": _error(transferred, e.measured_speedup),
+                "measured": e.decode_speedup,
+                "error": _error(e.predicted_decode_speedup, e.decode_speedup),
+                "transferred_error": _error(transferred, e.decode_speedup),
                 "summary": e.summary,
             }
         )

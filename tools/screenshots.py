@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     window = open_window(settings)
     window.resize(1200, 820)
     result = send_and_wait(window, args.prompt)
-    print(f"answer: {result.stats.new_tokens} tokens, acceptance {result.stats.acceptance_rate:.0%}")
+    print(f"answer: {result.stats.new_tokens} tokens, drafts accepted {result.stats.drafts_accepted_share:.0%}")
     args.out.mkdir(parents=True, exist_ok=True)
     app.processEvents()
     window.grab().save(str(args.out / "chat.png"))

@@ -63,11 +63,14 @@ class RunStats:
     reused_prompt_tokens: int = 0  # KV-cache hits from earlier turns
 
     @property
-    def acceptance_rate(self) -> float:
+    def drafts_accepted_share(self) -> float:
+        """Drafts accepted ÷ drafts proposed (0 when none was proposed). Not the acceptance α of
+        the explanation, which counts only the drafts the target judged."""
         return self.accepted / self.proposed if self.proposed else 0.0
 
     @property
     def tokens_per_pass(self) -> float:
+        """Tokens per target pass: new tokens ÷ target passes, the prompt's pass included."""
         return self.new_tokens / self.target_passes if self.target_passes else 0.0
 
     @property
@@ -111,7 +114,7 @@ class RunStats:
     def to_dict(self) -> dict[str, float | int]:
         data: dict[str, float | int] = asdict(self)
         data.update(
-            acceptance_rate=self.acceptance_rate,
+            drafts_accepted_share=self.drafts_accepted_share,
             tokens_per_pass=self.tokens_per_pass,
             tokens_per_s=self.tokens_per_s,
             wall_s=self.wall_s,

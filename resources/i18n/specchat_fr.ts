@@ -87,8 +87,8 @@
         <translation>des brouillons proposés</translation>
     </message>
     <message>
-        <source>α = {0}</source>
-        <translation>α = {0}</translation>
+        <source>acceptance α = {0}</source>
+        <translation>acceptation α = {0}</translation>
     </message>
     <message>
         <source>Tokens per target pass</source>
@@ -135,8 +135,20 @@
         <translation>acceptation α</translation>
     </message>
     <message>
-        <source>speed-up over plain decoding (×)</source>
-        <translation>accélération par rapport au décodage simple (×)</translation>
+        <source>decode speed-up over plain decoding (×)</source>
+        <translation>accélération du décodage par rapport au décodage simple (×)</translation>
+    </message>
+    <message>
+        <source>break-even (1×)</source>
+        <translation>seuil de rentabilité (1×)</translation>
+    </message>
+    <message>
+        <source>decode speed-up, measured</source>
+        <translation>accélération du décodage, mesurée</translation>
+    </message>
+    <message>
+        <source>decode speed-up, predicted</source>
+        <translation>accélération du décodage, prédite</translation>
     </message>
     <message>
         <source>this run (its mix of draft lengths)</source>
@@ -153,18 +165,6 @@
     <message>
         <source>k = {0} every pass</source>
         <translation>k = {0} à chaque passe</translation>
-    </message>
-    <message>
-        <source>break-even</source>
-        <translation>seuil de rentabilité</translation>
-    </message>
-    <message>
-        <source>measured</source>
-        <translation>mesuré</translation>
-    </message>
-    <message>
-        <source>predicted</source>
-        <translation>prédit</translation>
     </message>
     <message>
         <source>Each drafter on the what-if curves</source>
@@ -232,6 +232,14 @@
         <translation>Jetons/s</translation>
     </message>
     <message>
+        <source>Decode speed-up (prefill left out)</source>
+        <translation>Accélération du décodage (préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>Whole-run speed-up (prefill included)</source>
+        <translation>Accélération de l’exécution entière (préremplissage inclus)</translation>
+    </message>
+    <message>
         <source>New tokens</source>
         <translation>Nouveaux jetons</translation>
     </message>
@@ -244,24 +252,28 @@
         <translation>Jetons par passe du modèle cible</translation>
     </message>
     <message>
-        <source>Draft acceptance</source>
-        <translation>Taux d’acceptation du brouillon</translation>
+        <source>Acceptance α (per position the target judged)</source>
+        <translation>Acceptation α (par position jugée par le modèle cible)</translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of all proposed</source>
+        <translation>Brouillons acceptés, sur tous ceux proposés</translation>
     </message>
     <message>
         <source>No differences.</source>
         <translation>Aucune différence.</translation>
     </message>
     <message>
-        <source>{ratio:.1f}× faster</source>
-        <translation>{ratio:.1f}× plus rapide</translation>
+        <source>{ratio} faster decoding</source>
+        <translation>décodage {ratio} plus rapide</translation>
     </message>
     <message>
-        <source>{ratio:.1f}× slower</source>
-        <translation>{ratio:.1f}× plus lent</translation>
+        <source>slower decoding: {ratio} the plain speed</source>
+        <translation>décodage plus lent&#xa0;: {ratio} la vitesse simple</translation>
     </message>
     <message>
-        <source>about as fast</source>
-        <translation>à peu près aussi rapide</translation>
+        <source>decoding about as fast ({ratio})</source>
+        <translation>décodage à peu près aussi rapide ({ratio})</translation>
     </message>
     <message>
         <source>speed unknown</source>
@@ -304,8 +316,8 @@
         <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
-        <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer le brouillon que {overhead} étapes simples du modèle cible ({c} par passe du brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft), which ate the gain of {per_pass} tokens per target pass.</source>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
@@ -439,20 +451,28 @@
         <translation>Coût d’une passe sur {0} jetons, v({1}) (× une passe simple)</translation>
     </message>
     <message>
-        <source>Predicted speed-up</source>
-        <translation>Accélération prédite</translation>
+        <source>Predicted decode speed-up</source>
+        <translation>Accélération du décodage prédite</translation>
     </message>
     <message>
-        <source>Measured speed-up (decode tokens per second)</source>
-        <translation>Accélération mesurée (jetons décodés par seconde)</translation>
+        <source>Decode speed-up, measured (prefill left out)</source>
+        <translation>Accélération du décodage, mesurée (préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>Whole-run speed-up, measured (prefill included)</source>
+        <translation>Accélération de l’exécution entière, mesurée (préremplissage inclus)</translation>
     </message>
     <message>
         <source>Cost of a plain pass</source>
         <translation>Coût d’une passe simple</translation>
     </message>
     <message>
-        <source>{0} ms, measured on the plain run</source>
-        <translation>{0} ms, mesuré sur l’exécution simple</translation>
+        <source>{0} ms: the mean of the plain run&apos;s passes</source>
+        <translation>{0} ms&#xa0;: la moyenne des passes de l’exécution simple</translation>
+    </message>
+    <message>
+        <source>{0} ms: the mean of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
+        <translation>{0} ms&#xa0;: la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
     </message>
     <message>
         <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
@@ -486,16 +506,16 @@
 <context>
     <name>Explanation</name>
     <message>
-        <source>This answer&apos;s passes were not kept (it was restored from disk): run a comparison to explain it.</source>
-        <translation>Les passes de cette réponse n’ont pas été conservées (elle a été restaurée depuis le disque)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
-    </message>
-    <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
         <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
-        <source>The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)</source>
-        <translation>Le modèle cible a concordé avec le brouillon sur {alpha} des positions vérifiées ({tokens} jetons par passe)</translation>
+        <source>This answer was saved without its passes (by an older version): run a comparison to explain it.</source>
+        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
+    </message>
+    <message>
+        <source>The target agreed with the draft at {alpha} of the positions it checked (acceptance α; {tokens} tokens per target pass)</source>
+        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α&#xa0;; {tokens} jetons par passe du modèle cible)</translation>
     </message>
     <message>
         <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
@@ -510,20 +530,20 @@
         <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
     </message>
     <message>
-        <source>so speculation gained {percent}</source>
-        <translation>la spéculation a donc fait gagner {percent}</translation>
+        <source>so the measured decode speed-up was {ratio}</source>
+        <translation>l’accélération mesurée du décodage a donc été de {ratio}</translation>
     </message>
     <message>
-        <source>so speculation lost {percent}</source>
-        <translation>la spéculation a donc fait perdre {percent}</translation>
+        <source>so the measured decode speed-up was only {ratio}</source>
+        <translation>l’accélération mesurée du décodage n’a donc été que de {ratio}</translation>
     </message>
     <message>
-        <source>so speculation should gain {percent}</source>
-        <translation>la spéculation devrait donc faire gagner {percent}</translation>
+        <source>so the predicted decode speed-up is {ratio}</source>
+        <translation>l’accélération prédite du décodage est donc de {ratio}</translation>
     </message>
     <message>
-        <source>so speculation should lose {percent}</source>
-        <translation>la spéculation devrait donc faire perdre {percent}</translation>
+        <source>so the predicted decode speed-up is only {ratio}</source>
+        <translation>l’accélération prédite du décodage n’est donc que de {ratio}</translation>
     </message>
     <message>
         <source>held back most by low acceptance</source>
@@ -1301,8 +1321,8 @@
         <translation>premier jeton après {0:.2f} s</translation>
     </message>
     <message>
-        <source>acceptance {0:.0%}</source>
-        <translation>acceptation {0:.0%}</translation>
+        <source>drafts accepted {0:.0%}</source>
+        <translation>brouillons acceptés {0:.0%}</translation>
     </message>
     <message>
         <source>{0:.2f} tokens per target pass</source>
@@ -1392,8 +1412,20 @@
         <translation>Jetons/s</translation>
     </message>
     <message>
-        <source>Speed-up</source>
-        <translation>Accélération</translation>
+        <source>Decode speed-up</source>
+        <translation>Accélération du décodage</translation>
+    </message>
+    <message>
+        <source>Whole-run speed-up</source>
+        <translation>Accélération de l’exécution entière</translation>
+    </message>
+    <message>
+        <source>Tokens per target pass</source>
+        <translation>Jetons par passe du modèle cible</translation>
+    </message>
+    <message>
+        <source>Done. Fastest: {0} (decode speed-up {1}).</source>
+        <translation>Terminé. Le plus rapide&#xa0;: {0} (accélération du décodage {1}).</translation>
     </message>
     <message>
         <source>Acceptance α</source>
@@ -1402,10 +1434,6 @@
     <message>
         <source>Drafts accepted</source>
         <translation>Brouillons acceptés</translation>
-    </message>
-    <message>
-        <source>Tokens per pass</source>
-        <translation>Jetons par passe</translation>
     </message>
     <message>
         <source>Answer</source>
@@ -1438,10 +1466,6 @@
     <message>
         <source>Cancelled after {0} of {1} runs.</source>
         <translation>Annulé après {0} exécutions sur {1}.</translation>
-    </message>
-    <message>
-        <source>Done. Fastest: {0} ({1} the plain speed).</source>
-        <translation>Terminé. Le plus rapide : {0} ({1} la vitesse simple).</translation>
     </message>
     <message>
         <source>no speculation</source>

@@ -12,6 +12,7 @@ import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, send_and_wait, tiny_settings
 
 from app.engine.analysis.compare import ComparisonReport, compare_runs, headline, verdict_reasons
+from app.engine.analysis.explanation import explain, format_ratio
 from app.engine.config import GenerationConfig
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 from app.ui.common.conversation import Conversation, Message, TokenRecord
@@ -28,11 +29,11 @@ def _compare(qtbot, window, answer_index: int = -1):  # type: ignore[no-untyped-
 
 
 def _shown_ratio(text: str) -> float:
-    """The speed ratio as the headline states it: "2.0× faster" → 2.0, "2.0× slower" → 0.5."""
-    match = re.search(r"(\d+\.\d)× (faster|slower)", text)
+    """The decode speed-up as the headline states it: "2.00× faster decoding" → 2.0,
+    "slower decoding: 0.50× the plain speed" → 0.5."""
+    match = re.search(r"(\d+\.\d\d)× faster decoding|slower decoding: (\d+\.\d\d)×", text)
     assert match is not None, text
-    value = float(match.group(1))
-    return value if match.group(2) == "faster" else 1.0 / value
+    return float(match.group(1) or match.group(2))
 
 
 def test_compare_reruns_both_arms_and_states_the_tokens_per_second_ratio(open_window, qtbot, tiny_models):
@@ -50,22 +51,26 @@ def test_compare_reruns_both_arms_and_states_the_tokens_per_second_ratio(open_wi
     assert not dialog.stored_note.isVisible()
     text = dialog.verdict.text()
     assert text.startswith("Identical answer · ")
-    # the stated ratio is tokens/s with over tokens/s without, in the right direction
-    tps_ratio = spec.stats.tokens_per_s / base.stats.tokens_per_s
-    if abs(tps_ratio - 1.0) >= 0.05:
-        assert _shown_ratio(text) == pytest.approx(tps_ratio, rel=0.06)  # shown to one decimal
-        assert ("faster" in text) == (tps_ratio > 1.0)
-        assert (dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['good']};") == (tps_ratio > 1.0)
+    # the stated ratio is the decode speed-up (decode tokens/s with over without), the Why
+    # panel's measured one, in the right direction
+    ratio = explain(spec, base).decode_speedup
+    assert ratio is not None and ratio == outcome.comparison.decode_speedup
+    if abs(ratio - 1.0) >= 0.05:
+        assert _shown_ratio(text) == pytest.approx(ratio, abs=0.006)  # shown to two decimals
+        assert ("faster" in text) == (ratio > 1.0)
+        assert (dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['good']};") == (ratio > 1.0)
     else:
         assert "about as fast" in text
+    assert dialog.table.item(2, 0).text() == format_ratio(ratio)  # labelled: decode speed-up
+    assert dialog.table.item(3, 0).text() == format_ratio(outcome.comparison.whole_run_speedup)
     assert dialog.table.item(1, 0).text() == f"{spec.stats.tokens_per_s:.1f}"
     assert dialog.table.item(1, 1).text() == f"{base.stats.tokens_per_s:.1f}"
     assert dialog.baseline_view.toPlainText() == dialog.speculative_view.toPlainText() == result.text
     assert "draft" in {kind for _, kind in document_tokens(dialog.speculative_view)}
     assert {kind for _, kind in document_tokens(dialog.baseline_view)} == {"target"}
     assert dialog.diff_view.toPlainText() == "No differences."
-    assert dialog.table.item(3, 0).text() == str(spec.stats.target_passes)
-    assert dialog.table.item(3, 1).text() == str(base.stats.target_passes)
+    assert dialog.table.item(5, 0).text() == str(spec.stats.target_passes)
+    assert dialog.table.item(5, 1).text() == str(base.stats.target_passes)
 
 
 def test_compare_on_an_answer_from_other_models_says_so_and_reruns_both(open_window, qtbot, tiny_models):
@@ -128,11 +133,17 @@ def test_an_answer_keeps_its_provenance_through_the_conversation_json(open_windo
 
 
 def _run(text: str, ids: list[int], margin: float, wall: float, temperature: float = 0.0) -> RunResult:
+    """One token per pass: an instant prompt pass, then ``wall`` seconds over the others."""
     tokens = tuple(TokenInfo(i, ch, "target", 0.5, None, margin, 20.0) for i, ch in zip(ids, text))
     stats = RunStats(new_tokens=len(tokens), target_passes=len(tokens), decode_s=wall)
     made_by = RunProvenance("tiny", "none", "float32", "cpu")
+    each = wall / (len(tokens) - 1)
+    steps = tuple(
+        StepEvent(i, (), t, (), "prefill" if i == 0 else "plain", 0, 0.0, each if i else 0.0, stats)
+        for i, t in enumerate(tokens)
+    )
     return RunResult(
-        text, tokens, (), stats, "eos", True, "prompt lookup", {"temperature": temperature}, made_by
+        text, tokens, steps, stats, "eos", True, "prompt lookup", {"temperature": temperature}, made_by
     )
 
 
@@ -153,8 +164,10 @@ def test_the_dialog_says_what_the_engine_report_says(qtbot):
     data = report.to_dict()  # what the CLI prints with --json
     assert dialog.verdict.text() == data["headline"] == headline(report.comparison).render()
     assert dialog.verdict_text.text() == data["verdict_text"]
-    # 4 tokens in 1 s against 5 in 2 s: 1.6x the tokens per second (the wall-time ratio is 2.0)
-    assert dialog.verdict.text() == "Answers differ from token 3 · 1.6× faster"
+    # decoding: 3 tokens in 1 s against 4 in 2 s, 1.5x (whole runs: 4 in 1 s against 5 in 2 s, 1.6x)
+    assert dialog.verdict.text() == "Answers differ from token 3 · 1.50× faster decoding"
+    assert report.comparison.whole_run_speedup == pytest.approx(1.6)
+    assert data["decode_speedup"] == pytest.approx(1.5) and data["whole_run_speedup"] == pytest.approx(1.6)
     assert "near tie" in dialog.verdict_text.text() and "float32" in dialog.verdict_text.text()
     ops = {}
     block = dialog.diff_view.document().begin()
@@ -170,12 +183,12 @@ def test_a_confident_difference_is_called_a_bug_and_a_sampled_one_is_not(qtbot):
     divergence = _report(_run("abcX", [1, 2, 3, 9], 3.5, 2.0), _run("abcY", [1, 2, 3, 7], 3.5, 1.0))
     dialog = CompareDialog(divergence, [])
     qtbot.addWidget(dialog)
-    assert dialog.verdict.text() == "Answers differ from token 3 · 2.0× slower"
+    assert dialog.verdict.text() == "Answers differ from token 3 · slower decoding: 0.50× the plain speed"
     assert "bug" in dialog.verdict_text.text() and "3.5 logits" in dialog.verdict_text.text()
     assert dialog.verdict.styleSheet() == f"color: {TONE_COLOURS['bad']};"
     sampled = _report(_run("abX", [1, 2, 9], 3.5, 1.0, 0.7), _run("abY", [1, 2, 7], 3.5, 1.5, 0.7))
     assert verdict_reasons(sampled.comparison)[0].render().endswith("the distribution is the same.")
-    assert headline(sampled.comparison).render() == "Different sample · 1.5× faster"
+    assert headline(sampled.comparison).render() == "Different sample · 1.50× faster decoding"
 
 
 @pytest.mark.parametrize("cause", ["acceptance", "draft_cost", "verify_cost"])

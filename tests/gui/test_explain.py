@@ -4,6 +4,7 @@ The plotting library is loaded only when the panel opens."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -26,9 +27,9 @@ def test_why_opens_from_an_answer_and_shows_the_engines_numbers(open_window, qtb
     assert dialog is not None and dialog.isVisible()
     expected = explain(result, None)
     assert dialog.summary.text() == expected.summary
-    assert dialog.values["acceptance"].text() == format_percent(expected.acceptance_rate)
-    assert dialog.values["tokens_per_pass"].text() == format_tokens(expected.mean_tokens_per_pass)
-    predicted = "—" if expected.predicted_speedup is None else format_ratio(expected.predicted_speedup)
+    assert dialog.values["alpha"].text() == format_percent(expected.alpha)
+    assert dialog.values["tokens_per_pass"].text() == format_tokens(result.stats.tokens_per_pass)
+    predicted = "—" if expected.predicted_decode_speedup is None else format_ratio(expected.predicted_decode_speedup)
     assert dialog.values["predicted"].text() == predicted
     assert dialog.values["measured"].text() == "—"  # no baseline yet
     own = expected.plain_cost_source == "own_plain_steps"
@@ -54,10 +55,11 @@ def test_a_pair_shows_the_measured_speedup_and_every_chart_gets_the_engines_data
     dialog.show()
     e = explain(spec, base)
     assert not dialog.run_comparison.isVisible()
-    assert dialog.values["measured"].text() == format_ratio(e.measured_speedup) == "1.32×"
-    assert dialog.values["predicted"].text() == format_ratio(e.predicted_speedup) == "1.31×"
+    assert dialog.values["measured"].text() == format_ratio(e.decode_speedup) == "1.32×"
+    assert dialog.values["whole_run"].text() == format_ratio(e.whole_run_speedup)
+    assert dialog.values["predicted"].text() == format_ratio(e.predicted_decode_speedup) == "1.31×"
     assert dialog.values["verify_cost"].text() == "1.50×" and dialog.values["draft_cost"].text() == "0.10×"
-    assert "measured on the plain run" in dialog.values["plain_cost"].text()
+    assert dialog.values["plain_cost"].text() == "100 ms: the mean of the plain run's passes"
 
     charts = dialog.acceptance_charts
     assert list(charts.reached_bars.opts["height"]) == [r.rate_of_reached for r in e.acceptance_by_position]
@@ -75,16 +77,18 @@ def test_a_pair_shows_the_measured_speedup_and_every_chart_gets_the_engines_data
     xs, ys = what_if.run_curve.getData()
     assert list(ys) == pytest.approx(list(curve.speedups)) and list(xs) == pytest.approx(list(curve.alphas))
     point = what_if.measured_point.data[0]
-    assert (point["x"], point["y"]) == pytest.approx((e.acceptance_rate, e.measured_speedup))
+    assert (point["x"], point["y"]) == pytest.approx((e.alpha, e.decode_speedup))
+    predicted = what_if.predicted_point.data[0]  # on the run's curve: the same quantity
+    assert (predicted["x"], predicted["y"]) == pytest.approx((e.alpha, e.predicted_decode_speedup))
 
 
-def test_an_answer_restored_without_its_passes_says_so_and_offers_a_comparison(qtbot):
+def test_an_answer_saved_without_its_passes_says_so_and_offers_a_comparison(qtbot):
     restored = RunResult("Hi there", (), (), RunStats(new_tokens=2), "eos", True, "prompt lookup")
     dialog = ExplainDialog(restored)
     qtbot.addWidget(dialog)
     dialog.show()
     assert dialog.summary.text() == explain(restored).summary
-    assert "restored" in dialog.summary.text()
+    assert "saved without its passes" in dialog.summary.text()
     assert dialog.run_comparison.isVisible()
     with qtbot.waitSignal(dialog.comparison_requested, timeout=1000):
         qtbot.mouseClick(dialog.run_comparison, _left())
@@ -136,7 +140,114 @@ def test_why_opens_from_compare_and_explains_the_two_runs_it_compared(open_windo
     dialog = window.compare_dialog.why_dialog
     assert dialog is not None and dialog.isVisible()
     expected = explain(report.speculative, report.baseline)
-    assert expected.measured_speedup is not None
-    assert dialog.values["measured"].text() == format_ratio(expected.measured_speedup)
+    assert expected.decode_speedup is not None
+    assert dialog.values["measured"].text() == format_ratio(expected.decode_speedup)
+    # one number per idea: the headline's speed-up is the Why panel's measured one
+    assert format_ratio(report.comparison.decode_speedup) in window.compare_dialog.verdict.text()
+    assert report.comparison.decode_speedup == expected.decode_speedup
     assert dialog.summary.text() == expected.summary
     assert not dialog.run_comparison.isVisible()  # it has its baseline
+
+
+def test_why_on_a_restored_answer_explains_it_from_its_saved_passes(qtbot):
+    """An answer written to disk and read back keeps its passes: its Why panel shows the same
+    numbers as before the restart, tokens per target pass as its stats line says."""
+    from app.ui.common.conversation import Message
+
+    run = _speculative()
+    message = Message("assistant", "")
+    for step in run.steps:
+        message.add_step(step)
+    message.finish(run)
+    restored = Message.from_json(json.loads(json.dumps(message.to_json())))
+    again = restored.run_result()
+    assert len(again.steps) == len(run.steps)
+    before, after = explain(run), explain(again)
+    assert after.tokens_per_pass == restored.run_stats.tokens_per_pass == run.stats.tokens_per_pass > 1
+    assert (after.alpha, after.drafts_accepted_share, after.k_used) == (
+        before.alpha,
+        before.drafts_accepted_share,
+        before.k_used,
+    )
+    assert after.verify_cost_by_tokens == before.verify_cost_by_tokens
+    assert after.summary == before.summary
+    dialog = ExplainDialog(again)
+    qtbot.addWidget(dialog)
+    assert dialog.values["tokens_per_pass"].text() == format_tokens(run.stats.tokens_per_pass) != "0.00"
+
+
+def test_why_on_an_answer_knows_the_comparison_already_run(open_window, qtbot, tiny_models):
+    window = open_window(tiny_settings(tiny_models))
+    send_and_wait(qtbot, window)
+    answer = window.chat_view.answers[-1]
+    qtbot.mouseClick(answer.why_button, _left())
+    assert "no comparison yet" in answer.why_dialog.values["plain_cost"].text() or (
+        "unknown" in answer.why_dialog.values["plain_cost"].text()
+    )
+    with qtbot.waitSignal(window.controller.comparison_ready, timeout=ANSWER_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(answer.why_dialog.run_comparison, _left())
+    report = blocker.args[0].report
+    dialog = answer.why_dialog  # the open panel was redrawn with the comparison
+    assert dialog is not None and dialog.isVisible()
+    expected = explain(answer.message.run_result(), report.baseline)
+    assert expected.decode_speedup is not None
+    assert dialog.values["measured"].text() == format_ratio(expected.decode_speedup)
+    assert "no comparison yet" not in dialog.values["plain_cost"].text()
+    assert not dialog.run_comparison.isVisible()
+    dialog.close()
+    qtbot.mouseClick(answer.why_button, _left())  # and opened again later, it still knows
+    assert answer.why_dialog.values["measured"].text() == format_ratio(expected.decode_speedup)
+
+
+def test_legends_sit_outside_the_data_and_no_label_covers_a_curve(qtbot):
+    """Every chart's legend is laid out below its axis, not over the plotted area; the what-if
+    chart names its lines in the legend instead of writing on them."""
+    import pyqtgraph as pg
+
+    from app.ui.compare import charts
+
+    spec, base = _speculative(), _baseline()
+    dialog = ExplainDialog(spec, base)
+    qtbot.addWidget(dialog)
+    dialog.resize(900, 700)
+    dialog.show()
+    sweep = charts.SweepChart(explain(spec, base))
+    qtbot.addWidget(sweep)
+    sweep.set_points([(0.7, 1.3, "prompt lookup, k = 2"), (0.9, 1.8, "draft model, k = 4")])
+    sweep.resize(700, 500)
+    sweep.show()
+    qtbot.waitExposed(dialog)
+    qtbot.waitExposed(sweep)
+    for index in range(dialog.tabs.count()):
+        dialog.tabs.setCurrentIndex(index)
+        qtbot.wait(1)  # let the tab lay out (no timing is asserted)
+    plots = [
+        (dialog.acceptance_charts.by_position, dialog.acceptance_charts.legend),
+        (dialog.timeline_chart, dialog.timeline_chart.legend),
+        (dialog.what_if_chart, dialog.what_if_chart.legend),
+        (sweep, sweep.legend),
+    ]
+    for plot, legend in plots:
+        item = plot.getPlotItem()
+        assert legend.items, type(plot).__name__  # something is named
+        data_area = item.vb.sceneBoundingRect()
+        assert not legend.sceneBoundingRect().intersects(data_area), type(plot).__name__
+        texts = [child for child in item.vb.addedItems if isinstance(child, pg.TextItem)]
+        lines = [child for child in item.vb.addedItems if isinstance(child, pg.InfiniteLine)]
+        assert all(line.label is None for line in lines if hasattr(line, "label")), type(plot).__name__
+        if isinstance(plot, charts.WhatIfChart):
+            assert texts == [], type(plot).__name__  # names are in the legend
+    names = [label.text for _, label in sweep.legend.items]
+    assert "prompt lookup, k = 2" in names and "draft model, k = 4" in names
+
+
+def test_the_stats_line_names_drafts_accepted_with_the_runs_own_number(qtbot):
+    """One name per definition: accepted ÷ proposed is "drafts accepted" under an answer, as in
+    Compare and Why; "acceptance" alone (α's word) is not used for it."""
+    from app.ui.common.formatting import stats_line
+
+    stats = RunStats(new_tokens=8, target_passes=4, proposed=8, accepted=6, prefill_s=0.1, decode_s=0.3)
+    line = stats_line(stats, speculative=True)
+    assert "drafts accepted 75%" in line
+    assert "acceptance" not in line
+    assert f"{format_tokens(stats.tokens_per_pass)} tokens per target pass" in line

@@ -8,7 +8,7 @@ import time
 
 from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
 
-from app.engine.analysis.explanation import explain, format_percent
+from app.engine.analysis.explanation import explain, format_percent, format_ratio
 from app.engine.config import DRAFT_MODEL, LOOKUP
 
 
@@ -40,13 +40,17 @@ def test_the_experiment_runs_two_drafters_and_fills_its_table(open_window, qtbot
         ("none", None), (LOOKUP, 1), (LOOKUP, 3), (DRAFT_MODEL, 1), (DRAFT_MODEL, 3)
     ]
     for r, row in enumerate(rows):  # what the table shows is the engine's row
-        assert dialog.table.item(r, 2).text().startswith(f"{row.speedup:.2f}"[:3])
-        assert ("same" in dialog.table.item(r, 6).text()) == row.identical
+        assert dialog.table.item(r, 2).text() == format_ratio(row.decode_speedup)
+        assert dialog.table.item(r, 3).text() == format_ratio(row.whole_run_speedup)
+        assert ("same" in dialog.table.item(r, 7).text()) == row.identical
         if r:  # the table's α is the explanation's, the chart's x
-            alpha = explain(row.run, rows[0].run).acceptance_rate
-            assert dialog.table.item(r, 3).text() == ("—" if alpha is None else format_percent(alpha))
+            alpha = explain(row.run, rows[0].run).alpha
+            assert dialog.table.item(r, 4).text() == ("—" if alpha is None else format_percent(alpha))
     assert all(row.identical for row in rows)  # greedy: every arm gives the plain answer
     assert dialog.chart is not None and len(dialog.chart.arms.data) == 4  # the four drafting arms
+    # the points on the what-if curves are the table's decode speed-up (the curves' quantity)
+    ys = sorted(round(float(y), 9) for y in dialog.chart.arms.data["y"])
+    assert ys == sorted(round(row.decode_speedup, 9) for row in rows[1:])
     assert not window.controller.busy and dialog.run_button.isEnabled()
 
 

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import difflib
 import math
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.engine.analysis.explanation import LOW_ACCEPTANCE, explain
-from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.analysis.explanation import (
+    decode_speedup,
+    explain,
+    format_ratio,
+    whole_run_speedup,
+)
+from app.engine.events import RunProvenance, RunResult
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
@@ -39,8 +43,6 @@ NEAR_TIE_STEPS = 64
 UNKNOWN_DTYPE = "float32"  # runs that did not record their dtype (old files): the finest one
 # Same speed within this fraction: timing noise, not a result.
 SAME_SPEED_BAND = 0.05
-# Below this acceptance, the drafter guessing wrong is what makes speculation lose; above it
-# the loss comes from what a draft step or a verify pass costs.
 
 
 @dataclass(frozen=True)
@@ -74,20 +76,20 @@ class DiffOp:
 
 @dataclass(frozen=True)
 class SpeedCause:
-    """Why speculation was slower, from the runs' own step events (times relative to one
-    plain target step of the run without speculation)."""
+    """Why speculation was slower: the explanation's numbers (``explain``), in plain steps of
+    the run without speculation."""
 
     kind: CauseKind
-    acceptance_rate: float
-    tokens_per_pass: float
-    draft_cost: float  # c: one draft pass (a lookup: one proposal) / one plain step
-    verify_cost: float  # v: one verify pass over [last, d1..dk] / one plain step
-    draft_overhead: float  # drafting time per speculative step / one plain step
+    drafts_accepted_share: float  # drafts accepted ÷ proposed
+    tokens_per_pass: float  # new tokens ÷ target passes
+    draft_cost: float  # c: drafting one token ÷ one plain step
+    verify_cost: float  # v(k): one pass over [last, d1..dk] ÷ one plain step (fitted)
+    draft_overhead: float  # k·c: drafting k tokens ÷ one plain step
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "acceptance_rate": self.acceptance_rate,
+            "drafts_accepted_share": self.drafts_accepted_share,
             "tokens_per_pass": self.tokens_per_pass,
             "draft_cost": self.draft_cost,
             "verify_cost": self.verify_cost,
@@ -99,19 +101,21 @@ class SpeedCause:
 class Comparison:
     identical: bool
     first_difference: FirstDifference | None
-    speedup: float  # speculative tokens/s / baseline tokens/s (as bench); 0 when unknown
+    decode_speedup: float  # the headline: decode tokens/s with ÷ without speculation; 0 when unknown
     diff: tuple[DiffOp, ...]
     verdict: Verdict
     outcome: Outcome = "unknown"
     cause: SpeedCause | None = None  # set when speculation was slower
     dtype: str = UNKNOWN_DTYPE  # the target's dtype, which sets the near-tie threshold
+    whole_run_speedup: float = 0.0  # tokens/s over the whole runs (prefill included); 0 when unknown
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_difference
         return {
             "identical": self.identical,
             "first_difference": None if first is None else first.to_dict(),
-            "speedup": self.speedup,
+            "decode_speedup": self.decode_speedup,
+            "whole_run_speedup": self.whole_run_speedup,
             "verdict": self.verdict,
             "outcome": self.outcome,
             "cause": None if self.cause is None else self.cause.to_dict(),
@@ -177,12 +181,6 @@ def _verdict(first: FirstDifference | None, sampled: bool) -> Verdict:
     return "divergence"
 
 
-def speedup(speculative: RunResult, baseline: RunResult) -> float:
-    """Tokens per second with speculation over tokens per second without (0: unknown)."""
-    base = baseline.stats.tokens_per_s
-    return speculative.stats.tokens_per_s / base if base > 0 else 0.0
-
-
 def outcome(ratio: float) -> Outcome:
     if ratio <= 0:
         return "unknown"
@@ -191,44 +189,23 @@ def outcome(ratio: float) -> Outcome:
     return "faster" if ratio > 1.0 else "slower"
 
 
-def _decode_steps(run: RunResult) -> list[StepEvent]:
-    return [s for s in run.steps if s.index > 0]
-
-
 CAUSE_KINDS: dict[str, CauseKind] = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
 
 
 def speed_cause(speculative: RunResult, baseline: RunResult) -> SpeedCause | None:
-    """Acceptance when it is low, else the larger cost: drafting or the multi-token verify pass.
-
-    plain step = median verify time of the baseline's decoding steps; c = drafting time per
-    draft pass / plain step; v = median verify time of steps that verified drafts / plain step.
-    A speculative step costs ``draft_overhead + v`` plain steps for ``tokens_per_pass`` tokens.
-    None without step events (a run rebuilt from a file).
-    """
-    plain = [s.verify_s for s in _decode_steps(baseline)]
-    drafted = [s for s in _decode_steps(speculative) if s.k > 0]
-    if not plain or not drafted or statistics.median(plain) <= 0:
+    """What held a slower run back, with the explanation's numbers (one truth: the Compare view
+    and its Why? panel name the same cause and the same c and v). None without the step events
+    that measure them (a run rebuilt from an old file, a run that drafted nothing)."""
+    e = explain(speculative, baseline)
+    if e.cause is None or e.draft_cost_ratio is None or e.verify_cost_ratio is None:
         return None
-    plain_s = statistics.median(plain)
-    draft_s = sum(s.draft_s for s in drafted)
-    draft_passes = sum(s.draft_passes for s in drafted) or len(drafted)
-    stats = speculative.stats
-    draft_overhead = draft_s / len(drafted) / plain_s
-    verify_cost = statistics.median(s.verify_s for s in drafted) / plain_s
-    # the explanation's cause (one truth: the Compare view and its Why? panel name the same one)
-    explained = explain(speculative, baseline).cause
-    if explained is None:  # no fixed pass size measured: the same rule on the step totals
-        low = stats.acceptance_rate < LOW_ACCEPTANCE
-        explained = "acceptance" if low else ("draft" if draft_overhead >= verify_cost - 1.0 else "verify")
-    kind = CAUSE_KINDS[explained]
     return SpeedCause(
-        kind=kind,
-        acceptance_rate=stats.acceptance_rate,
-        tokens_per_pass=stats.tokens_per_pass,
-        draft_cost=draft_s / draft_passes / plain_s,
-        verify_cost=verify_cost,
-        draft_overhead=draft_overhead,
+        kind=CAUSE_KINDS[e.cause],
+        drafts_accepted_share=speculative.stats.drafts_accepted_share,
+        tokens_per_pass=speculative.stats.tokens_per_pass,
+        draft_cost=e.draft_cost_ratio,
+        verify_cost=e.verify_cost_ratio,
+        draft_overhead=e.k_used * e.draft_cost_ratio,
     )
 
 
@@ -244,12 +221,13 @@ def compare_runs(speculative: RunResult, baseline: RunResult, dtype: str | None 
     sampled = float(baseline.config.get("temperature", 0.0) or 0.0) > 0 and (  # type: ignore[arg-type]
         baseline.config.get("sampling") != "seed-invariant"
     )
-    ratio = speedup(speculative, baseline)
+    ratio = decode_speedup(speculative, baseline) or 0.0
     result = outcome(ratio)
     return Comparison(
         identical=first is None,
         first_difference=first,
-        speedup=ratio,
+        decode_speedup=ratio,
+        whole_run_speedup=whole_run_speedup(speculative, baseline) or 0.0,
         diff=char_diff(speculative.text, baseline.text),
         verdict=_verdict(first, sampled),
         outcome=result,
@@ -330,15 +308,15 @@ def _phrase(template: str, **values: Any) -> Phrase:
 SPEED = {
     "faster": QT_TRANSLATE_NOOP(
         "CompareDialog",
-        "{ratio:.1f}× faster",
+        "{ratio} faster decoding",
     ),
     "slower": QT_TRANSLATE_NOOP(
         "CompareDialog",
-        "{ratio:.1f}× slower",
+        "slower decoding: {ratio} the plain speed",
     ),
     "same_speed": QT_TRANSLATE_NOOP(
         "CompareDialog",
-        "about as fast",
+        "decoding about as fast ({ratio})",
     ),
     "unknown": QT_TRANSLATE_NOOP(
         "CompareDialog",
@@ -399,7 +377,7 @@ CAUSES = {
     "draft_cost": QT_TRANSLATE_NOOP(
         "CompareDialog",
         "Speculation was slower here although {acceptance} of the drafts were accepted: "
-        "each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which "
+        "each step spent as long drafting as {overhead} plain target steps ({c} per draft), which "
         "ate the gain of {per_pass} tokens per target pass.",
     ),
     "verify_cost": QT_TRANSLATE_NOOP(
@@ -429,15 +407,15 @@ STORED_NOTES = {
 
 
 def speed_phrase(ratio: float) -> Phrase:
-    kind = outcome(ratio)
-    return _phrase(SPEED[kind], ratio=ratio if kind != "slower" else 1.0 / ratio)
+    """The decode speed-up in words, its number formatted as the Why panel shows it."""
+    return _phrase(SPEED[outcome(ratio)], ratio=format_ratio(ratio))
 
 
 def headline(comparison: Comparison) -> Phrase:
-    """The big line: "Identical answer · 1.8× faster"."""
+    """The big line: "Identical answer · 1.80× faster decoding" (the decode speed-up)."""
     first = comparison.first_difference
     token = first.token_index if first is not None else 0
-    return _phrase(HEADLINES[comparison.verdict], speed=speed_phrase(comparison.speedup), token=token)
+    return _phrase(HEADLINES[comparison.verdict], speed=speed_phrase(comparison.decode_speedup), token=token)
 
 
 def headline_tone(comparison: Comparison) -> Tone:
@@ -475,7 +453,7 @@ def meaning(comparison: Comparison) -> Phrase:
 def cause_phrase(cause: SpeedCause) -> Phrase:
     return _phrase(
         CAUSES[cause.kind],
-        acceptance=f"{cause.acceptance_rate:.0%}",
+        acceptance=f"{cause.drafts_accepted_share:.0%}",
         per_pass=f"{cause.tokens_per_pass:.2f}",
         overhead=f"{cause.draft_overhead:.2f}",
         c=f"{cause.draft_cost:.2f}",

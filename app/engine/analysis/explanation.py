@@ -3,22 +3,35 @@
 Pure Python (no torch), so the GUI may import it. The model, per decode pass that verified
 ``m`` drafts (Leviathan et al. 2023, in units of one plain one-token target pass):
 
-    α        per-position acceptance: P(draft i accepted | drafts 1..i-1 accepted),
-             fitted as accepted / (accepted + first rejections)   (truncated-geometric MLE)
+    α        acceptance α, per position: P(draft i accepted | drafts 1..i-1 accepted),
+             fitted as accepted / (accepted + passes with a rejection)   (truncated-geometric MLE)
     E(α, m)  expected tokens from the pass = 1 + α + … + α^m = (1 − α^(m+1)) / (1 − α)
-    c        cost of drafting one token ÷ plain pass     (all draft time ÷ drafts proposed)
-    v(m)     cost of a target pass over m+1 tokens ÷ plain pass
-    speed-up = Σ E(α, m_i) / Σ (m_i·c + v(m_i))  over the decode passes (the prefill pass,
-             whose cost depends on the prompt, is left out); with one k for every pass this is
-             E(α, k) / (k·c + v(k)).
+    c        cost of drafting one token ÷ plain pass     (all drafting time ÷ drafts)
+    v(m)     cost of a target pass over m+1 tokens ÷ plain pass, fitted so that v(0) = 1 and
+             v never decreases with m (a pass over more tokens does not cost less)
+    predicted decode speed-up = Σ E(α, m_i) / Σ (m_i·c + v(m_i))  over the decode passes (the
+             prefill pass, whose cost depends on the prompt, is left out); with one k for every
+             pass this is E(α, k) / (k·c + v(k)).
 
-The plain pass cost comes from the baseline run's decode passes, or, without one, from the
-run's own passes that verified no draft. The measured speed-up is the ratio of decode-phase
-tokens per second (prefill left out on both sides, like the model).
+Every pass is timed the same way, plain or not: its target time is ``verify_s`` (the target's
+pass and what decides it), its drafting time ``draft_s``. The plain pass (the unit) is the
+mean target time of one-token decode passes: the run's own passes that verified no draft when
+it has a few (same run, same load), else the baseline's; v(m) is the mean target time of passes
+with m drafts over it. Means, like the measured speed-up (a ratio of total times); the run's
+own unit, because on a busy machine load drifting between two runs would otherwise make a
+bigger pass look cheaper than a plain one.
+
+Physics the curves obey (``what_if_curves``; tests hold them): with v ≥ 1 and c ≥ 0 no curve
+beats 1× at α = 0, and a curve of k drafts never beats (k + 1) ÷ v(k).
+
+The decode speed-up (``decode_speedup``) is the measured ratio of decode tokens per second
+(prefill left out on both sides, like the model); the whole-run speed-up
+(``whole_run_speedup``) includes the prompt's pass. Both are defined once, here.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -34,7 +47,8 @@ CurveKind = Literal["fixed_k", "this_run"]
 
 WHAT_IF_KS = (1, 2, 4, 8)
 WHAT_IF_POINTS = 51  # α = 0, 0.02, …, 1
-MEASURED_BASIS = "decode tokens per second"
+DECODE_SPEEDUP_BASIS = "decode tokens per second (prefill pass left out), with ÷ without speculation"
+WHOLE_RUN_SPEEDUP_BASIS = "tokens per second over the whole run (prefill pass included), with ÷ without"
 
 
 # --- the data -------------------------------------------------------------------------------
@@ -71,8 +85,9 @@ class VerifyCost:
 
     drafts: int
     passes: int
-    mean_s: float
-    ratio: float | None  # v(drafts): mean_s ÷ plain pass; None when the plain cost is unknown
+    mean_s: float  # their mean target time (verify_s)
+    ratio: float | None  # measured: mean_s ÷ plain pass; None when the plain cost is unknown
+    fitted: float | None = None  # v(drafts): the monotone fit (≥ 1, never decreasing with drafts)
 
     @property
     def tokens(self) -> int:
@@ -84,9 +99,9 @@ class VerifyCost:
 
 @dataclass(frozen=True)
 class WhatIfCurve:
-    """Predicted speed-up against α at the measured costs: "fixed_k", every pass drafting k
-    (at c and v(k)); or "this_run", the run's own mix of draft lengths and pass costs (only
-    when the lengths varied; else it is the fixed-k curve of ``k_used``)."""
+    """Predicted decode speed-up against α at the fitted costs: "fixed_k", every pass drafting
+    k (at c and v(k)); or "this_run", the run's own mix of draft lengths (only when the lengths
+    varied; else it is the fixed-k curve of ``k_used``)."""
 
     kind: CurveKind
     k: int  # for "this_run": the k used most
@@ -94,6 +109,7 @@ class WhatIfCurve:
     estimated: bool  # v(k) interpolated between measured pass sizes, not measured
     alphas: tuple[float, ...]
     speedups: tuple[float, ...]
+    ceiling: float  # the most it can reach: (k + 1) ÷ v(k) ("this_run": Σ (m_i + 1) ÷ Σ v(m_i))
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -117,9 +133,9 @@ class PassBar:
 
 @dataclass(frozen=True)
 class Explanation:
-    acceptance_rate: float | None  # α; None when no draft was judged
-    drafts_accepted_share: float | None  # accepted ÷ proposed (the stats line's "acceptance")
-    mean_tokens_per_pass: float  # every target pass, prefill included (as the stats line)
+    alpha: float | None  # acceptance α, per position; None when no draft was judged
+    drafts_accepted_share: float  # RunStats.drafts_accepted_share: drafts accepted ÷ proposed (0: none)
+    tokens_per_pass: float  # RunStats.tokens_per_pass: new tokens ÷ target passes, prefill included
     acceptance_by_position: tuple[PositionAcceptance, ...]
     tokens_per_pass_histogram: tuple[tuple[int, int], ...]  # (tokens from a pass, passes)
     plain_pass_s: float | None
@@ -127,30 +143,31 @@ class Explanation:
     draft_cost_ratio: float | None  # c
     verify_cost_by_tokens: tuple[VerifyCost, ...]
     k_used: int  # drafts verified by most drafting decode passes (0: none drafted)
-    verify_cost_ratio: float | None  # v(k_used)
-    predicted_speedup: float | None  # Σ E(α, m_i) / Σ (m_i·c + v(m_i))
+    verify_cost_ratio: float | None  # fitted v(k_used)
+    predicted_decode_speedup: float | None  # Σ E(α, m_i) / Σ (m_i·c + v(m_i)), fitted costs
     formula_speedup: float | None  # E(α, k_used) / (k_used·c + v(k_used)), as if every pass drafted k_used
-    measured_speedup: float | None  # decode tokens/s ÷ the baseline's
-    measured_speedup_total: float | None  # tokens/s over the whole runs, prefill included
+    decode_speedup: float | None  # measured: decode tokens/s ÷ the baseline's
+    whole_run_speedup: float | None  # measured: tokens/s over the whole runs, prefill included
     cause: Cause | None  # what held the speed-up back most (see ``_cause``)
     what_if: tuple[WhatIfCurve, ...]
     timeline: tuple[PassBar, ...]
-    has_steps: bool  # False for answers restored from disk (their steps are not saved)
+    has_steps: bool  # False for a run without its passes (an answer saved before they were kept)
     summary: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "acceptance_rate": self.acceptance_rate,
+            "alpha": self.alpha,
             "drafts_accepted_share": self.drafts_accepted_share,
-            "mean_tokens_per_pass": self.mean_tokens_per_pass,
+            "tokens_per_pass": self.tokens_per_pass,
             "draft_cost_ratio": self.draft_cost_ratio,
             "verify_cost_ratio": self.verify_cost_ratio,
             "k_used": self.k_used,
-            "predicted_speedup": self.predicted_speedup,
+            "predicted_decode_speedup": self.predicted_decode_speedup,
             "formula_speedup": self.formula_speedup,
-            "measured_speedup": self.measured_speedup,
-            "measured_speedup_total": self.measured_speedup_total,
-            "measured_speedup_basis": MEASURED_BASIS,
+            "decode_speedup": self.decode_speedup,
+            "decode_speedup_basis": DECODE_SPEEDUP_BASIS,
+            "whole_run_speedup": self.whole_run_speedup,
+            "whole_run_speedup_basis": WHOLE_RUN_SPEEDUP_BASIS,
             "plain_pass_s": self.plain_pass_s,
             "plain_cost_source": self.plain_cost_source,
             "cause": self.cause,
@@ -186,6 +203,17 @@ def _passes(run: RunResult) -> list[StepEvent]:
     return [s for s in run.steps if s.tokens or s.rejected]
 
 
+def _is_decode(step: StepEvent) -> bool:
+    """A decode pass: not the prompt's (nor, in an answer continued after a stop, the
+    continuation's own prompt pass)."""
+    return step.index > 0 and step.target_kind != "prefill"
+
+
+def _decode(run: RunResult) -> list[StepEvent]:
+    """The decode passes: every real pass but the prompt's."""
+    return [s for s in _passes(run) if _is_decode(s)]
+
+
 def _drafts(step: StepEvent) -> int:
     return len(step.accepted) + len(step.rejected)
 
@@ -198,12 +226,45 @@ def _ratio(a: float, b: float) -> float | None:
     return a / b if b > 0 and a >= 0 else None
 
 
+# --- the measured speed-ups: one definition each, for every front ------------------------------
+
+
+def decode_tokens_per_s(run: RunResult) -> float | None:
+    """Decode-phase tokens per second: the tokens of the decode passes over their time (the
+    prompt's pass, its tokens and its time, left out). None without passes."""
+    decode = _decode(run)
+    seconds = sum(_step_s(s) for s in decode)
+    return _ratio(sum(len(s.tokens) for s in decode), seconds) if decode else None
+
+
+def decode_speedup(speculative: RunResult, baseline: RunResult) -> float | None:
+    """The decode speed-up: decode tokens per second with speculation ÷ without. None when
+    either is unknown (no decode passes)."""
+    spec, base = decode_tokens_per_s(speculative), decode_tokens_per_s(baseline)
+    return _ratio(spec, base) if spec is not None and base is not None else None
+
+
+def whole_run_speedup(speculative: RunResult, baseline: RunResult) -> float | None:
+    """The whole-run speed-up: tokens per second over the whole run (the prompt's pass
+    included) with speculation ÷ without. None when either is unknown."""
+    spec, base = speculative.stats.tokens_per_s, baseline.stats.tokens_per_s
+    return _ratio(spec, base) if spec > 0 else None
+
+
+# --- acceptance -------------------------------------------------------------------------------
+
+
 def fit_acceptance(steps: Sequence[StepEvent]) -> float | None:
     """α = accepted / (accepted + first rejections): each pass tells n successes, then one
     failure if a draft was rejected (drafts after it were never judged)."""
     accepted = sum(len(s.accepted) for s in steps)
     failures = sum(1 for s in steps if s.rejected)
     return accepted / (accepted + failures) if accepted + failures else None
+
+
+def alpha_of(run: RunResult) -> float | None:
+    """The run's acceptance α (``fit_acceptance`` over its passes)."""
+    return fit_acceptance(_passes(run))
 
 
 def acceptance_by_position(steps: Sequence[StepEvent]) -> tuple[PositionAcceptance, ...]:
@@ -227,32 +288,69 @@ def tokens_histogram(steps: Sequence[StepEvent]) -> tuple[tuple[int, int], ...]:
     return tuple((n, counts.get(n, 0)) for n in range(1, most + 1))
 
 
+# --- costs ------------------------------------------------------------------------------------
+
+
+MIN_OWN_PLAIN_PASSES = 3  # the run's own plain passes that make a unit without the baseline's
+
+
 def plain_pass_cost(
     speculative: Sequence[StepEvent], baseline: RunResult | None
 ) -> tuple[float | None, PlainCostSource]:
-    """Seconds of one plain one-token pass: the baseline's decode passes, else the run's own
-    decode passes that verified no draft (their verify time only; drafting was overhead)."""
-    if baseline is not None:
-        decode = [s for s in _passes(baseline) if s.index > 0]
-        total = sum(_step_s(s) for s in decode)
-        if decode and total > 0:
-            return total / len(decode), "baseline"
-    own = [s for s in speculative if _drafts(s) == 0]
-    total = sum(s.verify_s for s in own)
-    if own and total > 0:
-        return total / len(own), "own_plain_steps"
+    """Seconds of one plain one-token pass, measured like every other pass: the mean target
+    time (``verify_s``) of one-token decode passes. From the run's own passes that verified no
+    draft when it has ``MIN_OWN_PLAIN_PASSES`` of them — timed under the same load as the passes
+    they are the unit of (a comparison's plain arm runs later; on a busy machine the same
+    one-token pass measured 0.92× to 1.16× of it) — else from the baseline's decode passes.
+    ``speculative``: the run's decode passes."""
+    own = [s.verify_s for s in speculative if _drafts(s) == 0 and s.verify_s > 0]
+    theirs = [s.verify_s for s in _decode(baseline) if s.verify_s > 0] if baseline is not None else []
+    if len(own) >= MIN_OWN_PLAIN_PASSES or (own and not theirs):
+        return statistics.fmean(own), "own_plain_steps"
+    if theirs:
+        return statistics.fmean(theirs), "baseline"
     return None, "unknown"
 
 
+def monotone_fit(points: dict[int, tuple[float, int]]) -> dict[int, float]:
+    """v(m) for each measured m ≥ 1 from (measured ratio, passes): the weighted least-squares
+    fit that never decreases with m (pool adjacent violators), then raised to at least 1 =
+    v(0): a pass over more tokens costs at least a plain one. (Clipping the isotonic fit to the
+    bound is the bounded isotonic fit.)"""
+    blocks: list[list[float]] = []  # [weighted sum, weight, count of points]
+    for m in sorted(points):
+        ratio, weight = points[m]
+        blocks.append([ratio * max(weight, 1), float(max(weight, 1)), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, weight_sum, count = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + total, blocks[-1][1] + weight_sum, blocks[-1][2] + count]
+    values = [max(1.0, total / weight) for total, weight, count in blocks for _ in range(int(count))]
+    return dict(zip(sorted(points), values))
+
+
 def verify_costs(decode: Sequence[StepEvent], plain_s: float | None) -> tuple[VerifyCost, ...]:
+    """Per pass size: the mean target time, its ratio to a plain pass, and the fitted v."""
     by_drafts: dict[int, list[float]] = {}
     for s in decode:
         by_drafts.setdefault(_drafts(s), []).append(s.verify_s)
-    rows = []
-    for m in sorted(by_drafts):
-        mean = sum(by_drafts[m]) / len(by_drafts[m])
-        rows.append(VerifyCost(m, len(by_drafts[m]), mean, _ratio(mean, plain_s or 0.0)))
-    return tuple(rows)
+    measured = {
+        m: (statistics.fmean(times), len(times)) for m, times in sorted(by_drafts.items())
+    }
+    ratios = {m: _ratio(mean, plain_s or 0.0) for m, (mean, _n) in measured.items()}
+    fitted = monotone_fit({m: (r, measured[m][1]) for m, r in ratios.items() if m > 0 and r is not None})
+    if plain_s is not None and 0 in measured:
+        fitted[0] = 1.0
+    return tuple(
+        VerifyCost(m, n, mean, ratios[m], fitted.get(m)) for m, (mean, n) in measured.items()
+    )
+
+
+def draft_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | None:
+    """c: all drafting time of the decode passes ÷ the drafts they verified ÷ a plain pass."""
+    drafted = sum(_drafts(s) for s in decode)
+    if not drafted or plain_s is None:
+        return None
+    return _ratio(max(0.0, sum(s.draft_s for s in decode if _drafts(s) > 0)) / drafted, plain_s)
 
 
 def _k_used(decode: Sequence[StepEvent]) -> int:
@@ -262,8 +360,9 @@ def _k_used(decode: Sequence[StepEvent]) -> int:
 
 
 def _interpolate(v: dict[int, float], k: int) -> float | None:
-    """v(k) between measured pass sizes (v(0) = 1 unless measured); never extrapolated."""
-    known = {0: 1.0, **v}
+    """v(k) between fitted pass sizes (v(0) = 1); never extrapolated. Between points of a
+    non-decreasing fit the line does not decrease either."""
+    known = {**v, 0: 1.0}
     if k in known:
         return known[k]
     below = max((m for m in known if m < k), default=None)
@@ -274,37 +373,44 @@ def _interpolate(v: dict[int, float], k: int) -> float | None:
     return known[below] + share * (known[above] - known[below])
 
 
+def pass_cost(drafts: int, c: float, v: dict[int, float]) -> float:
+    """What one pass verifying ``drafts`` drafts costs in plain passes: m·c + v(m)."""
+    return drafts * c + (_interpolate(v, drafts) or 1.0)
+
+
 def run_speedup(alpha: float, drafts: Sequence[int], cost: float) -> float | None:
-    """Σ E(α, m_i) / cost: the run's passes (m_i drafts each) at acceptance α, over their
-    measured cost in plain passes."""
+    """Σ E(α, m_i) / cost: the run's passes (m_i drafts each) at acceptance α, over their cost
+    in plain passes."""
     return _ratio(sum(expected_tokens(alpha, m) for m in drafts), cost)
 
 
-def what_if_curves(
-    c: float, v: dict[int, float], k_used: int, drafts: Sequence[int], cost: float
-) -> tuple[WhatIfCurve, ...]:
+def what_if_curves(c: float, v: dict[int, float], k_used: int, drafts: Sequence[int]) -> tuple[WhatIfCurve, ...]:
+    """The predicted decode speed-up against α, at the fitted costs (v ≥ 1, non-decreasing):
+    so every curve is ≤ 1× at α = 0 and ≤ (k + 1) ÷ v(k) at α = 1."""
     alphas = tuple(i / (WHAT_IF_POINTS - 1) for i in range(WHAT_IF_POINTS))
     curves = []
     if any(m != k_used for m in drafts):
+        cost = sum(pass_cost(m, c, v) for m in drafts)
         speedups = tuple(run_speedup(a, drafts, cost) or 0.0 for a in alphas)
-        curves.append(WhatIfCurve("this_run", k_used, None, False, alphas, speedups))
+        ceiling = sum(m + 1 for m in drafts) / sum(_interpolate(v, m) or 1.0 for m in drafts)
+        curves.append(WhatIfCurve("this_run", k_used, None, False, alphas, speedups, ceiling))
     for k in sorted({k_used, *WHAT_IF_KS} - {0}):
         vk = _interpolate(v, k)
         if vk is None:
             continue
         speedups = tuple(formula_speedup(a, k, c, vk) for a in alphas)
-        curves.append(WhatIfCurve("fixed_k", k, vk, k not in v, alphas, speedups))
+        curves.append(WhatIfCurve("fixed_k", k, vk, k not in v, alphas, speedups, (k + 1) / vk))
     return tuple(curves)
 
 
 LOW_ACCEPTANCE = 0.5  # below this α the draft is poorly matched; above it, blame the costs
 
 
-def _cause(alpha: float, share: float | None, k: int, c: float, v: float) -> Cause:
+def _cause(alpha: float, share: float, k: int, c: float, v: float) -> Cause:
     """What held the speed-up back most. Low acceptance when it is low (α, or the share of all
     drafts accepted, below ``LOW_ACCEPTANCE``); otherwise the cost whose shortfall, halved,
     gains most: drafting c or the verify overhead v − 1 (86 % acceptance is never "low")."""
-    if alpha < LOW_ACCEPTANCE or (share is not None and share < LOW_ACCEPTANCE):
+    if alpha < LOW_ACCEPTANCE or share < LOW_ACCEPTANCE:
         return "acceptance"
     draft = formula_speedup(alpha, k, c / 2, v)
     verify = formula_speedup(alpha, k, c, 1 + (v - 1) / 2 if v > 1 else v)
@@ -319,55 +425,32 @@ def timeline(run: RunResult, kind: RunKind) -> tuple[PassBar, ...]:
     return tuple(bars)
 
 
-def _decode_rate(run: RunResult) -> float | None:
-    """Decode-phase tokens per second (tokens of the prefill pass and its time left out)."""
-    decode = [s for s in _passes(run) if s.index > 0]
-    seconds = sum(_step_s(s) for s in decode)
-    return _ratio(sum(len(s.tokens) for s in decode), seconds) if decode else None
-
-
-def measured_speedups(
-    speculative: RunResult, baseline: RunResult | None
-) -> tuple[float | None, float | None]:
-    if baseline is None:
-        return None, None
-    spec, base = _decode_rate(speculative), _decode_rate(baseline)
-    decode = _ratio(spec, base) if spec is not None and base is not None else None
-    spec_total, base_total = speculative.stats.tokens_per_s, baseline.stats.tokens_per_s
-    total = _ratio(spec_total, base_total) if spec_total > 0 else None
-    return decode, total
-
-
 def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explanation:
     """Explain ``speculative`` (any run, even one without drafts), against ``baseline`` (the
     same conversation without speculation) when there is one."""
     passes = _passes(speculative)
-    decode = [s for s in passes if s.index > 0]
+    decode = [s for s in passes if _is_decode(s)]
     alpha = fit_acceptance(passes)
-    proposed = sum(_drafts(s) for s in passes)
     plain_s, source = plain_pass_cost(decode, baseline)
     costs = verify_costs(decode, plain_s)
-    v = {row.drafts: row.ratio for row in costs if row.ratio is not None}
+    v = {row.drafts: row.fitted for row in costs if row.fitted is not None and row.drafts > 0}
     k = _k_used(decode)
-    drafted = sum(_drafts(s) for s in decode)
-    c = _ratio(sum(s.draft_s for s in decode) / drafted, plain_s or 0.0) if drafted else None
-
-    share = sum(len(s.accepted) for s in passes) / proposed if proposed else None
+    c = draft_cost(decode, plain_s)
+    share = speculative.stats.drafts_accepted_share  # the run's own number (0 when none proposed)
     predicted = formula = None
     cause: Cause | None = None
-    cost = 0.0
+    drafts = [_drafts(s) for s in decode]
     if plain_s is not None and decode:
         a = alpha if alpha is not None else 0.0
-        cost = sum(_step_s(s) for s in decode) / plain_s  # = Σ (m_i·c + v(m_i))
-        predicted = run_speedup(a, [_drafts(s) for s in decode], cost)
+        cost = sum(pass_cost(m, c or 0.0, v) for m in drafts)  # = Σ (m_i·c + v(m_i)), fitted
+        predicted = run_speedup(a, drafts, cost)
         if k > 0 and c is not None and k in v:
             formula = formula_speedup(a, k, c, v[k])
             cause = _cause(a, share, k, c, v[k])
-    measured, measured_total = measured_speedups(speculative, baseline)
     result = Explanation(
-        acceptance_rate=alpha,
+        alpha=alpha,
         drafts_accepted_share=share,
-        mean_tokens_per_pass=sum(len(s.tokens) for s in passes) / len(passes) if passes else 0.0,
+        tokens_per_pass=speculative.stats.tokens_per_pass,
         acceptance_by_position=acceptance_by_position(passes),
         tokens_per_pass_histogram=tokens_histogram(passes),
         plain_pass_s=plain_s,
@@ -376,14 +459,12 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         verify_cost_by_tokens=costs,
         k_used=k,
         verify_cost_ratio=v.get(k) if k else None,
-        predicted_speedup=predicted,
+        predicted_decode_speedup=predicted,
         formula_speedup=formula,
-        measured_speedup=measured,
-        measured_speedup_total=measured_total,
+        decode_speedup=decode_speedup(speculative, baseline) if baseline is not None else None,
+        whole_run_speedup=whole_run_speedup(speculative, baseline) if baseline is not None else None,
         cause=cause,
-        what_if=what_if_curves(c, v, k, [_drafts(s) for s in decode], cost)
-        if c is not None and cost > 0
-        else (),
+        what_if=what_if_curves(c, v, k, drafts) if c is not None and decode else (),
         timeline=timeline(speculative, "speculative") + (timeline(baseline, "baseline") if baseline else ()),
         has_steps=bool(passes),
     )
@@ -409,7 +490,7 @@ def format_tokens(value: float) -> str:
 
 NO_STEPS = QT_TRANSLATE_NOOP(
     "Explanation",
-    "This answer's passes were not kept (it was restored from disk): run a comparison to explain it.",
+    "This answer was saved without its passes (by an older version): run a comparison to explain it.",
 )
 NO_DRAFTS = QT_TRANSLATE_NOOP(
     "Explanation",
@@ -417,7 +498,8 @@ NO_DRAFTS = QT_TRANSLATE_NOOP(
 )
 AGREED = QT_TRANSLATE_NOOP(
     "Explanation",
-    "The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)",
+    "The target agreed with the draft at {alpha} of the positions it checked (acceptance α; "
+    "{tokens} tokens per target pass)",
 )
 COSTS = QT_TRANSLATE_NOOP(
     "Explanation", "a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}"
@@ -427,10 +509,10 @@ COSTS_ONE = QT_TRANSLATE_NOOP(
 )
 UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure what a plain step costs")
 OUTCOMES = {
-    (True, True): QT_TRANSLATE_NOOP("Explanation", "so speculation gained {percent}"),
-    (True, False): QT_TRANSLATE_NOOP("Explanation", "so speculation lost {percent}"),
-    (False, True): QT_TRANSLATE_NOOP("Explanation", "so speculation should gain {percent}"),
-    (False, False): QT_TRANSLATE_NOOP("Explanation", "so speculation should lose {percent}"),
+    (True, True): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was {ratio}"),
+    (True, False): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was only {ratio}"),
+    (False, True): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is {ratio}"),
+    (False, False): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is only {ratio}"),
 }
 CAUSES = {
     "acceptance": QT_TRANSLATE_NOOP("Explanation", "held back most by low acceptance"),
@@ -450,12 +532,11 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
     ``translate`` maps each English template (marked above) to the reader's language."""
     if not e.has_steps:
         return translate(NO_STEPS)
-    if e.acceptance_rate is None:
+    if e.alpha is None:
         return translate(NO_DRAFTS)
-    agreed = translate(AGREED).format(
-        alpha=format_percent(e.acceptance_rate), tokens=format_tokens(e.mean_tokens_per_pass)
-    )
-    speedup = e.measured_speedup if e.measured_speedup is not None else e.predicted_speedup
+    agreed = translate(AGREED).format(alpha=format_percent(e.alpha), tokens=format_tokens(e.tokens_per_pass))
+    measured = e.decode_speedup is not None
+    speedup = e.decode_speedup if e.decode_speedup is not None else e.predicted_decode_speedup
     if e.verify_cost_ratio is None or e.draft_cost_ratio is None or speedup is None:
         return f"{agreed}; {translate(UNKNOWN_COST)}."
     costs = translate(COSTS_ONE if e.k_used == 1 else COSTS).format(
@@ -463,8 +544,6 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
         verify=format_ratio(e.verify_cost_ratio),
         draft=format_ratio(e.k_used * e.draft_cost_ratio),
     )
-    outcome = translate(OUTCOMES[(e.measured_speedup is not None, speedup >= 1.0)]).format(
-        percent=format_percent(abs(speedup - 1.0))
-    )
+    outcome = translate(OUTCOMES[(measured, speedup >= 1.0)]).format(ratio=format_ratio(speedup))
     cause = f", {translate(CAUSES[e.cause])}" if e.cause is not None else ""
     return f"{agreed}; {costs}, {outcome}{cause}."

@@ -3,10 +3,12 @@
 The exercise SpecChat exists to teach — when does speculation pay? — run on the person's own
 models: no speculation, prompt lookup, the loaded draft model, each at a few k (or auto k).
 Every arm starts from empty caches (no arm profits from another's prompt cache); the plain arm
-runs first and is the reference for speed and for "same answer".
+runs first and is the reference for speed and for "same answer". Speed-ups are the
+explanation's: the decode speed-up (what the what-if curves predict, the chart's y) and the
+whole-run one, each labelled.
 
     for row in run_sweep(engine, conversation, config, arms):
-        print(row.arm.label, row.speedup, row.identical)
+        print(row.arm.label, row.decode_speedup, row.identical)
 
 Torch-free (the GUI imports the arms and rows); only ``run_sweep`` drives an Engine.
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from app.engine.analysis.explanation import alpha_of, decode_speedup, whole_run_speedup
 from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult
@@ -55,7 +58,8 @@ class SweepArm:
 class SweepRow:
     arm: SweepArm
     run: RunResult
-    speedup: float  # tokens/s of this arm ÷ tokens/s of the plain arm
+    decode_speedup: float  # decode tokens/s of this arm ÷ the plain arm's (0: unknown)
+    whole_run_speedup: float  # tokens/s over the whole run, prefill included, ÷ the plain arm's
     identical: bool  # the same token ids as the plain arm
     first_difference: int | None  # token index where it parts from the plain arm
 
@@ -66,8 +70,10 @@ class SweepRow:
             "k": "auto" if self.arm.k is None and self.arm.drafter != NONE else self.arm.k,
             "label": self.arm.label,
             "tokens_per_s": stats.tokens_per_s,
-            "speedup": self.speedup,
-            "acceptance_rate": stats.acceptance_rate,
+            "decode_speedup": self.decode_speedup,
+            "whole_run_speedup": self.whole_run_speedup,
+            "alpha": alpha_of(self.run),
+            "drafts_accepted_share": stats.drafts_accepted_share,
             "tokens_per_pass": stats.tokens_per_pass,
             "target_passes": stats.target_passes,
             "new_tokens": stats.new_tokens,
@@ -122,12 +128,12 @@ def run_sweep(
         if run.stop_reason == "cancelled":
             return
         reference = reference or run
-        plain_tps = reference.stats.tokens_per_s
         first = _first_difference(run, reference)
         row = SweepRow(
             arm=arm,
             run=run,
-            speedup=run.stats.tokens_per_s / plain_tps if plain_tps > 0 else 0.0,
+            decode_speedup=decode_speedup(run, reference) or 0.0,
+            whole_run_speedup=whole_run_speedup(run, reference) or 0.0,
             identical=first is None,
             first_difference=first,
         )

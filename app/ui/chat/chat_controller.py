@@ -248,6 +248,10 @@ class ChatController(QObject):
         if "cancelled" in (report.speculative.stop_reason, report.baseline.stop_reason):
             return  # stopped by the person: half a comparison says nothing
         records = [r for step in report.speculative.steps for r in records_from_step(step)]
+        answer.comparison = report  # the answer's Why panel measures against its plain run
+        widget = self._view.answer_for(answer)
+        if widget is not None:
+            widget.comparison_arrived()
         self.comparison_ready.emit(CompareOutcome(report, records, answer))
 
     def _on_failed(self, run_id: int, message_text: str) -> None:

@@ -281,6 +281,15 @@ class AnswerWidget(QFrame):
         if self.why_dialog is not None:  # one panel per answer: the newest
             self.why_dialog.close()
             self.why_dialog.deleteLater()
-        self.why_dialog = ExplainDialog(self.message.run_result(), None, self.window())
+        # the plain run of this answer's comparison, if one ran: the plain pass and the measured
+        # speed-ups come from it
+        compared = self.message.comparison
+        baseline = compared.baseline if compared is not None else None
+        self.why_dialog = ExplainDialog(self.message.run_result(), baseline, self.window())
         self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
         self.why_dialog.show()
+
+    def comparison_arrived(self) -> None:
+        """A comparison of this answer finished: an open Why panel is redrawn with it."""
+        if self.why_dialog is not None and self.why_dialog.isVisible():
+            self._on_why()

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from app.engine.analysis.compare import ComparisonReport
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 
 RecordKind = Literal["draft", "target", "rejected"]
@@ -66,6 +67,96 @@ class TokenRecord:
         return TokenInfo(self.id, self.text, source, self.p_target, self.p_draft, self.margin)
 
 
+@dataclass(frozen=True)
+class PassRecord:
+    """What the records of one target pass do not say: its kind, the drafts asked for, its
+    timings. Saved with the answer, so its Why panel works after a restart."""
+
+    step: int
+    kind: str  # StepEvent.target_kind
+    k: int
+    draft_passes: int
+    draft_s: float
+    verify_s: float
+    predicted_speedup: float | None = None  # the k chooser's, for that pass
+
+    @classmethod
+    def of(cls, step: StepEvent, offset: int = 0) -> PassRecord:
+        return cls(
+            step.index + offset,
+            # a continuation's prompt pass stays a prompt pass, not a decode pass of the answer
+            step.target_kind,
+            step.k,
+            step.draft_passes,
+            step.draft_s,
+            step.verify_s,
+            step.predicted_speedup,
+        )
+
+    def to_json(self) -> list[Any]:
+        return [self.step, self.kind, self.k, self.draft_passes, self.draft_s, self.verify_s, self.predicted_speedup]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> PassRecord:
+        if not isinstance(data, list) or len(data) != 7:
+            raise InvalidConversation("a pass record is not a list of 7 values")
+        step, kind, k, draft_passes, draft_s, verify_s, predicted = data
+        return cls(
+            _check(step, int, "pass index"),
+            _check_choice(kind, ("prefill", "plain", "correction", "bonus"), "pass kind"),
+            _check(k, int, "pass k"),
+            _check(draft_passes, int, "draft passes"),
+            _number(draft_s, "draft seconds"),
+            _number(verify_s, "verify seconds"),
+            _number_or_none(predicted, "predicted speed-up"),
+        )
+
+
+def steps_from_records(
+    records: list[TokenRecord], passes: list[PassRecord], first: RunStats
+) -> tuple[StepEvent, ...]:
+    """The answer's step events rebuilt from its token records and pass records (the tokens of
+    each pass by their ``step``); their cumulative stats restart from ``first`` (its prompt
+    sizes). Empty when the passes were not saved (an answer from an older version)."""
+    by_step: dict[int, list[TokenRecord]] = {}
+    for record in records:
+        by_step.setdefault(record.step, []).append(record)
+    steps: list[StepEvent] = []
+    stats = RunStats(prompt_tokens=first.prompt_tokens, reused_prompt_tokens=first.reused_prompt_tokens)
+    for p in passes:
+        mine = by_step.get(p.step, [])
+        accepted = tuple(r.token_info() for r in mine if r.kind == "draft")
+        target = next((r.token_info() for r in mine if r.kind == "target"), None)
+        rejected = tuple(r.token_info() for r in mine if r.kind == "rejected")
+        seconds = p.draft_s + p.verify_s
+        stats = replace(
+            stats,
+            new_tokens=stats.new_tokens + len(accepted) + (target is not None),
+            target_passes=stats.target_passes + 1,
+            draft_passes=stats.draft_passes + p.draft_passes,
+            proposed=stats.proposed + len(accepted) + len(rejected),
+            accepted=stats.accepted + len(accepted),
+            prefill_s=stats.prefill_s + (seconds if p.step == 0 else 0.0),
+            decode_s=stats.decode_s + (seconds if p.step > 0 else 0.0),
+        )
+        steps.append(
+            StepEvent(
+                index=p.step,
+                accepted=accepted,
+                target=target,
+                rejected=rejected,
+                target_kind=p.kind,  # type: ignore[arg-type]
+                k=p.k,
+                draft_s=p.draft_s,
+                verify_s=p.verify_s,
+                stats=stats,
+                draft_passes=p.draft_passes,
+                predicted_speedup=p.predicted_speedup,
+            )
+        )
+    return tuple(steps)
+
+
 def records_from_step(step: StepEvent) -> list[TokenRecord]:
     """Accepted drafts, then the rejected drafts (where they were proposed), then the target's
     own token that replaced them."""
@@ -94,7 +185,9 @@ class Message:
     stop_reason: str | None = None
     error: str | None = None
     made_by: RunProvenance | None = None  # which models and settings made it; None in old files
+    passes: list[PassRecord] = field(default_factory=list)  # timings per pass; empty in old files
     result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
+    comparison: ComparisonReport | None = field(default=None, compare=False, repr=False)  # not saved
 
     @property
     def run_stats(self) -> RunStats:
@@ -104,6 +197,8 @@ class Message:
         """Append a streamed step; ``after``: the stats of the cut answer this run continues."""
         offset = after.target_passes if after is not None else 0
         self.records.extend(replace(r, step=r.step + offset) for r in records_from_step(step))
+        if step.tokens or step.rejected:  # a real pass (a cancelled run ends with one that ran none)
+            self.passes.append(PassRecord.of(step, offset))
         self.content += step.text
         self.stats = _stats_fields(after.followed_by(step.stats) if after is not None else step.stats)
         if step.stop_reason:
@@ -117,6 +212,7 @@ class Message:
     def finish_continuation(self, result: RunResult, before_text: str, before: RunStats) -> None:
         """The answer is now two runs: the cut one (``before``) and ``result``."""
         self.result = None  # run_result() rebuilds one run from the records
+        self.comparison = None  # it compared the cut answer
         self.content = before_text + result.text
         self.stats = _stats_fields(before.followed_by(result.stats))
         self.stop_reason = result.stop_reason
@@ -124,8 +220,10 @@ class Message:
     def finish(self, result: RunResult) -> None:
         """Take the final word from the engine's result (text, stats, stop reason)."""
         self.result = result
+        self.comparison = None  # a comparison of an earlier answer here is not this one's
         self.content = result.text
         self.stats = _stats_fields(result.stats)
+        self.passes = [PassRecord.of(s) for s in result.steps if s.tokens or s.rejected]
         self.stop_reason = result.stop_reason
         self.speculative = result.speculative
         self.drafter = result.drafter
@@ -139,7 +237,7 @@ class Message:
         return RunResult(
             text=self.content,
             tokens=tokens,
-            steps=(),
+            steps=steps_from_records(self.records, self.passes, self.run_stats),
             stats=self.run_stats,
             stop_reason=self.stop_reason or "cancelled",  # type: ignore[arg-type]
             speculative=self.speculative,
@@ -160,6 +258,7 @@ class Message:
                 stop_reason=self.stop_reason,
                 error=self.error,
                 made_by=None if self.made_by is None else self.made_by.to_dict(),
+                passes=[p.to_json() for p in self.passes],
             )
         return data
 
@@ -177,6 +276,7 @@ class Message:
             stop_reason=_check_or_none(data.get("stop_reason"), str, "stop reason"),
             error=_check_or_none(data.get("error"), str, "error"),
             made_by=_provenance(data.get("made_by")),
+            passes=[PassRecord.from_json(p) for p in _check(data.get("passes") or [], list, "passes")],
         )
 
 

@@ -8,7 +8,7 @@ from app.engine.events import RunStats
 
 
 def stats_line(stats: RunStats, speculative: bool) -> str:
-    """ "42 new tokens · 118 tokens/s · first token after 0.21 s · acceptance 76% · 2.9 tokens/pass ·
+    """ "42 new tokens · 118 tokens/s · first token after 0.21 s · drafts accepted 76% · 2.90 tokens per target pass ·
     15 target passes (27 saved vs one per token)"."""
     parts = [
         QCoreApplication.translate("Stats", "{0} new tokens").format(stats.new_tokens),
@@ -21,7 +21,9 @@ def stats_line(stats: RunStats, speculative: bool) -> str:
             )
         )
     if speculative:
-        parts.append(QCoreApplication.translate("Stats", "acceptance {0:.0%}").format(stats.acceptance_rate))
+        parts.append(
+            QCoreApplication.translate("Stats", "drafts accepted {0:.0%}").format(stats.drafts_accepted_share)
+        )
     parts.append(
         QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass)
     )

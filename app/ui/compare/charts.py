@@ -32,6 +32,20 @@ def _plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
     return plot
 
 
+LEGEND_ROW = 4  # the plot's layout: 0 title, 1 top axis, 2 the data (view box), 3 bottom axis
+
+
+def legend_below(plot: pg.PlotWidget | pg.PlotItem, columns: int = 2) -> pg.LegendItem:
+    """A legend in its own row under the plot's bottom axis: outside the data area, so it never
+    covers a bar, a curve or a point, whatever the data."""
+    item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
+    legend = pg.LegendItem(colCount=columns)
+    legend.setParentItem(item)
+    item.layout.addItem(legend, LEGEND_ROW, 1)
+    item.layout.setRowStretchFactor(LEGEND_ROW, 0)
+    return legend
+
+
 def _integer_ticks(plot: pg.PlotWidget, values: list[int]) -> None:
     plot.getAxis("bottom").setTicks([[(v, str(v)) for v in values]])
 
@@ -60,7 +74,7 @@ class AcceptanceCharts(QWidget):
             width=0.38,
             brush="#d6eaf8",
         )
-        legend = self.by_position.addLegend(offset=(-10, 10))
+        legend = self.legend = legend_below(self.by_position, columns=1)
         for item, name in (
             (
                 self.reached_bars,
@@ -70,17 +84,14 @@ class AcceptanceCharts(QWidget):
         ):
             self.by_position.addItem(item)
             legend.addItem(item, name)
-        if explanation.acceptance_rate is not None:
-            alpha = pg.InfiniteLine(
-                pos=explanation.acceptance_rate,
-                angle=0,
-                pen=pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine),
-                label=QCoreApplication.translate("Charts", "α = {0}").format(
-                    format_percent(explanation.acceptance_rate)
-                ),
-                labelOpts={"position": 0.9, "color": MEASURED_COLOUR},
-            )
+        if explanation.alpha is not None:  # named in the legend, not on the line over the bars
+            pen = pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine)
+            alpha = pg.InfiniteLine(pos=explanation.alpha, angle=0, pen=pen)
             self.by_position.addItem(alpha)
+            legend.addItem(
+                pg.PlotDataItem(pen=pen),
+                QCoreApplication.translate("Charts", "acceptance α = {0}").format(format_percent(explanation.alpha)),
+            )
         self.by_position.setYRange(0, 1.05)
         _integer_ticks(self.by_position, positions)
 
@@ -130,7 +141,7 @@ class TimelineChart(pg.PlotWidget):
             brush=VERIFY_COLOUR,
             pen=pg.mkPen("w", width=0.5),
         )
-        legend = self.addLegend(offset=(-10, 10))
+        legend = self.legend = legend_below(self)
         for item, name in (
             (self.draft_bars, QCoreApplication.translate("Charts", "drafting")),
             (self.verify_bars, QCoreApplication.translate("Charts", "target pass (verify)")),
@@ -144,7 +155,7 @@ class TimelineChart(pg.PlotWidget):
             "baseline": QCoreApplication.translate("Charts", "plain"),
         }
         self.getAxis("left").setTicks([[(self.ROWS[run], names[run]) for run in runs]])
-        self.setYRange(-0.6, 2.1)  # room above the bars for the legend
+        self.setYRange(-0.6, 1.6)  # the legend is below the axis, not above the bars
         self.setLimits(xMin=0)
 
     def _label_tokens(self, bars: tuple[PassBar, ...], heights: list[float]) -> list[pg.TextItem]:
@@ -170,10 +181,10 @@ class WhatIfChart(pg.PlotWidget):
             parent, title=QCoreApplication.translate("Charts", "What if the draft agreed more often?")
         )
         self.setLabel("bottom", QCoreApplication.translate("Charts", "acceptance α"))
-        self.setLabel("left", QCoreApplication.translate("Charts", "speed-up over plain decoding (×)"))
+        self.setLabel("left", QCoreApplication.translate("Charts", "decode speed-up over plain decoding (×)"))
         self.setMenuEnabled(False)
         self.showGrid(x=True, y=True, alpha=0.3)
-        legend = self.addLegend(offset=(10, 10))
+        legend = self.legend = legend_below(self)
         self.curves: dict[int, pg.PlotDataItem] = {}  # every pass drafting k
         self.run_curve: pg.PlotDataItem | None = None  # the run's own passes; passes through "predicted"
         mixed = any(curve.kind == "this_run" for curve in explanation.what_if)
@@ -197,30 +208,30 @@ class WhatIfChart(pg.PlotWidget):
                 self.run_curve = item
             if curve.kind == "fixed_k":
                 self.curves[curve.k] = item
-        self.addItem(
-            pg.InfiniteLine(
-                pos=1.0,
-                angle=0,
-                pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine),
-                label=QCoreApplication.translate("Charts", "break-even"),
-                labelOpts={"position": 0.05, "color": "#555555"},
-            )
-        )
+        even = pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
+        self.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=even))  # named in the legend
+        legend.addItem(pg.PlotDataItem(pen=even), QCoreApplication.translate("Charts", "break-even (1×)"))
         self.measured_point = self._point(
-            explanation, explanation.measured_speedup, "o", QCoreApplication.translate("Charts", "measured")
+            explanation,
+            explanation.decode_speedup,
+            "o",
+            QCoreApplication.translate("Charts", "decode speed-up, measured"),
         )
         self.predicted_point = self._point(
-            explanation, explanation.predicted_speedup, "x", QCoreApplication.translate("Charts", "predicted")
+            explanation,
+            explanation.predicted_decode_speedup,
+            "x",
+            QCoreApplication.translate("Charts", "decode speed-up, predicted"),
         )
         self.setXRange(0, 1)
 
     def _point(
         self, explanation: Explanation, speedup: float | None, symbol: str, name: str
     ) -> pg.ScatterPlotItem | None:
-        if speedup is None or explanation.acceptance_rate is None or not explanation.what_if:
+        if speedup is None or explanation.alpha is None or not explanation.what_if:
             return None
         item = pg.ScatterPlotItem(
-            [explanation.acceptance_rate],
+            [explanation.alpha],
             [speedup],
             symbol=symbol,
             size=13,
@@ -229,29 +240,42 @@ class WhatIfChart(pg.PlotWidget):
             name=name,
         )
         self.addItem(item)
+        self.legend.addItem(item, name)
         return item
 
 
 class SweepChart(WhatIfChart):
-    """The drafter experiment: each drafting arm at (its acceptance, its measured speed-up),
-    over the what-if curves of the first drafting arm's measured costs."""
+    """The drafter experiment: each drafting arm at (its acceptance α, its measured decode
+    speed-up) — the quantity of the what-if curves of the first drafting arm's measured costs.
+    Each arm has its own symbol, named in the legend below the plot (no text over the data)."""
+
+    SYMBOLS = ("s", "t", "d", "star", "p", "h", "t1", "t2", "t3", "+")
+    ARM_COLOURS = ("#2c3e50", "#e67e22", "#16a085", "#8e44ad", "#7f8c8d")
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
         super().__init__(explanation, parent)
         self.setTitle(QCoreApplication.translate("Charts", "Each drafter on the what-if curves"))
-        self.arms = pg.ScatterPlotItem(size=11, symbol="s", brush=pg.mkBrush("#2c3e50"))
+        self.arms = pg.ScatterPlotItem(size=11)
         self.addItem(self.arms)
-        self.labels: list[pg.TextItem] = []
+        self.names: list[str] = []
+        self._samples: list[pg.ScatterPlotItem] = []
 
     def set_points(self, points: list[tuple[float, float, str]]) -> None:
-        """(acceptance α, measured speed-up, label) per drafting arm."""
-        self.arms.setData([p[0] for p in points], [p[1] for p in points])
-        for label in self.labels:
-            self.removeItem(label)
-        self.labels = []
-        for alpha, speedup, name in points:
-            right = alpha > 0.6  # near α = 1 the label goes left of its point, inside the plot
-            label = pg.TextItem(name, anchor=(1, 1) if right else (0, 1), color="#2c3e50")
-            label.setPos(alpha, speedup)
-            self.addItem(label)
-            self.labels.append(label)
+        """(acceptance α, measured decode speed-up, label) per drafting arm."""
+        styles = [self._style(i) for i in range(len(points))]
+        self.arms.setData(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            symbol=[symbol for symbol, _ in styles],
+            brush=[pg.mkBrush(colour) for _, colour in styles],
+        )
+        for sample in self._samples:
+            self.legend.removeItem(sample)
+        self._samples, self.names = [], [name for _, _, name in points]
+        for (symbol, colour), name in zip(styles, self.names):
+            sample = pg.ScatterPlotItem(size=11, symbol=symbol, brush=pg.mkBrush(colour))  # legend only
+            self.legend.addItem(sample, name)
+            self._samples.append(sample)
+
+    def _style(self, index: int) -> tuple[str, str]:
+        return self.SYMBOLS[index % len(self.SYMBOLS)], self.ARM_COLOURS[index % len(self.ARM_COLOURS)]

@@ -3,6 +3,8 @@ character-level diff, and one big line that answers "is it faster, and is it the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
@@ -28,6 +30,7 @@ from app.engine.analysis.compare import (
     stored_notes,
     verdict_reasons,
 )
+from app.engine.analysis.explanation import alpha_of, format_percent, format_ratio, format_tokens
 from app.engine.events import RunResult
 from app.ui.common.conversation import TokenRecord
 from app.ui.common.formatting import how_made
@@ -45,7 +48,7 @@ def _say(phrase: Phrase) -> str:
 
 
 def verdict_line(comparison: Comparison) -> str:
-    """The big line: "Identical answer · 1.8× faster"."""
+    """The big line: "Identical answer · 1.80× faster decoding" (the decode speed-up)."""
     return _say(headline(comparison))
 
 
@@ -137,15 +140,27 @@ class CompareDialog(QDialog):
         return self.why_dialog
 
     def _stats_table(self, speculative: RunResult, baseline: RunResult) -> QTableWidget:
+        comparison = self.comparison
+        alpha = alpha_of(speculative)
+
+        def speedup(value: float) -> Callable[[RunResult], str]:
+            return lambda r: (format_ratio(value) if value > 0 else "—") if r is speculative else "1.00×"
+
         rows = [
             (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),
             (self.tr("Tokens/s"), lambda r: f"{r.stats.tokens_per_s:.1f}"),
+            (self.tr("Decode speed-up (prefill left out)"), speedup(comparison.decode_speedup)),
+            (self.tr("Whole-run speed-up (prefill included)"), speedup(comparison.whole_run_speedup)),
             (self.tr("New tokens"), lambda r: str(r.stats.new_tokens)),
             (self.tr("Target passes"), lambda r: str(r.stats.target_passes)),
-            (self.tr("Tokens per target pass"), lambda r: f"{r.stats.tokens_per_pass:.2f}"),
+            (self.tr("Tokens per target pass"), lambda r: format_tokens(r.stats.tokens_per_pass)),
             (
-                self.tr("Draft acceptance"),
-                lambda r: f"{r.stats.acceptance_rate:.0%}" if r.speculative else "—",
+                self.tr("Acceptance α (per position the target judged)"),
+                lambda r: format_percent(alpha) if r is speculative and alpha is not None else "—",
+            ),
+            (
+                self.tr("Drafts accepted, of all proposed"),
+                lambda r: format_percent(r.stats.drafts_accepted_share) if r.speculative else "—",
             ),
         ]
         table = QTableWidget(len(rows), 2, self)

@@ -84,16 +84,16 @@ class ExplainDialog(QDialog):
         k = e.k_used
         rows = [
             (
-                "acceptance",
+                "alpha",
                 self.tr("Acceptance α (per position the target judged)"),
-                _percent(e.acceptance_rate),
+                _percent(e.alpha),
             ),
             (
                 "accepted_share",
                 self.tr("Drafts accepted, of all proposed"),
                 _percent(e.drafts_accepted_share),
             ),
-            ("tokens_per_pass", self.tr("Tokens per target pass"), format_tokens(e.mean_tokens_per_pass)),
+            ("tokens_per_pass", self.tr("Tokens per target pass"), format_tokens(e.tokens_per_pass)),
             (
                 "draft_cost",
                 self.tr("Cost of drafting one token, c (× a plain pass)"),
@@ -104,8 +104,13 @@ class ExplainDialog(QDialog):
                 self.tr("Cost of a pass over {0} tokens, v({1}) (× a plain pass)").format(k + 1, k),
                 _ratio(e.verify_cost_ratio),
             ),
-            ("predicted", self.tr("Predicted speed-up"), _ratio(e.predicted_speedup)),
-            ("measured", self.tr("Measured speed-up (decode tokens per second)"), _ratio(e.measured_speedup)),
+            ("predicted", self.tr("Predicted decode speed-up"), _ratio(e.predicted_decode_speedup)),
+            ("measured", self.tr("Decode speed-up, measured (prefill left out)"), _ratio(e.decode_speedup)),
+            (
+                "whole_run",
+                self.tr("Whole-run speed-up, measured (prefill included)"),
+                _ratio(e.whole_run_speedup),
+            ),
             ("plain_cost", self.tr("Cost of a plain pass"), self._plain_cost_note()),
         ]
         form = QFormLayout()
@@ -121,7 +126,12 @@ class ExplainDialog(QDialog):
         e = self.explanation
         ms = NONE if e.plain_pass_s is None else f"{e.plain_pass_s * 1000:.0f}"
         if e.plain_cost_source == "baseline":
-            return self.tr("{0} ms, measured on the plain run").format(ms)
+            return self.tr("{0} ms: the mean of the plain run's passes").format(ms)
+        if e.plain_cost_source == "own_plain_steps" and self.has_baseline:
+            return self.tr(
+                "{0} ms: the mean of this run's own passes that checked no draft (timed under the same "
+                "load as its other passes)"
+            ).format(ms)
         if e.plain_cost_source == "own_plain_steps":
             return self.tr(
                 "{0} ms, from this answer's own passes that checked no draft (no comparison yet)"
@@ -138,7 +148,7 @@ class ExplainDialog(QDialog):
         self.tabs.addTab(self.acceptance_charts, self.tr("Acceptance"))
         self.tabs.addTab(self.timeline_chart, self.tr("Timeline"))
         self.tabs.addTab(self.what_if_chart, self.tr("What if"))
-        if e.acceptance_rate is None:
+        if e.alpha is None:
             self.what_if_chart.setTitle(self.tr("What if: this run checked no drafts"))
         elif not e.what_if:
             self.what_if_chart.setTitle(self.tr("What if: needs the cost of a plain pass (run a comparison)"))

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.explanation import Explanation, explain, format_percent, format_ratio
+from app.engine.analysis.explanation import Explanation, explain, format_percent, format_ratio, format_tokens
 from app.engine.config import DRAFT_MODEL, LOOKUP
 
 if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
@@ -56,7 +56,16 @@ class SweepDialog(QDialog):
     run_requested = Signal(list, list)  # drafter choices (LOOKUP / DRAFT_MODEL), k values (None: auto)
     cancel_requested = Signal()
 
-    COLUMNS = ("drafter", "tokens/s", "speed-up", "alpha", "accepted", "tokens/pass", "answer")
+    COLUMNS = (
+        "drafter",
+        "tokens/s",
+        "decode_speedup",
+        "whole_run_speedup",
+        "alpha",
+        "drafts_accepted_share",
+        "tokens_per_pass",
+        "answer",
+    )
 
     def __init__(self, available: list[str], draft_name: str | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -98,10 +107,11 @@ class SweepDialog(QDialog):
             [
                 self.tr("Drafter"),
                 self.tr("Tokens/s"),
-                self.tr("Speed-up"),
+                self.tr("Decode speed-up"),
+                self.tr("Whole-run speed-up"),
                 self.tr("Acceptance α"),
                 self.tr("Drafts accepted"),
-                self.tr("Tokens per pass"),
+                self.tr("Tokens per target pass"),
                 self.tr("Answer"),
             ]
         )
@@ -143,20 +153,21 @@ class SweepDialog(QDialog):
             if row.identical
             else self.tr("differs from token {0}").format(row.first_difference)
         )
-        alpha = explanation.acceptance_rate if explanation is not None else None
-        accepted = "—" if row.arm.drafter == NONE else format_percent(stats.acceptance_rate)
+        alpha = explanation.alpha if explanation is not None else None
+        accepted = "—" if row.arm.drafter == NONE else format_percent(stats.drafts_accepted_share)
         cells = (
             self._arm_label(row),
             f"{stats.tokens_per_s:.1f}",
-            format_ratio(row.speedup),
+            format_ratio(row.decode_speedup),  # the chart's y, the Why panel's measured speed-up
+            format_ratio(row.whole_run_speedup),
             "—" if alpha is None else format_percent(alpha),  # the Why panel's α, the chart's x
             accepted,
-            f"{stats.tokens_per_pass:.2f}",
+            format_tokens(stats.tokens_per_pass),
             same,
         )
         for c, text in enumerate(cells):
             item = QTableWidgetItem(text)
-            if c in (1, 2, 3, 4, 5):
+            if 0 < c < len(cells) - 1:
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.setItem(r, c, item)
         self.status.setText(self.tr("{0} of {1} runs done").format(len(self.rows), self._planned))
@@ -180,11 +191,11 @@ class SweepDialog(QDialog):
                 self.tr("Cancelled after {0} of {1} runs.").format(len(self.rows), self._planned)
             )
         else:
-            best = max(self.rows, key=lambda row: row.speedup, default=None)
+            best = max(self.rows, key=lambda row: row.decode_speedup, default=None)
             if best is not None:
                 self.status.setText(
-                    self.tr("Done. Fastest: {0} ({1} the plain speed).").format(
-                        self._arm_label(best), format_ratio(best.speedup)
+                    self.tr("Done. Fastest: {0} (decode speed-up {1}).").format(
+                        self._arm_label(best), format_ratio(best.decode_speedup)
                     )
                 )
 
@@ -250,8 +261,8 @@ class SweepDialog(QDialog):
             self._layout.addWidget(self.chart, 1)
         self.chart.set_points(
             [
-                (e.acceptance_rate, row.speedup, self._arm_label(row))
+                (e.alpha, row.decode_speedup, self._arm_label(row))
                 for e, row in measured
-                if e.acceptance_rate is not None
+                if e.alpha is not None
             ]
         )
