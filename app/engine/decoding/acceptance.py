@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from app.engine.config import GenerationConfig
-from app.engine.decoding.sampling import RepetitionPenalty, gumbel_argmax, probabilities, sample
+from app.engine.decoding.sampling import RepetitionPenalty, greedy_token, gumbel_argmax, probabilities, sample
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ def _first_mismatch(drafts: list[int], choices: list[int]) -> Verdict:
 
 
 def accept_greedy(target_logits: torch.Tensor, drafts: list[int]) -> Verdict:
-    """Greedy: the target's argmax decides.  target_logits: [m+1, V]"""
-    return _first_mismatch(drafts, target_logits.argmax(dim=-1).tolist())
+    """Greedy: the target's argmax decides (``greedy_token``'s tie rule).  target_logits: [m+1, V]"""
+    return _first_mismatch(drafts, greedy_token(target_logits).tolist())
 
 
 def accept_seed_invariant(
@@ -99,7 +99,7 @@ class Rule:
     def choose_draft(self, logits: torch.Tensor, q: torch.Tensor, position: int) -> int:
         """The drafter's token for one absolute position.  logits: [V]; q: ``probs(logits)`` [V]"""
         if self.config.greedy:
-            return int(logits.argmax())
+            return int(greedy_token(logits))
         if self.config.sampling == "seed-invariant":
             return gumbel_argmax(logits[None], self.config, position)[0]
         return sample(q, self.generator)

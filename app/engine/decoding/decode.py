@@ -26,6 +26,7 @@ from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
 from app.engine.decoding.detok import IncrementalDetokenizer
 from app.engine.decoding.drafters import Drafter, Proposal
+from app.engine.decoding.sampling import greedy_token
 from app.engine.events import RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
 
@@ -121,7 +122,7 @@ def _target_rows(target: CachedModel, tokens: list[int], drafts: list[int], new_
 class _Readout:
     """What the events need from a pass, on the host, per row j of ``[m+1, V]``."""
 
-    top1: list[int]  # the target's argmax
+    top1: list[int]  # the target's greedy token (``greedy_token``: lowest id among ties)
     margin: list[float]  # top-1 minus top-2 logit
     p_at_draft: list[float]  # p_target(d_{j+1}) (row m: unused)
     p_at_top1: list[float]  # p_target(top1)
@@ -129,16 +130,18 @@ class _Readout:
 
 
 def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Readout:
-    """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads)."""
-    top = torch.topk(logits.float(), 2, dim=-1)  # values, indices: [m+1, 2]
+    """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads).
+    The token is ``greedy_token``'s, never topk's index: topk may order equal values otherwise."""
+    top = torch.topk(logits.float(), 2, dim=-1).values  # [m+1, 2]: the margin only
+    top1 = greedy_token(logits)[:, None]  # [m+1, 1]
     draft_ids = torch.tensor(drafts + [0], device=p.device)[:, None]  # [m+1, 1]; last row a dummy
     table = torch.cat(
         [
-            top.indices[:, :1].to(p.dtype),  # exact: vocabularies are far below 2^24
-            top.values[:, :1] - top.values[:, 1:],
+            top1.to(p.dtype),  # exact: vocabularies are far below 2^24
+            top[:, :1] - top[:, 1:],
             p.gather(1, draft_ids),
-            p.gather(1, top.indices[:, :1]),
-            top.values[:, :1],
+            p.gather(1, top1),
+            top[:, :1],
         ],
         dim=1,
     ).tolist()  # [m+1, 5]

@@ -53,6 +53,17 @@ def probabilities(logits: torch.Tensor, config: GenerationConfig) -> torch.Tenso
     return filter_logits(logits, config).softmax(dim=-1)
 
 
+def greedy_token(logits: torch.Tensor) -> torch.Tensor:
+    """The greedy choice per row: the highest logit, and among ties the LOWEST id.  [..., V] → [...]
+
+    The one tie rule for every greedy decision (the target's token, the draft's, acceptance,
+    seed-invariant sampling's argmax): it is ``torch.argmax``'s documented rule, which Hugging
+    Face ``generate`` uses. ``torch.topk``'s indices are NOT this rule (on a large vocabulary it
+    can return a later id among equal values), and bf16 logits tie often, so a greedy token must
+    never be read from ``topk``."""
+    return logits.argmax(dim=-1)
+
+
 def sample(probs: torch.Tensor, generator: torch.Generator) -> int:
     """One draw from a probability row ``[V]``."""
     return int(torch.multinomial(probs.float().cpu(), 1, generator=generator))
@@ -79,7 +90,7 @@ def gumbel_argmax(logits: torch.Tensor, config: GenerationConfig, first_position
     filtered = filter_logits(logits, config).cpu()  # [T, V]
     vocab = filtered.shape[-1]
     noise = torch.stack([gumbel_noise(config.seed, first_position + j, vocab) for j in range(len(filtered))])
-    return (filtered + noise).argmax(dim=-1).tolist()
+    return greedy_token(filtered + noise).tolist()
 
 
 def top2_margin(logits: torch.Tensor) -> list[float]:

@@ -1,0 +1,40 @@
+"""One tie rule for every greedy decision: the highest logit, and among equal logits the
+lowest id (``torch.argmax``'s documented rule, which Hugging Face ``generate`` follows).
+bf16 logits tie often, so the target's token, the draft's and acceptance must all use it."""
+
+from __future__ import annotations
+
+import torch
+
+from app.engine.config import GenerationConfig
+from app.engine.decoding.acceptance import Rule, accept_greedy
+from app.engine.decoding.decode import _readout
+from app.engine.decoding.sampling import greedy_token
+
+VOCAB = 50_000  # large enough that torch.topk orders equal values otherwise than argmax
+TIED = (7, 300, 40_000)
+
+
+def tied_logits(rows: int) -> torch.Tensor:
+    logits = torch.zeros(rows, VOCAB, dtype=torch.bfloat16)
+    logits[:, list(TIED)] = 1.0
+    return logits
+
+
+def test_greedy_token_is_the_lowest_id_among_ties():
+    assert greedy_token(tied_logits(3)).tolist() == [7, 7, 7]
+    assert int(greedy_token(tied_logits(1)[0])) == 7
+
+
+def test_the_target_the_draft_and_acceptance_break_ties_alike():
+    config = GenerationConfig(temperature=0.0)
+    rule = Rule(config)
+    logits = rule.logits(tied_logits(3), [1, 2], [7, 7])
+    p = rule.probs(logits)
+    seen = _readout(logits, p, [7, 7])
+    assert seen.top1 == [7, 7, 7]  # the target's token as decoding reads it (not topk's index)
+    assert rule.choose_draft(logits[0], p[0], 2) == 7
+    # the drafts are the greedy tokens, so both pass and the bonus is the greedy token too
+    assert rule.verify(logits, p, [7, 7], None, 2, argmax=seen.top1).n_accepted == 2
+    assert accept_greedy(logits, [7, 7]).next_token == 7
+    assert seen.margin == [0.0, 0.0, 0.0]
