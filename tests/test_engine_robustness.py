@@ -1,0 +1,56 @@
+"""What a hostile user found in the engine's Python API: a stale stream resumed after another
+answer, a lone surrogate in a message, and an answer naming a drafter the engine skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine import Engine, GenerationConfig
+from app.engine.errors import StaleStreamError
+
+PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
+GREEDY = GenerationConfig(max_new_tokens=12, k=3, auto_k=False)
+
+
+def test_resuming_a_stream_after_another_answer_raises(load_tiny):
+    engine = Engine(load_tiny("llama"), lookup=True)
+    old = engine.stream(PROMPT, GREEDY)
+    next(old)
+    engine.generate("def add(a, b):", GREEDY)  # moves the caches to another conversation
+    with pytest.raises(StaleStreamError, match="another answer"):
+        next(old)
+    # the engine is still fine, and the same question answers as it would have
+    fresh = Engine(load_tiny("llama"), lookup=True).generate(PROMPT, GREEDY)
+    assert engine.generate(PROMPT, GREEDY).token_ids == fresh.token_ids
+
+
+def test_a_finished_or_abandoned_stream_does_not_disturb_the_next(load_tiny):
+    engine = Engine(load_tiny("llama"), lookup=True)
+    abandoned = engine.stream(PROMPT, GREEDY)
+    next(abandoned)
+    abandoned.close()  # the consumer stopped early: nothing to raise
+    assert len(list(engine.stream(PROMPT, GREEDY))) >= 1
+
+
+@pytest.mark.parametrize("text", ["caf\udce9 ok", "lone \ud800 high", "\udcff"])
+def test_a_lone_surrogate_in_a_message_is_replaced_not_an_engine_error(load_tiny, text):
+    engine = Engine(load_tiny("llama"), lookup=True)
+    clean = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    assert "\ufffd" in clean
+    ids = engine.prompt_ids([{"role": "user", "content": text}])
+    assert ids == engine.prompt_ids([{"role": "user", "content": clean}])
+    result = engine.generate([{"role": "user", "content": text}], GREEDY)
+    assert result.stats.new_tokens > 0
+
+
+def test_an_answer_names_no_draft_model_when_the_engine_skipped_it(load_tiny):
+    engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
+    config = GenerationConfig(max_new_tokens=8, k=3, auto_k=True)
+    drafted = engine.generate(PROMPT, config)
+    assert drafted.drafter == drafted.made_by.drafter != "none" and drafted.speculative
+    engine.reset()
+    engine.chooser.worth_catching_up = lambda *args: False  # the catch-up would not be repaid
+    skipped = engine.generate(PROMPT, config)
+    assert skipped.stats.draft_passes == 0 and skipped.stats.proposed == 0
+    assert skipped.drafter == skipped.made_by.drafter == "none"
+    assert not skipped.speculative and skipped.made_by.draft_dtype is None
