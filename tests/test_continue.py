@@ -101,3 +101,23 @@ def test_a_continued_answer_is_prompted_with_its_own_ids_after_the_question(load
     conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": "😁"}]
     asked = engine.prompt_ids(conversation[:1])
     assert engine.prompt_ids(conversation, continue_answer=True, answer_ids=ids) == asked + ids
+
+
+def test_a_saved_answer_gives_continue_its_exact_ids(load_tiny):
+    from app.ui.common.conversation import Message
+
+    engine = Engine(load_tiny("qwen2"), lookup=True)
+    cut = engine.generate(SPLIT_PROMPT, GenerationConfig(max_new_tokens=2, k=3))
+    message = Message("assistant", "", config=GenerationConfig(max_new_tokens=2).to_dict())
+    for step in cut.steps:
+        message.add_step(step)
+    message.finish(cut)
+    restored = Message.from_json(message.to_json())  # as saved and opened again
+    assert restored.token_ids() == tuple(cut.token_ids)  # rejected drafts left out
+    assert restored.can_continue
+    # an answer cut inside its first character has no text yet, but can go on
+    no_text = Message("assistant", "", records=restored.records, stop_reason="cancelled")
+    assert no_text.can_continue
+    old = Message.from_json({**message.to_json(), "records": [[r.text, r.kind, r.step, -1, None, None, None]
+                                                             for r in restored.records]})
+    assert old.token_ids() is None  # a file without ids: Continue falls back to the text

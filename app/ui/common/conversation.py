@@ -112,7 +112,8 @@ class Message:
     @property
     def can_continue(self) -> bool:
         """A cut answer (stopped, or out of new tokens) that generation can go on with."""
-        return self.role == "assistant" and bool(self.content) and self.stop_reason in CONTINUABLE
+        started = bool(self.content) or self.token_ids() is not None  # cut inside its first character: ids only
+        return self.role == "assistant" and started and self.stop_reason in CONTINUABLE
 
     def token_ids(self) -> tuple[int, ...] | None:
         """The answer's exact token ids (what Continue goes on from), or None when a record
