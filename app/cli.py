@@ -223,6 +223,7 @@ def _common_options() -> argparse.ArgumentParser:
     gen.add_argument(
         "--sampling",
         type=_keyword("standard", "seed-invariant"),
+        metavar="{standard,seed-invariant}",
         default="standard",
         help="seed-invariant: same seed, same text with and without speculation",
     )

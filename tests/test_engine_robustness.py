@@ -54,3 +54,35 @@ def test_an_answer_names_no_draft_model_when_the_engine_skipped_it(load_tiny):
     assert skipped.stats.draft_passes == 0 and skipped.stats.proposed == 0
     assert skipped.drafter == skipped.made_by.drafter == "none"
     assert not skipped.speculative and skipped.made_by.draft_dtype is None
+
+
+def _kv_bytes(engine: Engine) -> int:
+    cache = engine._target_kv._cache
+    if cache is None:
+        return 0
+    storages = {id(t.untyped_storage()): t.untyped_storage().nbytes() for layer in cache.layers
+                for t in (layer.keys, layer.values) if t is not None}
+    return sum(storages.values())
+
+
+def test_what_the_engine_keeps_follows_the_conversation_not_the_number_of_turns(load_tiny):
+    """A soak's memory rose with a growing conversation: the KV cache (what lets a follow-up
+    turn prefill only its new tokens) grows with the context and nothing else does. A fresh
+    conversation afterwards holds only its own cache; the lookup index and the chooser's
+    measurements stay bounded."""
+    engine = Engine(load_tiny("llama"), lookup=True)
+    config = GenerationConfig(max_new_tokens=8, k=3)
+    messages: list[dict[str, str]] = []
+    for i in range(8):
+        messages.append({"role": "user", "content": f"Turn {i}: the quick brown fox."})
+        messages.append({"role": "assistant", "content": engine.generate(messages, config).text})
+    per_token = _kv_bytes(engine) / len(engine._target_kv.tokens)
+    assert per_token > 0
+    fresh = []
+    for _ in range(6):
+        engine.generate("A fresh chat: hello", config)
+        lookup = engine._drafters["lookup"]
+        fresh.append((_kv_bytes(engine), sum(len(t) for t in lookup.index.tables.values())))
+        # the cache holds this conversation only, not the long one before it
+        assert _kv_bytes(engine) <= 2 * per_token * len(engine._target_kv.tokens)
+    assert len(set(fresh[1:])) == 1  # the same short chat again and again: nothing accumulates
