@@ -21,12 +21,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     from app.cli import COMMANDS
 
-    if args and (args[0] in COMMANDS or args[0] in ("-h", "--help")):
+    if args and (args[0] in COMMANDS or args[0] in ("-h", "--help", "--version")):
         from app.cli import main as cli_main
 
         return cli_main(args)
     if args and args[0] == "gui":
         args = args[1:]
+        if any(a in ("-h", "--help", "--version") for a in args):
+            return _gui_help(version_only="--version" in args and not {"-h", "--help"} & set(args))
     elif args and not args[0].startswith("-"):
         return _unknown_command(args[0], COMMANDS)
     try:
@@ -41,6 +43,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     return gui_main(args)
+
+
+def _gui_help(version_only: bool) -> int:
+    """``gui --help`` / ``gui --version``: answered here, without opening a window."""
+    from app import __version__
+    from app.cli import COMMANDS
+
+    if version_only:
+        sys.stdout.write(f"SpecChat {__version__}\n")
+        return 0
+    sys.stdout.write(
+        "usage: python -m app [gui] [Qt options]\n\n"
+        "Opens the SpecChat desktop app. Qt's own options (e.g. -style fusion, -platform xcb) are "
+        "passed to it.\n"
+        f"Headless commands: {', '.join(COMMANDS)} (python -m app COMMAND --help).\n"
+    )
+    return 0
 
 
 def _unknown_command(word: str, commands: Sequence[str]) -> int:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from app import __version__
 from app.engine.config import MAX_REPETITION_PENALTY, MAX_SEED, MIN_REPETITION_PENALTY, GenerationConfig
 from app.engine.errors import SpecChatError
 
@@ -104,27 +105,61 @@ def _non_empty(text: str) -> str:
     return text
 
 
+SOURCE_KEYWORDS = ("default", "lookup")  # model sources that are words, not paths or hub ids
+
+
+def _source(text: str) -> str:
+    """A model source: not empty (``--draft ''`` must not quietly mean prompt lookup); its
+    keywords in any case, like every other keyword option."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty: give a folder, a .gguf file or a Hub id")
+    return text.strip().lower() if text.strip().lower() in SOURCE_KEYWORDS else text
+
+
+def _keyword(*choices: str) -> Callable[[str], str]:
+    """An argparse ``type`` for a choice of words, accepted in any case (as --dtype, --device
+    and --threads are)."""
+
+    def parse(text: str) -> str:
+        word = text.strip().lower()
+        if word not in choices:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)} (got {text!r})")
+        return word
+
+    parse.__name__ = "choice"
+    return parse
+
+
 def _common_options() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     models = common.add_argument_group("models")
     models.add_argument(
         "--target",
+        type=_source,
         default="default",
         metavar="SRC",
         help="target model: 'default', a folder, a .gguf file or a Hub id (default: default)",
     )
-    models.add_argument("--draft", metavar="SRC", help="draft model (same tokenizer as the target)")
+    models.add_argument(
+        "--draft", type=_source, metavar="SRC", help="draft model (same tokenizer as the target)"
+    )
     models.add_argument(
         "--lookup",
         action="store_true",
         help="draft by prompt lookup (n-gram copy from the conversation); the default",
     )
-    models.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     models.add_argument(
-        "--dtype", default="auto", metavar="X", help="target dtype: auto, float32, bfloat16, float16"
+        "--device", type=_non_empty, default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)"
     )
     models.add_argument(
-        "--draft-dtype", metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
+        "--dtype",
+        type=_non_empty,
+        default="auto",
+        metavar="X",
+        help="target dtype: auto, float32, bfloat16, float16",
+    )
+    models.add_argument(
+        "--draft-dtype", type=_non_empty, metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
     )
     models.add_argument(
         "--threads",
@@ -187,7 +222,8 @@ def _common_options() -> argparse.ArgumentParser:
     )
     gen.add_argument(
         "--sampling",
-        choices=("standard", "seed-invariant"),
+        type=_keyword("standard", "seed-invariant"),
+        metavar="{standard,seed-invariant}",
         default="standard",
         help="seed-invariant: same seed, same text with and without speculation",
     )
@@ -217,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m app",
         description="SpecChat: speculative decoding you can see. Without a command it opens the desktop app.",
     )
+    parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     generate = commands.add_parser(
         "generate",
@@ -282,10 +319,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _drafter_list(text: str) -> list[str]:
+    from app.engine.analysis.sweep import NONE
+    from app.engine.config import DRAFT_MODEL, LOOKUP
+
+    keywords = (NONE, LOOKUP, DRAFT_MODEL)
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError("expected a comma-separated list such as none,lookup")
-    return items
+    return [item.lower() if item.lower() in keywords else item for item in items]
 
 
 def _k_list(text: str) -> list[int | None]:
@@ -293,7 +334,7 @@ def _k_list(text: str) -> list[int | None]:
     values: list[int | None] = []
     for item in (part.strip() for part in text.split(",")):
         if item:
-            values.append(None if item == "auto" else parse_k(item))
+            values.append(None if item.lower() == "auto" else parse_k(item))
     if not values:
         raise argparse.ArgumentTypeError("expected a comma-separated list such as 1,2,4,auto")
     return values
@@ -325,33 +366,75 @@ def generation_config(args: argparse.Namespace, *, speculative: bool = True) -> 
         top_p=args.top_p,
         seed=args.seed,
         sampling=args.sampling,
-        stop_strings=tuple(args.stop),
+        stop_strings=tuple(_utf8_text(stop, "--stop") for stop in args.stop),
         repetition_penalty=args.repetition_penalty,
     )
+
+
+MAX_INPUT_BYTES = 8 * 2**20  # a prompt or prompts file larger than this is refused, not read whole
+
+
+def _utf8_text(data: str | bytes, what: str) -> str:
+    """``data`` as text, or a ``UsageError`` naming the first byte that is not UTF-8. Text
+    from the command line or stdin carries such bytes as lone surrogates (Python's
+    ``surrogateescape``); no tokenizer can take those, so they are refused, not guessed at."""
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+            return data
+        except UnicodeEncodeError as error:
+            code = ord(data[error.start])
+            byte = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+            raise UsageError(f"{what} is not valid UTF-8 text ({byte} at character {error.start})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"{what} is not valid UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def _read_capped(stream: Any, what: str) -> bytes:
+    """At most ``MAX_INPUT_BYTES`` from a binary stream: an endless one (``/dev/zero``) is
+    refused after that many bytes instead of filling the memory."""
+    data: bytes = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"{what} is larger than {MAX_INPUT_BYTES // 2**20} MiB")
+    return data
 
 
 def conversation(prompt: str, system: str | None) -> Conversation:
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    messages = [{"role": "system", "content": system}] if system else []
+    prompt = _utf8_text(prompt, "the prompt")
+    messages = [{"role": "system", "content": _utf8_text(system, "--system")}] if system else []
     return messages + [{"role": "user", "content": prompt}]
 
 
 def read_prompt(args: argparse.Namespace) -> str:
     if args.prompt is None:
         raise UsageError("--prompt is required")
-    return sys.stdin.read() if args.prompt == "-" else args.prompt
+    if args.prompt != "-":
+        return _utf8_text(args.prompt, "--prompt")
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream without bytes underneath (tests, embedding)
+        text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+        if len(text) > MAX_INPUT_BYTES:
+            raise UsageError(f"the prompt on stdin is larger than {MAX_INPUT_BYTES // 2**20} MiB")
+        return _utf8_text(text, "the prompt on stdin")
+    return _utf8_text(_read_capped(buffer, "the prompt on stdin"), "the prompt on stdin")
 
 
 def read_prompts_file(path: Path) -> list[str]:
     """One prompt per non-blank line; the two characters ``\\n`` stand for a newline."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as file:
+            data = _read_capped(file, f"the prompts file {path}")
     except FileNotFoundError:
         raise UsageError(f"no prompts file at {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or error
-        raise UsageError(f"cannot read the prompts file {path}: {reason}") from None
+    except OSError as error:
+        raise UsageError(f"cannot read the prompts file {path}: {error.strerror or error}") from None
+    lines = _utf8_text(data, f"the prompts file {path}").splitlines()
     prompts = [line.replace("\\n", "\n") for line in lines if line.strip()]
     if not prompts:
         raise UsageError(f"the prompts file {path} has no prompts")
@@ -626,6 +709,8 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
         allow_pickle=args.allow_pickle,
+        cpu_kernels=args.cpu_kernels,
+        threads=args.threads,
         progress=_progress_printer(sys.stderr),
     )
     arms = plan_arms(choices, args.k_values or [2, 4, 8], engine.drafter_choices)

@@ -91,9 +91,11 @@ def _split_smoke_prompt(argv: list[str]) -> tuple[list[str], str | None]:
 def main(argv: Sequence[str] | None = None) -> int:
     qt_args, smoke_prompt = _split_smoke_prompt(list(argv or []))
     if _no_display():
+        from app.cli import COMMANDS
+
         sys.stderr.write(
             "specchat: error: no display found (DISPLAY and WAYLAND_DISPLAY are unset); the "
-            "commands generate, compare and bench work without one\n"
+            f"commands {', '.join(COMMANDS[:-1])} and {COMMANDS[-1]} work without one\n"
         )
         return 1
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

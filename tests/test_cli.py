@@ -218,7 +218,9 @@ def service_reports(monkeypatch: pytest.MonkeyPatch) -> list:
 
 
 def test_compare_json_is_the_services_report(models, capsys, service_reports):
-    data = run_json(capsys, "compare", *tiny(models, "--draft", models["draft"]), "--prompt", PROMPT)
+    # a fixed k: with auto k a 12-token answer may rightly skip the draft model (then named "none")
+    argv = tiny(models, "--draft", models["draft"], "--no-auto-k")
+    data = run_json(capsys, "compare", *argv, "--prompt", PROMPT)
     assert len(service_reports) == 1
     report = service_reports[0]
     assert data == json.loads(json.dumps(report.to_dict()))
@@ -346,6 +348,11 @@ def bad_inputs(models: dict[str, str], tmp: Path) -> dict[str, list[str]]:
         "missing prompts file": ["bench", *target, "--prompts-file", str(tmp / "none.txt")],
         "empty prompts file": ["bench", *target, "--prompts-file", str(empty)],
         "no command": [],
+        "empty draft": ["compare", *target, "--draft", "", "--prompt", "hi"],
+        "empty target": ["generate", "--target", "", "--prompt", "hi"],
+        "raw byte in the prompt": ["generate", *target, "--prompt", "caf\udce9 au lait"],  # argv's \xe9
+        "raw byte in a stop string": ["generate", *target, "--prompt", "hi", "--stop", "\udcff"],
+        "endless prompts file": ["bench", *target, "--prompts-file", "/dev/zero"],
     }
 
 
@@ -367,6 +374,11 @@ BAD_INPUT_NAMES = [
     "missing prompts file",
     "empty prompts file",
     "no command",
+    "empty draft",
+    "empty target",
+    "raw byte in the prompt",
+    "raw byte in a stop string",
+    "endless prompts file",
 ]
 
 
@@ -379,6 +391,77 @@ def test_bad_input_exits_2_with_one_line_on_stderr(name, models, capsys, tmp_pat
     assert len(err.splitlines()) == 1 and err.endswith("\n"), err
     assert err.startswith("specchat: error: ")
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("stdin", ["bytes", "text"])
+def test_a_prompt_on_stdin_that_is_not_utf8_exits_2_with_one_line(models, capsys, monkeypatch, stdin):
+    import io
+
+    raw = b"caf\xe9 au lait"  # Latin-1, not UTF-8
+    if stdin == "bytes":
+        stream = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape")
+    else:  # a text stream that decoded with surrogateescape, as Python does in a C locale
+        stream = io.StringIO(raw.decode("utf-8", "surrogateescape"))
+    monkeypatch.setattr(sys, "stdin", stream)
+    code, out, err = run_cli(capsys, "generate", *tiny(models), "--prompt", "-")
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1
+    assert "not valid UTF-8" in err and "0xe9" in err
+
+
+def test_a_prompts_file_beyond_the_size_cap_is_refused_before_it_is_read_whole(models, capsys, monkeypatch, tmp_path):
+    import app.cli
+
+    monkeypatch.setattr(app.cli, "MAX_INPUT_BYTES", 1000)
+    big = tmp_path / "big.txt"
+    big.write_text("a prompt\n" * 300)  # 2,700 bytes
+    code, out, err = run_cli(capsys, "bench", *tiny(models), "--prompts-file", str(big))
+    assert (code, out) == (2, "") and "larger than" in err and len(err.splitlines()) == 1
+
+
+def test_sweep_passes_the_kernel_and_thread_options_to_the_engine(capsys, monkeypatch):
+    from app.engine import Engine
+    from app.engine.errors import ModelLoadError
+
+    seen: dict = {}
+
+    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(kwargs)
+        raise ModelLoadError("stop here")
+
+    monkeypatch.setattr(Engine, "load", load)
+    argv = ["sweep", "--prompt", "hi", "--no-cpu-kernels", "--threads", "3", "--dtype", "BFloat16"]
+    assert run_cli(capsys, *argv)[0] == 2
+    assert seen["cpu_kernels"] is False and seen["threads"] == 3 and seen["dtype"] == "BFloat16"
+
+
+def test_keywords_are_accepted_in_any_case_everywhere():
+    from app.cli import parse_args
+
+    args = parse_args(
+        ["sweep", "--prompt", "hi", "--k-values", "AUTO,2", "--drafters", "NONE,Lookup", "--sampling",
+         "Seed-Invariant", "--threads", "AUTO", "--target", "DEFAULT", "--dtype", "BF16"]
+    )
+    assert args.k_values == [None, 2] and args.drafters == ["none", "lookup"]
+    assert args.sampling == "seed-invariant" and args.threads == "auto" and args.target == "default"
+
+
+def test_version_and_gui_help_answer_without_opening_the_window(monkeypatch, capsys):
+    import types
+
+    from app import __version__
+    from app.__main__ import main as app_main
+
+    opened: list[list[str]] = []
+    fake_gui = types.ModuleType("app.gui")
+    fake_gui.main = lambda argv: opened.append(list(argv)) or 7
+    monkeypatch.setitem(sys.modules, "app.gui", fake_gui)
+    assert app_main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"SpecChat {__version__}"
+    assert app_main(["gui", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert "desktop app" in help_text and "sweep" in help_text
+    assert app_main(["gui", "--version"]) == 0 and __version__ in capsys.readouterr().out
+    assert opened == []
 
 
 def test_keyboard_interrupt_exits_130_quietly(models, capsys, monkeypatch):
@@ -430,3 +513,6 @@ def test_the_app_without_a_display_says_so_in_one_line():
     )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no display" in done.stderr
+    from app.cli import COMMANDS
+
+    assert all(command in done.stderr for command in COMMANDS)  # sweep included

@@ -15,7 +15,9 @@ from app.engine.decoding import decode as decode_module
 from app.engine.events import RunStats, TokenInfo
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
-CONFIG = GenerationConfig(max_new_tokens=16, k=4)
+# a fixed k: with auto k the engine may skip the draft model for answers this short (its
+# catch-up would not be repaid), and the speculative arm then rightly names no drafter
+CONFIG = GenerationConfig(max_new_tokens=16, k=4, auto_k=False)
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +128,69 @@ def test_every_step_reads_the_clock_after_a_device_sync(engine, monkeypatch):
     monkeypatch.setattr(decode_module, "_sync", lambda device: devices.append(device.type))
     result = engine.generate(PROMPT, CONFIG)
     assert devices == ["cpu"] * (3 * len(result.steps))  # before drafting, after it, after verifying
+
+
+SAMPLED = replace(CONFIG, temperature=0.9, seed=5)
+
+
+def test_a_sampled_answer_with_automatic_k_is_not_checked_as_a_reproduction(load_tiny):
+    engine = Engine(load_tiny("llama"), lookup=True)  # prompt lookup: never skipped, always drafts
+    config = replace(SAMPLED, sampling="standard", auto_k=True)
+    assert not config.reproducible(drafted=True)
+    stored = engine.generate(PROMPT, config)
+    assert stored.speculative
+    # another sample from the same seed, as a rerun with other k per step may draw
+    other = replace(stored, tokens=stored.tokens[:2] + (TokenInfo(1, "?", "target"),) + stored.tokens[3:])
+    report = run_comparison(engine, PROMPT, config, stored=other)
+    assert report.stored is not None and report.stored.same_models
+    assert report.stored.reproduced is None and report.stored.sampled
+    assert "does not repeat an answer from its seed" in report.to_dict()["notes"][0]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        replace(SAMPLED, sampling="seed-invariant", auto_k=True),
+        replace(SAMPLED, sampling="standard", auto_k=False),
+        replace(SAMPLED, sampling="standard", auto_k=False, adaptive_k=True),
+        replace(SAMPLED, sampling="standard", speculative=False),
+    ],
+    ids=["seed-invariant", "fixed-k", "adaptive-k", "no-speculation"],
+)
+def test_modes_that_repeat_an_answer_from_its_seed_are_checked_and_do_repeat_it(engine, config):
+    assert config.reproducible(drafted=config.speculative)
+    stored = engine.generate(PROMPT, config)
+    report = run_comparison(engine, PROMPT, config, stored=stored)
+    assert report.stored is not None and report.stored.reproduced is True and not report.stored.sampled
+    altered = replace(stored, tokens=stored.tokens[:3] + (TokenInfo(1, "?", "target"),) + stored.tokens[4:])
+    assert run_comparison(engine, PROMPT, config, stored=altered).stored.reproduced is False
+
+
+def test_a_continued_answer_is_rerun_at_its_own_length(engine):
+    config = replace(CONFIG, max_new_tokens=8)
+    cut = engine.generate(PROMPT, config)
+    conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}]
+    rest = engine.generate(conversation, config, continue_answer=True, answer_ids=cut.token_ids)
+    stored = replace(
+        cut,
+        text=cut.text + rest.text,
+        tokens=cut.tokens + rest.tokens,
+        steps=(),
+        stats=cut.stats.followed_by(rest.stats),
+        stop_reason=rest.stop_reason,
+    )
+    assert stored.stats.new_tokens == 16 > config.max_new_tokens
+    report = run_comparison(engine, PROMPT, config, stored=stored)
+    assert report.speculative.stats.new_tokens == report.baseline.stats.new_tokens == 16
+    assert report.stored is not None and report.stored.reproduced is True
+
+
+def test_a_rerun_that_skips_the_draft_model_still_counts_as_the_same_models(load_tiny, monkeypatch):
+    engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
+    config = replace(CONFIG, auto_k=True)
+    stored = engine.generate(PROMPT, config)
+    assert stored.made_by is not None and stored.made_by.drafter == engine.drafter_name  # it drafted
+    monkeypatch.setattr(engine.chooser, "worth_catching_up", lambda *args: False)
+    report = run_comparison(engine, PROMPT, config, stored=stored)
+    assert report.speculative.made_by.drafter == "none"  # the rerun skipped it, and says so
+    assert report.stored is not None and report.stored.same_models and report.stored.reproduced is True

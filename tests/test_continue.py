@@ -3,6 +3,9 @@ assistant's open turn (no end-of-turn), and greedy decoding goes on where it sto
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
+
 from app.engine import Engine, GenerationConfig
 from app.engine.events import RunStats
 
@@ -52,3 +55,69 @@ def test_stats_of_a_continued_answer_add_up_and_keep_the_first_token_time():
     assert (both.new_tokens, both.target_passes, both.proposed, both.accepted) == (12, 6, 9, 6)
     assert both.time_to_first_token_s == 0.5 and both.prefill_s + both.decode_s == 2.0
     assert both.context_tokens == 10 + 12
+
+
+SPLIT_PROMPT = "東京 and 日本語 🙂🚀"  # the tiny qwen2 answers it with characters split across tokens
+
+
+def _cut_points(whole) -> list[int]:  # type: ignore[no-untyped-def]
+    """Token counts at which ``whole`` is cut inside a character (its piece so far is empty)."""
+    return [n for n in range(1, len(whole.tokens)) if whole.tokens[n - 1].text == ""]
+
+
+def test_continue_after_a_cut_inside_a_character_goes_on_from_the_exact_ids(load_tiny):
+    engine = Engine(load_tiny("qwen2"), lookup=True)
+    config = GenerationConfig(max_new_tokens=30, k=3)
+    whole = engine.generate(SPLIT_PROMPT, config)
+    cuts = _cut_points(whole)
+    assert len(cuts) >= 3  # the test needs cuts inside characters
+    for i, n in enumerate(cuts[:6]):
+        if i % 2:  # out of new tokens
+            cut = engine.generate(SPLIT_PROMPT, replace(config, max_new_tokens=n))
+            assert cut.stop_reason == "max_new_tokens"
+        else:  # Stop after the n-th token (one token per pass without speculation)
+            cancel = threading.Event()
+
+            def stop_after(step, n=n, cancel=cancel):  # type: ignore[no-untyped-def]
+                if step.stats.new_tokens >= n:
+                    cancel.set()
+
+            plain = replace(config, speculative=False)
+            cut = engine.generate(SPLIT_PROMPT, plain, cancel=cancel, on_step=stop_after)
+            assert cut.stop_reason == "cancelled"
+        assert cut.token_ids == whole.token_ids[:n]  # the exact tokens are kept
+        conversation = [{"role": "user", "content": SPLIT_PROMPT}, {"role": "assistant", "content": cut.text}]
+        rest = engine.generate(
+            conversation, replace(config, max_new_tokens=30 - n), continue_answer=True, answer_ids=cut.token_ids
+        )
+        assert cut.token_ids + rest.token_ids == whole.token_ids
+        assert cut.text + rest.text == whole.text  # no U+FFFD left where the character was cut
+        assert "\ufffd" not in cut.text[-1:] and not cut.text.endswith("\ufffd")
+
+
+def test_a_continued_answer_is_prompted_with_its_own_ids_after_the_question(load_tiny):
+    engine = Engine(load_tiny("qwen2"))
+    ids = engine.target.tokenizer.encode("😁🚀")[:-1]  # cut inside 🚀
+    conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": "😁"}]
+    asked = engine.prompt_ids(conversation[:1])
+    assert engine.prompt_ids(conversation, continue_answer=True, answer_ids=ids) == asked + ids
+
+
+def test_a_saved_answer_gives_continue_its_exact_ids(load_tiny):
+    from app.ui.common.conversation import Message
+
+    engine = Engine(load_tiny("qwen2"), lookup=True)
+    cut = engine.generate(SPLIT_PROMPT, GenerationConfig(max_new_tokens=2, k=3))
+    message = Message("assistant", "", config=GenerationConfig(max_new_tokens=2).to_dict())
+    for step in cut.steps:
+        message.add_step(step)
+    message.finish(cut)
+    restored = Message.from_json(message.to_json())  # as saved and opened again
+    assert restored.token_ids() == tuple(cut.token_ids)  # rejected drafts left out
+    assert restored.can_continue
+    # an answer cut inside its first character has no text yet, but can go on
+    no_text = Message("assistant", "", records=restored.records, stop_reason="cancelled")
+    assert no_text.can_continue
+    old = Message.from_json({**message.to_json(), "records": [[r.text, r.kind, r.step, -1, None, None, None]
+                                                             for r in restored.records]})
+    assert old.token_ids() is None  # a file without ids: Continue falls back to the text

@@ -33,6 +33,7 @@ _EXPORTS = {
     "IncompatibleModelsError": "errors",
     "InvalidSettingError": "errors",
     "PromptError": "errors",
+    "StaleStreamError": "errors",
     "LoadedModel": "models.loading",
     "load_model": "models.loading",
     "check_compatible": "models.loading",

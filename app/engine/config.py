@@ -61,6 +61,16 @@ class GenerationConfig:
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
+    def reproducible(self, drafted: bool) -> bool:
+        """Whether the same models give the same answer again from these settings (and seed).
+
+        Greedy and seed-invariant sampling do: the token at a position does not depend on the
+        drafts. Standard sampling does when its random draws come in the same order: without
+        drafting, or with a k the settings fix (fixed or adaptive). With automatic k the
+        number of drafts per step is chosen from measured timings, and each verified draft
+        uses a draw, so a rerun with the same seed may give another (equally valid) answer."""
+        return self.greedy or self.sampling == "seed-invariant" or not drafted or not self.auto_k
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values (stop strings as a list); ``from_dict`` reads it back."""
         data = asdict(self)

@@ -26,3 +26,7 @@ class InvalidSettingError(SpecChatError):
 
 class PromptError(SpecChatError):
     """The prompt is empty or does not fit the model's context."""
+
+
+class StaleStreamError(SpecChatError):
+    """An answer's stream was resumed after another answer started on the same engine."""

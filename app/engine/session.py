@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -24,7 +24,7 @@ from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
-from app.engine.errors import InvalidSettingError, PromptError, SpecChatError
+from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
@@ -32,6 +32,20 @@ from app.engine.runners.cpu_kernels import apply_threads
 from app.engine.runners.kv import CachedModel
 
 Conversation = str | Sequence[Mapping[str, str]]
+
+
+def _text(value: str) -> str:
+    """A message's text as the tokenizer can take it: a lone surrogate (a conversation file or
+    a ``surrogateescape``'d argument can hold one, and no tokenizer can encode it) becomes
+    U+FFFD, as any invalid UTF-8 does when it is decoded with replacement."""
+    if not isinstance(value, str):
+        raise PromptError(f"A message must be text, not {type(value).__name__}.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # through UTF-16: a split surrogate pair joins again, a lone surrogate becomes one U+FFFD
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return value
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
 
 
@@ -67,6 +81,8 @@ class Engine:
         self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
         # what passes cost on these models and how often drafts pass: kept across answers
         self.chooser = KChooser()
+        self._answers = 0  # answers started: a stream resumed after another started is stale
+        self._answer_drafter: Drafter | None = None  # what drafted the latest answer
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
@@ -162,9 +178,16 @@ class Engine:
             )
         return self._drafters[choice]
 
-    def made_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
-        """Which models, dtypes, device and settings make a run with ``config``."""
-        drafter = self._pick_drafter(drafter_choice)
+    def made_by(
+        self,
+        config: GenerationConfig,
+        drafter_choice: str | None = None,
+        drafted_by: Drafter | None | Literal["planned"] = "planned",
+    ) -> RunProvenance:
+        """Which models, dtypes, device and settings make a run with ``config``.
+        ``drafted_by``: the drafter an answer actually used (None: the engine skipped the draft
+        model for it); by default the one ``config`` and ``drafter_choice`` would use."""
+        drafter = self._pick_drafter(drafter_choice) if drafted_by == "planned" else drafted_by
         drafting = config.speculative and drafter is not None
         uses_model = drafting and isinstance(drafter, ModelDrafter)
         return RunProvenance(
@@ -176,22 +199,56 @@ class Engine:
             config=config.to_dict(),
         )
 
-    def prompt_ids(self, conversation: Conversation, continue_answer: bool = False) -> list[int]:
+    def prompt_ids(
+        self,
+        conversation: Conversation,
+        continue_answer: bool = False,
+        answer_ids: Sequence[int] | None = None,
+    ) -> list[int]:
         """The conversation as token ids, through the model's chat template when it has one.
 
-        ``continue_answer``: the last message is a cut assistant answer to go on with; it is
-        rendered as the assistant's turn without its closing end-of-turn."""
+        ``continue_answer``: the last message is a cut assistant answer to go on with. With
+        ``answer_ids`` (the cut answer's exact token ids, as the engine made them) the prompt
+        is the one the answer was made from followed by those ids, so the answer goes on
+        exactly where it stopped, even inside a character its text could not hold. Without
+        them the answer's text is tokenised again (rendered as the assistant's turn without its
+        closing end-of-turn), which is exact only when that gives back the same ids."""
+        return self._prompt(conversation, continue_answer, answer_ids)[0]
+
+    def _prompt(
+        self, conversation: Conversation, continue_answer: bool, answer_ids: Sequence[int] | None
+    ) -> tuple[list[int], int]:
+        """The prompt's ids, and how many of its last ids are the cut answer being continued."""
         messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
+        messages = [{k: _text(v) for k, v in m.items()} for m in messages]
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         if not last_user.strip():
             raise PromptError("The prompt is empty: write something to send.")
         if continue_answer and (messages[-1]["role"] != "assistant" or not messages[-1]["content"].strip()):
-            raise PromptError("There is no answer to continue: the last message is not a partial answer.")
+            if not (answer_ids and messages[-1]["role"] == "assistant"):
+                raise PromptError("There is no answer to continue: the last message is not a partial answer.")
+        if continue_answer and answer_ids:
+            asked = self._encode(messages[:-1], continue_answer=False)
+            ids, answer = asked + [int(i) for i in answer_ids], len(answer_ids)
+        elif continue_answer:
+            ids = self._encode(messages, continue_answer=True)
+            asked = self._encode(messages[:-1], continue_answer=False)
+            answer = len(ids) - len(asked) if ids[: len(asked)] == asked else 0
+        else:
+            ids, answer = self._encode(messages, continue_answer=False), 0
+        if len(ids) >= self.target.context_length:
+            raise PromptError(
+                f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
+                f"{self.target.context_length} tokens: shorten it or start a new chat."
+            )
+        return ids, answer
+
+    def _encode(self, messages: list[dict[str, str]], continue_answer: bool) -> list[int]:
         tokenizer = self.target.tokenizer
         if tokenizer.chat_template:
             try:
                 encoded: Any = tokenizer.apply_chat_template(
-                    [dict(m) for m in messages],
+                    messages,
                     tokenize=True,
                     continue_final_message=continue_answer,
                     add_generation_prompt=not continue_answer,
@@ -202,13 +259,7 @@ class Engine:
             ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         else:
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
-        ids = [int(i) for i in ids]  # a BatchEncoding's ids or a plain list
-        if len(ids) >= self.target.context_length:
-            raise PromptError(
-                f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
-                f"{self.target.context_length} tokens: shorten it or start a new chat."
-            )
-        return ids
+        return [int(i) for i in ids]  # a BatchEncoding's ids or a plain list
 
     def reset(self) -> None:
         """Forget the caches of earlier turns (the next call prefills everything)."""
@@ -228,36 +279,60 @@ class Engine:
         cancel: threading.Event | None = None,
         continue_answer: bool = False,
         drafter_choice: str | None = None,
+        answer_ids: Sequence[int] | None = None,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
-        ``continue_answer`` go on with the cut answer that ends the conversation.
-        ``drafter_choice`` overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``)."""
-        prompt = self.prompt_ids(conversation, continue_answer)
+        ``continue_answer`` go on with the cut answer that ends the conversation (from its
+        exact ``answer_ids`` when given, see ``prompt_ids``).
+        ``drafter_choice`` overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``).
+
+        The caches follow one answer at a time: once another ``stream`` or ``generate`` has
+        started on this engine, resuming this one raises ``StaleStreamError``."""
+        self._answers += 1
+        answer = self._answers
+        self._answer_drafter = None
+        prompt, answer_so_far = self._prompt(conversation, continue_answer, answer_ids)
         chosen = self._pick_drafter(drafter_choice)
         drafter = chosen if config.speculative else None
-        try:
-            yield from decode(
-                self._target_kv,
-                drafter,
-                prompt,
-                config,
-                self.target.tokenizer,
-                self._eos_ids,
-                self.target.context_length,
-                cancel,
-                self.chooser,
-            )
-        except torch.OutOfMemoryError as exc:
-            self.reset()
-            raise SpecChatError(
-                f"Out of memory while generating on {self.target.device}: try a shorter "
-                "conversation, a smaller k, or a smaller model."
-            ) from exc
-        except GeneratorExit:  # the consumer stopped early; caches are consistent between steps
-            raise
-        except BaseException:
-            self.reset()  # a half-finished pass leaves the caches in an unknown state
-            raise
+        self._answer_drafter = drafter
+
+        def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
+            self._answer_drafter = actual
+
+        steps = decode(
+            self._target_kv,
+            drafter,
+            prompt,
+            config,
+            self.target.tokenizer,
+            self._eos_ids,
+            self.target.context_length,
+            cancel,
+            self.chooser,
+            answer_so_far=answer_so_far,
+            on_drafter=used,
+        )
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration:
+                return
+            except torch.OutOfMemoryError as exc:
+                self.reset()
+                raise SpecChatError(
+                    f"Out of memory while generating on {self.target.device}: try a shorter "
+                    "conversation, a smaller k, or a smaller model."
+                ) from exc
+            except BaseException:
+                self.reset()  # a half-finished pass leaves the caches in an unknown state
+                raise
+            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
+            if self._answers != answer:
+                steps.close()
+                raise StaleStreamError(
+                    "This answer can no longer go on: another answer was generated on the same "
+                    "engine since, and the caches now hold that conversation. Start it again."
+                )
 
     def generate(
         self,
@@ -267,19 +342,19 @@ class Engine:
         on_step: Callable[[StepEvent], None] | None = None,
         continue_answer: bool = False,
         drafter_choice: str | None = None,
+        answer_ids: Sequence[int] | None = None,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice):
+        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice, answer_ids):
             steps.append(step)
             if on_step is not None:
                 on_step(step)
-        drafter = self._pick_drafter(drafter_choice)
-        speculative = config.speculative and drafter is not None
+        made_by = self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)
         return RunResult.from_steps(
             steps,
-            speculative=speculative,
-            drafter=drafter.name if speculative and drafter is not None else "none",
+            speculative=made_by.drafter != "none",
+            drafter=made_by.drafter,
             config=config.to_dict(),
-            made_by=self.made_by(config, drafter_choice),
+            made_by=made_by,
         )

@@ -62,6 +62,7 @@ class GenerateRequest:
     config: GenerationConfig
     cancel: threading.Event = field(default_factory=threading.Event)
     continue_answer: bool = False  # go on with the cut answer that ends the conversation
+    answer_ids: tuple[int, ...] | None = None  # that answer's exact token ids, when known
 
 
 @dataclass(frozen=True)
@@ -171,11 +172,18 @@ class EngineWorker(QObject):
         return load_id
 
     def request_generate(
-        self, conversation: Conversation, config: GenerationConfig, continue_answer: bool = False
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        continue_answer: bool = False,
+        answer_ids: tuple[int, ...] | None = None,
     ) -> int:
-        """Queue a run (after any queued load); returns its id for the signals."""
+        """Queue a run (after any queued load); returns its id for the signals. ``answer_ids``:
+        with ``continue_answer``, the cut answer's exact token ids (it goes on from them)."""
         self.start()
-        request = GenerateRequest(next(self._run_ids), conversation, config, continue_answer=continue_answer)
+        request = GenerateRequest(
+            next(self._run_ids), conversation, config, continue_answer=continue_answer, answer_ids=answer_ids
+        )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
@@ -356,7 +364,9 @@ class EngineWorker(QObject):
             self._steps.append((request.run_id, step))
 
         try:
-            more = {"continue_answer": True} if request.continue_answer else {}
+            more: dict[str, Any] = (
+                {"continue_answer": True, "answer_ids": request.answer_ids} if request.continue_answer else {}
+            )
             result = self._engine.generate(
                 request.conversation, request.config, cancel=request.cancel, on_step=on_step, **more
             )

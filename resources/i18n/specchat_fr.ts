@@ -335,6 +335,10 @@
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
         <translation>L’exécution avec spéculation diffère de la réponse enregistrée à partir du jeton {token}, bien que les mêmes modèles et réglages aient produit les deux.</translation>
     </message>
+    <message>
+        <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
+        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape)&#xa0;: les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+    </message>
 </context>
 <context>
     <name>Composer</name>

@@ -247,6 +247,7 @@ class StoredAnswerCheck:
     differences: tuple[str, ...]  # provenance fields that differ from the models used now
     reproduced: bool | None  # the rerun with speculation gave the stored tokens; None: not checked
     first_mismatch: int | None = None  # first token where the rerun left the stored answer
+    sampled: bool = False  # not checked: its sampling does not promise the same answer again
 
     @property
     def same_models(self) -> bool:
@@ -259,6 +260,7 @@ class StoredAnswerCheck:
             "differences": list(self.differences),
             "reproduced": self.reproduced,
             "first_mismatch": self.first_mismatch,
+            "sampled": self.sampled,
         }
 
 
@@ -403,6 +405,12 @@ STORED_NOTES = {
         "The run with speculation differs from the stored answer from token {token}, "
         "although the same models and settings made both.",
     ),
+    "sampled": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "This answer was sampled with automatic k, which does not repeat an answer from its seed "
+        "(the draws depend on how many drafts each step verified): the runs are new samples, "
+        "not a check of the stored answer.",
+    ),
 }
 
 
@@ -481,4 +489,6 @@ def stored_notes(report: ComparisonReport) -> tuple[Phrase, ...]:
         return (_phrase(STORED_NOTES["different"], then=check.made_by.describe(), now=now),)
     if check.reproduced is False:
         return (_phrase(STORED_NOTES["not_reproduced"], token=check.first_mismatch),)
+    if check.sampled:
+        return (_phrase(STORED_NOTES["sampled"]),)
     return ()

@@ -46,8 +46,8 @@ def run_comparison(
     """Run both arms fresh and compare them. ``stored``: an earlier answer to the same
     conversation that the person asked to compare; the report says whether the models that
     made it are the ones used now and whether the rerun reproduced it."""
-    if stored is not None and stored.stop_reason == "cancelled" and stored.stats.new_tokens > 0:
-        config = replace(config, max_new_tokens=stored.stats.new_tokens)  # the same length
+    if stored is not None and _cut_or_continued(stored, config):
+        config = replace(config, max_new_tokens=stored.stats.new_tokens)  # rerun at its own length
     spec_config, base_config = arm_configs(config)
     if warm_up:
         engine.warm_up()
@@ -65,18 +65,40 @@ def run_comparison(
         comparison=compare_runs(speculative, baseline),
         order=ORDER,
         cache_policy=CACHE_POLICY,
-        stored=None if stored is None else check_stored(stored, speculative, baseline),
+        stored=None if stored is None else check_stored(stored, speculative, baseline, config, engine),
     )
 
 
-def check_stored(stored: RunResult, speculative: RunResult, baseline: RunResult) -> StoredAnswerCheck:
-    """Did the models that made ``stored`` make the rerun, and did the rerun reproduce it?"""
+def _cut_or_continued(stored: RunResult, config: GenerationConfig) -> bool:
+    """A stored answer of another length than ``config`` gives: stopped, or made longer by
+    Continue (its new tokens add up past its settings' limit)."""
+    n = stored.stats.new_tokens
+    return n > 0 and (stored.stop_reason == "cancelled" or n > config.max_new_tokens)
+
+
+def check_stored(
+    stored: RunResult,
+    speculative: RunResult,
+    baseline: RunResult,
+    config: GenerationConfig,
+    engine: Engine | None = None,
+) -> StoredAnswerCheck:
+    """Did the models that made ``stored`` make the rerun, and did the rerun reproduce it?
+    The models are those ``engine`` has loaded for the rerun's arm (the rerun itself may have
+    skipped its draft model: that changes no model). Token ids are compared only where
+    ``config`` promises the same answer again from its seed (``GenerationConfig.reproducible``);
+    otherwise ``reproduced`` is None and ``sampled`` says why."""
     rerun = speculative if stored.speculative else baseline
-    if stored.made_by is None or rerun.made_by is None:
+    loaded = rerun.made_by
+    if engine is not None and loaded is not None:
+        loaded = engine.made_by(replace(config, speculative=stored.speculative))
+    if stored.made_by is None or loaded is None:
         return StoredAnswerCheck(stored.made_by, (), None)
-    differences = stored.made_by.differences(rerun.made_by)
+    differences = stored.made_by.differences(loaded)
     if differences:
         return StoredAnswerCheck(stored.made_by, differences, None)
+    if not config.reproducible(drafted=stored.speculative):
+        return StoredAnswerCheck(stored.made_by, (), None, sampled=True)
     ids, again = stored.token_ids, rerun.token_ids
     mismatch = next((i for i, (a, b) in enumerate(zip(ids, again)) if a != b), None)
     if mismatch is None and len(ids) != len(again):

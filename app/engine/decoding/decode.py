@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 
 import torch
@@ -31,6 +31,7 @@ from app.engine.events import RunStats, StepEvent, StopReason, TargetKind, Token
 from app.engine.runners.kv import CachedModel
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
+CONTINUABLE: tuple[StopReason, ...] = ("cancelled", "max_new_tokens")  # cuts an answer can go on from
 
 
 def _sync(device: torch.device) -> None:
@@ -56,8 +57,9 @@ class _Output:
         limit: int,
         stop_strings: tuple[str, ...],
         limit_reason: StopReason = "max_new_tokens",
+        context: tuple[int, ...] = (),
     ) -> None:
-        self.detok = IncrementalDetokenizer(tokenizer)
+        self.detok = IncrementalDetokenizer(tokenizer, context)
         self.eos_ids = eos_ids
         self.limit = limit
         self.limit_reason = limit_reason  # what ``limit`` is: max_new_tokens or the context's room
@@ -90,7 +92,11 @@ class _Output:
         return any(s in window for s in self.stop_strings)
 
     def finish(self, tokens: list[TokenInfo]) -> list[TokenInfo]:
-        """On the last step, give any undecoded remainder to the last token."""
+        """On the last step of an answer that ends for good, give any undecoded remainder to
+        the last token. A cut that Continue can go on from (``CONTINUABLE``) keeps an
+        incomplete last character in its ids only: the continuation emits it whole."""
+        if self.stop_reason in CONTINUABLE:
+            return tokens
         rest = self.detok.flush()
         if rest and tokens:
             tokens[-1] = replace(tokens[-1], text=tokens[-1].text + rest)
@@ -278,23 +284,31 @@ def decode(
     context_length: int,
     cancel: threading.Event | None = None,
     chooser: KChooser | None = None,
-) -> Iterator[StepEvent]:
+    answer_so_far: int = 0,
+    on_drafter: Callable[[Drafter | None], None] | None = None,
+) -> Generator[StepEvent, None, None]:
     """Generate an answer to ``prompt`` (token ids), yielding one event per target pass.
+    ``answer_so_far``: the prompt's last ids are a cut answer being continued (their text was
+    emitted already; an incomplete character among them is emitted whole once completed).
 
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
     ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
-    chooses each step's number of drafts, at most ``config.k``.
+    chooses each step's number of drafts, at most ``config.k``. ``on_drafter`` is told the
+    drafter this answer really uses (None when a draft model's catch-up would not be repaid).
     """
     rule = Rule(config)
     room = context_length - len(prompt)
     limit = min(config.max_new_tokens, room)
     limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
-    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason)
+    context = tuple(prompt[len(prompt) - answer_so_far :]) if answer_so_far > 0 else ()
+    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
     stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
     tokens = list(prompt)
     k = config.k
     index = 0
     drafter, unseen = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    if on_drafter is not None:
+        on_drafter(drafter)
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     while True:
         if cancel is not None and cancel.is_set():

@@ -4,6 +4,12 @@ Byte-level tokenizers split accents, CJK and emoji across tokens; decoding one t
 time would print U+FFFD. We decode a small window of recent ids and emit only the text that
 became complete (the approach of TGI and vLLM). Every piece is a suffix of settled text, so
 the pieces concatenate to the decoded answer.
+
+An answer cut where it can be continued (stopped, or out of new tokens) may end inside a
+character: its ids hold the incomplete bytes, its text only the complete characters, and a
+detokenizer started with those ids as ``context`` (``Continue``) emits that character whole
+as soon as the continuation completes it. An answer that ends for good flushes the rest
+(an incomplete character then shows as U+FFFD).
 """
 
 from __future__ import annotations
@@ -14,11 +20,16 @@ REPLACEMENT = "\ufffd"
 
 
 class IncrementalDetokenizer:
-    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, context: list[int] | tuple[int, ...] = ()) -> None:
+        """``context``: ids whose complete characters were already emitted (a cut answer being
+        continued); they are replayed, so an incomplete last character is emitted whole by
+        the first ``add`` that completes it, with the spacing it would have had uncut."""
         self.tokenizer = tokenizer
         self.ids: list[int] = []
         self._prefix_offset = 0  # window start: context so spaces and merges decode right
         self._read_offset = 0  # ids before this are already emitted
+        for token_id in context:
+            self.add(token_id)
 
     def _decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -34,6 +45,11 @@ class IncrementalDetokenizer:
         self._prefix_offset = self._read_offset
         self._read_offset = len(self.ids)
         return current[len(settled) :]
+
+    @property
+    def pending(self) -> bool:
+        """Whether ids are held back (an incomplete character at the end)."""
+        return self._read_offset < len(self.ids)
 
     def flush(self) -> str:
         """Whatever is left when the answer ends (an incomplete character shows as U+FFFD)."""

@@ -123,7 +123,10 @@ class ChatController(QObject):
         self._continuing = (answer.content, answer.run_stats)
         answer.stop_reason = answer.error = None
         run_id = self._worker.request_generate(
-            self.conversation.prompt(), GenerationConfig.from_dict(answer.config), continue_answer=True
+            self.conversation.prompt(),
+            GenerationConfig.from_dict(answer.config),
+            continue_answer=True,
+            answer_ids=answer.token_ids(),  # exact: its text cannot hold a cut character
         )
         self._answer_run = (run_id, answer)
         self._refresh(answer)

@@ -207,7 +207,14 @@ class Message:
     @property
     def can_continue(self) -> bool:
         """A cut answer (stopped, or out of new tokens) that generation can go on with."""
-        return self.role == "assistant" and bool(self.content) and self.stop_reason in CONTINUABLE
+        started = bool(self.content) or self.token_ids() is not None  # cut inside its first character: ids only
+        return self.role == "assistant" and started and self.stop_reason in CONTINUABLE
+
+    def token_ids(self) -> tuple[int, ...] | None:
+        """The answer's exact token ids (what Continue goes on from), or None when a record
+        lacks its id (a file from a version that did not save them)."""
+        ids = tuple(r.id for r in self.records if r.kind != "rejected")
+        return ids if ids and min(ids) >= 0 else None
 
     def finish_continuation(self, result: RunResult, before_text: str, before: RunStats) -> None:
         """The answer is now two runs: the cut one (``before``) and ``result``."""
