@@ -23,13 +23,14 @@ class Proposal:
     p_draft: list[float | None]  # draft probability of each proposed token (for display)
     passes: int  # draft forward passes spent
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
+    stopped: bool = False  # a draft model's confidence threshold ended the block before k
 
     def first(self, k: int) -> Proposal:
         """Only the first ``k`` drafts."""
         if k >= len(self.tokens):
             return self
         q = self.q[:k] if self.q is not None and k > 0 else None
-        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram)
+        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram, self.stopped)
 
 
 class Drafter(Protocol):
@@ -165,11 +166,13 @@ class ModelDrafter:
         passes = 1
         drafts: list[int] = []
         rows: list[torch.Tensor] = []
+        stopped = False
         for i in range(k):
             logits = rule.logits(raw, tokens, drafts)  # [1, V], after tokens + drafts
             q = rule.probs(logits)[0]  # [V]
             if confidence_threshold and float(q.max()) < confidence_threshold:
-                break  # not sure enough: let the target decide from here (decided before drawing)
+                stopped = True  # not sure enough: let the target decide from here (decided before drawing)
+                break
             token = rule.choose_draft(logits[0], q, len(tokens) + i)
             drafts.append(token)
             rows.append(q)
@@ -179,7 +182,7 @@ class ModelDrafter:
                 raw = self.runner.forward([token], keep=1)
                 passes += 1
         q_all = torch.stack(rows) if rows else None
-        return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)
+        return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes, stopped=stopped)
 
     def unseen(self, tokens: list[int]) -> int:
         """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""
