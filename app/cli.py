@@ -124,7 +124,9 @@ def _common_options() -> argparse.ArgumentParser:
         "--dtype", default="auto", metavar="X", help="target dtype: auto, float32, bfloat16, float16"
     )
     models.add_argument(
-        "--draft-dtype", metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
+        "--draft-dtype", metavar="X", default="auto",
+        help="draft dtype: auto (on the CPU, the cheaper of the target's dtype and int8, measured at "
+        "load; default), float32, bfloat16, float16 or int8",
     )
     models.add_argument(
         "--threads",

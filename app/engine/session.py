@@ -13,9 +13,12 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 
 from __future__ import annotations
 
+import gc
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -33,6 +36,56 @@ from app.engine.runners.kv import CachedModel
 
 Conversation = str | Sequence[Mapping[str, str]]
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
+DRAFT_AUTO = "auto"  # draft_dtype: the cheaper draft form, measured at load (CPU)
+DRAFT_PROBE_ROUNDS = 3  # interleaved rounds of timed draft steps per form
+DRAFT_PROBE_STEPS = 4  # one-token draft steps per round
+DraftProbe = Callable[[LoadedModel], float]  # seconds of one draft step of a loaded draft
+
+
+@dataclass(frozen=True)
+class DraftForm:
+    """How the draft model was loaded, and why: ``dtype`` chosen; ``step_s`` the measured
+    seconds of one draft step per form tried (empty when nothing was measured); ``reason``
+    ``measured`` (``auto``: the cheapest form), ``asked`` (``--draft-dtype``) or
+    ``same_as_target`` (``auto`` off the CPU, or for a target CPU int8 cannot follow)."""
+
+    dtype: str
+    reason: str
+    step_s: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """ "int8 (auto: a draft step 0.52× float32's)" """
+        other = [d for d in self.step_s if d != self.dtype]
+        if self.reason != "measured" or not other:
+            return self.dtype
+        ratio = self.step_s[self.dtype] / self.step_s[other[0]]
+        return f"{self.dtype} (auto: a draft step {ratio:.2f}× {other[0]}'s)"
+
+
+def draft_step_seconds(loaded: LoadedModel, steps: int = DRAFT_PROBE_STEPS) -> float:
+    """Median seconds of ``steps`` one-token passes of a draft after a short prompt (a draft
+    step as decoding makes it), the first pass of each shape left out (kernel set-up)."""
+    runner = CachedModel(loaded.model, loaded.vocab_size, isolate_first_token=loaded.dtype == "int8")
+    runner.forward([0] * 16, keep=1)
+    runner.forward([0], keep=1)
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        runner.forward([0], keep=1)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def cheapest_draft(forms: Mapping[str, LoadedModel], probe: DraftProbe, rounds: int = DRAFT_PROBE_ROUNDS) -> DraftForm:
+    """The form whose draft step measured cheapest; forms are timed in interleaved rounds so a
+    burst of load on a busy machine falls on all of them. Ties keep the first form."""
+    samples: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name, loaded in forms.items():
+            samples[name].append(probe(loaded))
+    step_s = {name: statistics.median(s) for name, s in samples.items()}
+    best = min(step_s, key=lambda name: (step_s[name], list(forms).index(name)))
+    return DraftForm(best, "measured", step_s)
 
 
 def _timed_pass(runner: CachedModel, size: int) -> float:
@@ -67,6 +120,7 @@ class Engine:
         self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
         # what passes cost on these models and how often drafts pass: kept across answers
         self.chooser = KChooser()
+        self.draft_form: DraftForm | None = None if draft is None else DraftForm(draft.dtype, "asked")
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
@@ -81,13 +135,17 @@ class Engine:
         *,
         device: str | None = "auto",
         dtype: str | None = "auto",
-        draft_dtype: str | None = None,
+        draft_dtype: str | None = DRAFT_AUTO,
         allow_pickle: bool = False,
         cpu_kernels: bool = True,
         threads: str | int | None = AUTO_THREADS,
         progress: ProgressFn | None = None,
+        draft_probe: DraftProbe | None = None,
     ) -> Engine:
         """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
+        ``draft_dtype``: ``"auto"`` (on the CPU, the cheaper of the target's dtype and int8 by a
+        short measured probe, ``draft_probe``; elsewhere the target's dtype), None (the
+        target's dtype) or a dtype. The draft never needs to be exact: the target verifies.
         ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
@@ -101,8 +159,26 @@ class Engine:
         loaded = load_one(target, dtype)
         if draft is None or draft == LOOKUP:
             return cls(loaded, lookup=draft == LOOKUP)
-        draft_model = load_one(draft, draft_dtype or dtype)
-        return cls(loaded, draft_model)
+        auto = (draft_dtype or "").strip().lower() == DRAFT_AUTO
+        if not auto:
+            draft_model = load_one(draft, draft_dtype or dtype)
+            engine = cls(loaded, draft_model)
+            engine.draft_form = DraftForm(draft_model.dtype, "asked" if draft_dtype else "same_as_target")
+            return engine
+        if loaded.device.type != "cpu" or loaded.dtype not in ("float32", "bfloat16"):
+            engine = cls(loaded, load_one(draft, loaded.dtype))
+            engine.draft_form = DraftForm(loaded.dtype, "same_as_target")
+            return engine
+        forms = {loaded.dtype: load_one(draft, loaded.dtype), "int8": load_one(draft, "int8")}
+        if progress is not None:
+            progress("Measuring the draft model's forms…", None)
+        form = cheapest_draft(forms, draft_probe or draft_step_seconds)
+        chosen = forms.pop(form.dtype)
+        forms.clear()
+        gc.collect()  # the form not kept gives its memory back
+        engine = cls(loaded, chosen)
+        engine.draft_form = form
+        return engine
 
     def warm_up(self) -> None:
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
