@@ -31,7 +31,7 @@ from app.engine.errors import InvalidSettingError, PromptError, SpecChatError
 from app.engine.events import RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
-from app.engine.runners.cpu_kernels import apply_threads
+from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
 
 Conversation = str | Sequence[Mapping[str, str]]
@@ -120,6 +120,9 @@ class Engine:
         self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
         # what passes cost on these models and how often drafts pass: kept across answers
         self.chooser = KChooser()
+        # ``auto`` threads on the CPU: re-chosen between answers from the machine's load and
+        # the plain passes measured per thread count (None: a fixed number, or not the CPU)
+        self.thread_governor: ThreadGovernor | None = None
         self.draft_form: DraftForm | None = None if draft is None else DraftForm(draft.dtype, "asked")
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
@@ -157,6 +160,22 @@ class Engine:
             )
 
         loaded = load_one(target, dtype)
+        engine = cls._with_drafter(loaded, draft, draft_dtype, dtype, load_one, progress, draft_probe)
+        if parse_threads(threads) is None and loaded.device.type == "cpu":
+            engine.thread_governor = ThreadGovernor(physical_cores(), OtherLoad())
+        return engine
+
+    @classmethod
+    def _with_drafter(
+        cls,
+        loaded: LoadedModel,
+        draft: str | None,
+        draft_dtype: str | None,
+        dtype: str | None,
+        load_one: Callable[[str, str | None], LoadedModel],
+        progress: ProgressFn | None,
+        draft_probe: DraftProbe | None,
+    ) -> Engine:
         if draft is None or draft == LOOKUP:
             return cls(loaded, lookup=draft == LOOKUP)
         auto = (draft_dtype or "").strip().lower() == DRAFT_AUTO
@@ -197,8 +216,32 @@ class Engine:
             self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
         if isinstance(self._drafter, ModelDrafter):
             self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+        self._measure_threads()
         for runner in models:
             runner.reset()
+
+    def _measure_threads(self) -> None:
+        """With ``auto`` threads on an idle machine: time a few plain passes at the current
+        thread count and at the count the load allows, so the first answer already runs on the
+        faster one (a busy machine measures nothing: more threads there would collapse)."""
+        governor = self.thread_governor
+        if governor is None:
+            return
+        now, others = torch.get_num_threads(), governor.load()  # load: since the engine was made
+        allowed = governor.choose(others)
+        if allowed != now:
+            for threads in (now, allowed, now, allowed):  # interleaved: a burst of load hits both
+                torch.set_num_threads(threads)
+                governor.observe(threads, _timed_pass(self._target_kv, 1))
+        torch.set_num_threads(governor.choose(others))
+
+    def _tune_threads(self) -> None:
+        """Between answers: the thread count the machine's load and the measured passes allow."""
+        governor = self.thread_governor
+        if governor is not None:
+            threads = governor.choose(governor.load())
+            if threads != torch.get_num_threads():
+                torch.set_num_threads(threads)
 
     @property
     def forward_seconds(self) -> float:
@@ -311,8 +354,9 @@ class Engine:
         prompt = self.prompt_ids(conversation, continue_answer)
         chosen = self._pick_drafter(drafter_choice)
         drafter = chosen if config.speculative else None
+        self._tune_threads()
         try:
-            yield from decode(
+            for step in decode(
                 self._target_kv,
                 drafter,
                 prompt,
@@ -322,7 +366,10 @@ class Engine:
                 self.target.context_length,
                 cancel,
                 self.chooser,
-            )
+            ):
+                if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
+                    self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+                yield step
         except torch.OutOfMemoryError as exc:
             self.reset()
             raise SpecChatError(
