@@ -133,7 +133,8 @@ def _common_options() -> argparse.ArgumentParser:
         type=_threads,
         default="auto",
         metavar="N",
-        help="CPU threads for torch: auto (physical cores minus one) or a number (default: auto)",
+        help="CPU threads for torch: auto (the cores other processes leave idle, re-chosen between answers) "
+        "or a number (default: auto)",
     )
     models.add_argument(
         "--no-cpu-kernels",
