@@ -150,7 +150,11 @@ def test_a_draft_models_catch_up_is_not_timed_as_a_draft_step():
     step = _Verified([], None, [], n_accepted=2, next_token=1)
     _learn(chooser, _Model(), catch_up, step, _Timed(50.0, 1.0, index=7, first_ask=True), None)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() is None
-    _learn(chooser, _Model(), catch_up, step, _Timed(0.2, 1.0, index=8, first_ask=False), None)  # type: ignore[arg-type]
+    after_plain_steps = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=20)  # 20 tokens missed
+    _learn(chooser, _Model(), after_plain_steps, step, _Timed(9.0, 1.0, index=8, first_ask=False), None)  # type: ignore[arg-type]
+    assert chooser.costs.draft_cost() is None
+    ordinary = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=2)
+    _learn(chooser, _Model(), ordinary, step, _Timed(0.2, 1.0, index=9, first_ask=False), None)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() == pytest.approx(0.1)
 
 

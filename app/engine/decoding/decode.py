@@ -30,6 +30,9 @@ from app.engine.events import KDecision, RunStats, StepEvent, StopReason, Target
 from app.engine.runners.kv import CachedModel
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
+# A draft model asked again after plain steps first feeds what it missed: past this many tokens
+# that pass is a catch-up, not a draft step, and is not timed as one.
+CATCH_UP_IN_TURN = 4
 
 
 def _sync(device: torch.device) -> None:
@@ -407,7 +410,8 @@ def _learn(
 ) -> None:
     """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
     verification cost (its size is the prompt's), nor is a draft model's first ask of an
-    answer a draft step (it catches up on the prompt first), so neither is timed as one.
+    answer a draft step (it catches up on the prompt first), nor an ask after several plain
+    steps (it catches up on them), so none is timed as one.
 
     Evidence of acceptance: the drafts verified until the first rejection; a confidence stop
     of a draft model counts as a rejection where it stopped (it ended the block there, after
@@ -417,7 +421,7 @@ def _learn(
     m, accepted = len(proposal.tokens), step.n_accepted
     if timed.index > 0:
         chooser.costs.observe_verify(m + 1, timed.verify_s)
-        if proposal.passes and not timed.first_ask:
+        if proposal.passes and not timed.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
             chooser.costs.observe_draft(proposal.passes, timed.draft_s)
     if drafter is not None and (m or proposal.stopped):
         judged = m + 1 if proposal.stopped and accepted == m else m
