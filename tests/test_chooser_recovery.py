@@ -188,3 +188,20 @@ def test_every_auto_k_step_says_why(load_tiny, virtual_clock):
     assert held.k == 0 and held.best_gain < 1.03 and held.pass_cost > 1.0 and 0.0 <= held.alpha <= 1.0
     restored = type(result).from_dict(result.to_dict())
     assert [s.decision for s in restored.steps] == [s.decision for s in result.steps]
+
+
+def test_an_untried_drafter_is_tried_when_good_acceptance_could_pay():
+    """A draft step at half a plain pass does not pay at the prior's acceptance, but would at
+    a good one: the chooser tries it once to learn, then follows the evidence."""
+    chooser = KChooser()
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 1.0 + 0.2 * (n - 1))
+    chooser.costs.observe_draft(1, 0.5)
+    assert (chooser.choose(MODEL_KEY, 4, drafts_ready=False).reason) == "probe"
+    for _ in range(5):
+        chooser.observe_step(MODEL_KEY, 1, 1)  # it passes every time
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False).reason == "drafting"
+    chooser.costs.observe_draft(1, 5.0)
+    chooser.costs.observe_draft(1, 5.0)  # now dearer than a target pass: no acceptance pays
+    fresh = KChooser(costs=chooser.costs)
+    assert fresh.choose(MODEL_KEY, 4, drafts_ready=False).reason == "gain_below_margin"

@@ -246,10 +246,11 @@ def _drafter_for_answer(
     if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
         return drafter, 0, None
     unseen = drafter.unseen(prompt)
-    plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False, probe=False)
+    plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
     if chooser.worth_catching_up(unseen, limit, plan):
         return drafter, unseen, None
-    return None, unseen, replace(plan, k=0, predicted_speedup=1.0, reason="catch_up_not_repaid")
+    reason = "catch_up_not_repaid" if plan.k > 0 else plan.reason
+    return None, unseen, replace(plan, k=0, predicted_speedup=1.0, reason=reason)
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
