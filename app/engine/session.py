@@ -215,7 +215,8 @@ class Engine:
         for size in WARM_UP_BLOCK_SIZES:
             self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
         if isinstance(self._drafter, ModelDrafter):
-            self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+            for _ in range(3):  # a running median: one slow sample on a busy machine is outvoted
+                self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
         self._measure_threads()
         for runner in models:
             runner.reset()
