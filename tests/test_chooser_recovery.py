@@ -205,3 +205,24 @@ def test_an_untried_drafter_is_tried_when_good_acceptance_could_pay():
     chooser.costs.observe_draft(1, 5.0)  # now dearer than a target pass: no acceptance pays
     fresh = KChooser(costs=chooser.costs)
     assert fresh.choose(MODEL_KEY, 4, drafts_ready=False).reason == "gain_below_margin"
+
+
+def test_a_pass_that_rejected_drafts_is_timed_like_any_other(load_tiny, virtual_clock, monkeypatch):
+    """Issue 12 §3: the rejected drafts' display text is decoded after the step's clock stops,
+    so a verify pass is timed the same way whether it rejected drafts or was a plain step."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama-other"))  # a mismatched draft: rejections
+    tokenizer = engine.target.tokenizer
+    real_with_text = decode_module._with_text
+
+    def slow_with_text(rejected, tok):
+        virtual_clock[0] += 100.0  # display work, never a verify cost
+        return real_with_text(rejected, tok)
+
+    monkeypatch.setattr(decode_module, "_with_text", slow_with_text)
+    result = engine.generate(PROMPT, GenerationConfig(max_new_tokens=16, k=3, auto_k=False))
+    rejecting = [s for s in result.steps[1:] if s.rejected]
+    assert rejecting
+    for s in rejecting:
+        assert s.verify_s == pytest.approx(flat_pass(len(s.accepted) + len(s.rejected) + 1))
+        texts = [tokenizer.decode([t.id], skip_special_tokens=True) for t in s.rejected]
+        assert [t.text for t in s.rejected] == texts

@@ -183,7 +183,7 @@ def _verify_step(
     rejected = [
         TokenInfo(
             id=d,
-            text=str(out.detok.tokenizer.decode([d], skip_special_tokens=True)),
+            text="",
             source="draft",
             p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
@@ -191,6 +191,12 @@ def _verify_step(
         for j, d in enumerate(drafts[n:])
     ]
     return _Verified(accepted, own, rejected, n, next_token)
+
+
+def _with_text(rejected: list[TokenInfo], tokenizer: PreTrainedTokenizerBase) -> tuple[TokenInfo, ...]:
+    """The rejected drafts' text, for display: decoded after the step's clock stopped, so a
+    pass that rejected drafts is timed like any other pass (a plain step decodes no such text)."""
+    return tuple(replace(t, text=str(tokenizer.decode([t.id], skip_special_tokens=True))) for t in rejected)
 
 
 Shadow = tuple[str, int] | None  # (evidence key, first draft) of lookup drafts not verified
@@ -350,7 +356,7 @@ def decode(
             index=index,
             accepted=tuple(emitted[: len(step.accepted)]),
             target=emitted[-1] if step.target else None,
-            rejected=tuple(step.rejected),
+            rejected=_with_text(step.rejected, tokenizer),
             target_kind=kind,
             k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
             draft_s=drafted - started,
