@@ -152,6 +152,7 @@ class Engine:
         ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
+        other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
         def load_one(source: str, dtype: str | None) -> LoadedModel:
             return load_model(
@@ -162,7 +163,7 @@ class Engine:
         loaded = load_one(target, dtype)
         engine = cls._with_drafter(loaded, draft, draft_dtype, dtype, load_one, progress, draft_probe)
         if parse_threads(threads) is None and loaded.device.type == "cpu":
-            engine.thread_governor = ThreadGovernor(physical_cores(), OtherLoad())
+            engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
         return engine
 
     @classmethod
