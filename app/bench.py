@@ -42,6 +42,10 @@ METHOD = {
     "outside_forward": "per target pass: the decode loop's wall time (prefill + decode) minus the time "
     "inside the models' forward calls; share = that / the loop's wall time",
     "cost_curve_ms": "the k chooser's running median of ms per target pass, by tokens fed (1 = plain step)",
+    "time_split_ms": "per answer: prefill (the prompt's pass, with any drafting folded into it), draft (the "
+    "drafter's time in later steps), verify (the target's later passes, with acceptance and detokenising), "
+    "outside (the rest of the whole call: chat template, events, the loop between steps)",
+    "draft_form": "the draft model's dtype and why (auto: the cheaper draft step measured at load)",
 }
 HF_SKIPPED = "Hugging Face runs skipped: they are compared greedy only (temperature 0)"
 
@@ -92,25 +96,34 @@ class LoopFigures:
     plain_step_share: float
     outside_forward_ms_per_pass: float
     outside_forward_share: float
+    time_split_ms: dict[str, float]  # prefill, draft, verify, outside (see METHOD)
 
     @classmethod
-    def of(cls, result: RunResult, forward_s: float) -> LoopFigures:
+    def of(cls, result: RunResult, forward_s: float, call_s: float) -> LoopFigures:
         later = result.steps[1:]  # after the prompt's pass
         loop_s = result.stats.prefill_s + result.stats.decode_s
         outside = max(0.0, loop_s - forward_s)
+        first = result.steps[0] if result.steps else None
+        prefill = first.draft_s + first.verify_s if first is not None else 0.0
+        draft = sum(s.draft_s for s in later)
+        verify = sum(s.verify_s for s in later)
+        split = {"prefill": prefill, "draft": draft, "verify": verify}
+        split["outside"] = max(0.0, call_s - prefill - draft - verify)
         return cls(
             mean_k=statistics.fmean(s.k for s in later) if later else 0.0,
             plain_step_share=sum(s.k == 0 for s in later) / len(later) if later else 0.0,
             outside_forward_ms_per_pass=1000.0 * outside / max(1, len(result.steps)),
             outside_forward_share=outside / loop_s if loop_s > 0 else 0.0,
+            time_split_ms={part: 1000.0 * seconds for part, seconds in split.items()},
         )
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "mean_k": self.mean_k,
             "plain_step_share": self.plain_step_share,
             "outside_forward_ms_per_pass": self.outside_forward_ms_per_pass,
             "outside_forward_share": self.outside_forward_share,
+            "time_split_ms": dict(self.time_split_ms),
         }
 
 
@@ -120,7 +133,7 @@ def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) 
     start = time.perf_counter()
     result = engine.generate(messages, config)
     seconds = time.perf_counter() - start
-    loop = LoopFigures.of(result, engine.forward_seconds - forward_before)
+    loop = LoopFigures.of(result, engine.forward_seconds - forward_before, seconds)
     return Timing(tuple(result.token_ids), seconds, result.text, result.stats, loop)
 
 
@@ -301,10 +314,26 @@ def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict
         "outside_forward_ms_per_pass": median_of(SPECULATIVE, "outside_forward_ms_per_pass"),
         "outside_forward_share": median_of(SPECULATIVE, "outside_forward_share"),
         "baseline_outside_forward_share": median_of(BASELINE, "outside_forward_share"),
+        "time_split_ms": _split_medians([r[SPECULATIVE]["time_split_ms"] for r in runs]),
+        "baseline_time_split_ms": _split_medians([r[BASELINE]["time_split_ms"] for r in runs]),
         "ratio_vs_hf_assisted": _median_of(runs, "ratio_vs_hf_assisted"),
         "identical": all(r["identical"] for r in runs),
         "hf_assisted_identical": all(r["hf_assisted_identical"] for r in runs) if with_hf else None,
     }
+
+
+SPLIT_PARTS = ("prefill", "draft", "verify", "outside")
+
+
+def _split_medians(splits: list[dict[str, float]]) -> dict[str, float]:
+    """Per part, the median over answers of its ms."""
+    return {part: statistics.median(s[part] for s in splits) for part in SPLIT_PARTS} if splits else {}
+
+
+def _split_totals(timings: list[Timing]) -> dict[str, float]:
+    """Per part, the mean ms per answer over all answers."""
+    splits = [t.loop.time_split_ms for t in timings if t.loop is not None]
+    return {part: statistics.fmean(s[part] for s in splits) for part in SPLIT_PARTS} if splits else {}
 
 
 def _summary(
@@ -341,6 +370,9 @@ def _summary(
         "outside_forward_share": _mean_of(timings[SPECULATIVE], "outside_forward_share"),
         "outside_forward_ms_per_pass": _mean_of(timings[SPECULATIVE], "outside_forward_ms_per_pass"),
         "cost_curve_ms": {n: 1000.0 * s for n, s in engine.chooser.costs.measured().items()},
+        "time_split_ms": _split_totals(timings[SPECULATIVE]),
+        "baseline_time_split_ms": _split_totals(timings[BASELINE]),
+        "draft_form": engine.draft_form.describe() if engine.draft_form is not None else None,
         "max_new_tokens": config.max_new_tokens,
         "temperature": config.temperature,
         "method": METHOD,
@@ -403,6 +435,12 @@ def format_report(report: dict[str, Any]) -> str:
             f"outside the forward passes {_cell(s['outside_forward_ms_per_pass'], '.1f', ' ms')} per pass "
             f"({_cell(s['outside_forward_share'], '.1%')})"
         )
+    for label, key in (("speculative", "time_split_ms"), ("baseline", "baseline_time_split_ms")):
+        if s.get(key):
+            parts = ", ".join(f"{part} {s[key][part]:.0f}" for part in SPLIT_PARTS)
+            lines.append(f"ms per answer, {label} (mean): {parts}")
+    if s.get("draft_form"):
+        lines.append(f"draft model form: {s['draft_form']}")
     if s["cost_curve_ms"]:
         curve = ", ".join(f"{n}: {ms:.0f}" for n, ms in s["cost_curve_ms"].items())
         lines.append(f"ms per target pass by tokens fed (measured): {curve}")

@@ -159,14 +159,20 @@ def _common_options() -> argparse.ArgumentParser:
         help="target dtype: auto, float32, bfloat16, float16",
     )
     models.add_argument(
-        "--draft-dtype", type=_non_empty, metavar="X", help="draft dtype, e.g. int8 for an int8 copy of the draft"
+        "--draft-dtype",
+        type=_non_empty,
+        metavar="X",
+        default="auto",
+        help="draft dtype: auto (on the CPU, the cheaper of the target's dtype and int8, measured at "
+        "load; default), float32, bfloat16, float16 or int8",
     )
     models.add_argument(
         "--threads",
         type=_threads,
         default="auto",
         metavar="N",
-        help="CPU threads for torch: auto (physical cores minus one) or a number (default: auto)",
+        help="CPU threads for torch: auto (the cores other processes leave idle, re-chosen between answers) "
+        "or a number (default: auto)",
     )
     models.add_argument(
         "--no-cpu-kernels",

@@ -303,6 +303,15 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
     assert data["prompts"][summary["worst_prompt_index"]]["whole_run_speedup"] == min(speedups)
     assert summary["auto_k"] is False and summary["mean_k"] == pytest.approx(3.0, abs=1.0)
     assert 0.0 <= summary["outside_forward_share"] < 1.0 and summary["cost_curve_ms"]
+    # the time split per answer: the parts add up to the whole call, drafting only where it drafted
+    for run in data["runs"]:
+        for kind in ("speculative", "baseline"):
+            split = run[kind]["time_split_ms"]
+            assert set(split) == {"prefill", "draft", "verify", "outside"}
+            assert sum(split.values()) == pytest.approx(1000.0 * run[kind]["seconds"], rel=1e-6)
+        assert run["speculative"]["time_split_ms"]["draft"] > 0.0
+    assert summary["time_split_ms"]["verify"] > 0.0 and summary["baseline_time_split_ms"]["draft"] < 1.0
+    assert summary["draft_form"] is not None and summary["draft_form"].split()[0] in ("float32", "int8")
 
 
 def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):
@@ -312,6 +321,7 @@ def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):
     assert "Hugging Face generate()" in out
     assert out.count("\n 1  ") == 1
     assert "auto k <= 5" in out and "worst prompt: #1" in out  # auto k is the default
+    assert "ms per answer, speculative (mean): prefill" in out
 
 
 def test_bench_skips_hugging_face_when_sampling(models, capsys):

@@ -127,6 +127,33 @@ class RunStats:
         return cls(**_known(cls, data))
 
 
+KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid"]
+
+
+@dataclass(frozen=True)
+class KDecision:
+    """Why auto k verified ``k`` drafts this step (data for the Why panel; costs in units of
+    one plain target pass). ``reason``: ``drafting`` (the best k pays), ``gain_below_margin``
+    (no k > 0 was predicted to gain the chooser's margin: ``best_gain`` < 1.03),
+    ``probe`` (one draft verified against the odds, to re-measure stale evidence),
+    ``catch_up_not_repaid`` (a draft model would first have had to prefill the prompt)."""
+
+    k: int
+    reason: KReason
+    alpha: float  # the per-draft acceptance it assumed
+    best_k: int  # the best k > 0 it considered
+    best_gain: float  # that k's predicted tokens per second over a plain step
+    draft_cost: float  # one draft step ÷ a plain pass (0: the drafts were already made)
+    pass_cost: float  # a pass verifying best_k drafts ÷ a plain pass
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (_finite(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KDecision:
+        return cls(**_known(cls, data))
+
+
 @dataclass(frozen=True)
 class StepEvent:
     """One target forward pass and what it decided.
@@ -149,6 +176,7 @@ class StepEvent:
     stop_reason: StopReason | None = None  # set on the last event of a run
     draft_passes: int = 0  # draft-model forward passes spent this step (0 for lookup / no drafter)
     predicted_speedup: float | None = None  # the k chooser's expected gain over a plain step, if it chose
+    decision: KDecision | None = None  # why auto k chose ``k`` (None: k was fixed, or nothing to choose)
 
     @property
     def tokens(self) -> tuple[TokenInfo, ...]:
@@ -173,6 +201,7 @@ class StepEvent:
             "draft_s": self.draft_s,
             "verify_s": self.verify_s,
             "predicted_speedup": _finite(self.predicted_speedup),
+            "decision": None if self.decision is None else self.decision.to_dict(),
             "stop_reason": self.stop_reason,
             "text": self.text,
             "stats": self.stats.to_dict(),
@@ -195,6 +224,7 @@ class StepEvent:
             stop_reason=data.get("stop_reason"),
             draft_passes=int(data.get("draft_passes", 0)),
             predicted_speedup=data.get("predicted_speedup"),
+            decision=KDecision.from_dict(data["decision"]) if data.get("decision") else None,
         )
 
 

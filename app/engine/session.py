@@ -13,9 +13,12 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 
 from __future__ import annotations
 
+import gc
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -28,7 +31,7 @@ from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, S
 from app.engine.events import RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
-from app.engine.runners.cpu_kernels import apply_threads
+from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
 
 Conversation = str | Sequence[Mapping[str, str]]
@@ -46,7 +49,59 @@ def _text(value: str) -> str:
         # through UTF-16: a split surrogate pair joins again, a lone surrogate becomes one U+FFFD
         return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return value
+
+
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
+DRAFT_AUTO = "auto"  # draft_dtype: the cheaper draft form, measured at load (CPU)
+DRAFT_PROBE_ROUNDS = 3  # interleaved rounds of timed draft steps per form
+DRAFT_PROBE_STEPS = 4  # one-token draft steps per round
+DraftProbe = Callable[[LoadedModel], float]  # seconds of one draft step of a loaded draft
+
+
+@dataclass(frozen=True)
+class DraftForm:
+    """How the draft model was loaded, and why: ``dtype`` chosen; ``step_s`` the measured
+    seconds of one draft step per form tried (empty when nothing was measured); ``reason``
+    ``measured`` (``auto``: the cheapest form), ``asked`` (``--draft-dtype``) or
+    ``same_as_target`` (``auto`` off the CPU, or for a target CPU int8 cannot follow)."""
+
+    dtype: str
+    reason: str
+    step_s: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """ "int8 (auto: a draft step 0.52× float32's)" """
+        other = [d for d in self.step_s if d != self.dtype]
+        if self.reason != "measured" or not other:
+            return self.dtype
+        ratio = self.step_s[self.dtype] / self.step_s[other[0]]
+        return f"{self.dtype} (auto: a draft step {ratio:.2f}× {other[0]}'s)"
+
+
+def draft_step_seconds(loaded: LoadedModel, steps: int = DRAFT_PROBE_STEPS) -> float:
+    """Median seconds of ``steps`` one-token passes of a draft after a short prompt (a draft
+    step as decoding makes it), the first pass of each shape left out (kernel set-up)."""
+    runner = CachedModel(loaded.model, loaded.vocab_size, isolate_first_token=loaded.dtype == "int8")
+    runner.forward([0] * 16, keep=1)
+    runner.forward([0], keep=1)
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        runner.forward([0], keep=1)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def cheapest_draft(forms: Mapping[str, LoadedModel], probe: DraftProbe, rounds: int = DRAFT_PROBE_ROUNDS) -> DraftForm:
+    """The form whose draft step measured cheapest; forms are timed in interleaved rounds so a
+    burst of load on a busy machine falls on all of them. Ties keep the first form."""
+    samples: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name, loaded in forms.items():
+            samples[name].append(probe(loaded))
+    step_s = {name: statistics.median(s) for name, s in samples.items()}
+    best = min(step_s, key=lambda name: (step_s[name], list(forms).index(name)))
+    return DraftForm(best, "measured", step_s)
 
 
 def _timed_pass(runner: CachedModel, size: int) -> float:
@@ -83,6 +138,10 @@ class Engine:
         self.chooser = KChooser()
         self._answers = 0  # answers started: a stream resumed after another started is stale
         self._answer_drafter: Drafter | None = None  # what drafted the latest answer
+        # ``auto`` threads on the CPU: re-chosen between answers from the machine's load and
+        # the plain passes measured per thread count (None: a fixed number, or not the CPU)
+        self.thread_governor: ThreadGovernor | None = None
+        self.draft_form: DraftForm | None = None if draft is None else DraftForm(draft.dtype, "asked")
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
@@ -97,16 +156,21 @@ class Engine:
         *,
         device: str | None = "auto",
         dtype: str | None = "auto",
-        draft_dtype: str | None = None,
+        draft_dtype: str | None = DRAFT_AUTO,
         allow_pickle: bool = False,
         cpu_kernels: bool = True,
         threads: str | int | None = AUTO_THREADS,
         progress: ProgressFn | None = None,
+        draft_probe: DraftProbe | None = None,
     ) -> Engine:
         """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
+        ``draft_dtype``: ``"auto"`` (on the CPU, the cheaper of the target's dtype and int8 by a
+        short measured probe, ``draft_probe``; elsewhere the target's dtype), None (the
+        target's dtype) or a dtype. The draft never needs to be exact: the target verifies.
         ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
+        other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
         def load_one(source: str, dtype: str | None) -> LoadedModel:
             return load_model(
@@ -115,10 +179,44 @@ class Engine:
             )
 
         loaded = load_one(target, dtype)
+        engine = cls._with_drafter(loaded, draft, draft_dtype, dtype, load_one, progress, draft_probe)
+        if parse_threads(threads) is None and loaded.device.type == "cpu":
+            engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
+        return engine
+
+    @classmethod
+    def _with_drafter(
+        cls,
+        loaded: LoadedModel,
+        draft: str | None,
+        draft_dtype: str | None,
+        dtype: str | None,
+        load_one: Callable[[str, str | None], LoadedModel],
+        progress: ProgressFn | None,
+        draft_probe: DraftProbe | None,
+    ) -> Engine:
         if draft is None or draft == LOOKUP:
             return cls(loaded, lookup=draft == LOOKUP)
-        draft_model = load_one(draft, draft_dtype or dtype)
-        return cls(loaded, draft_model)
+        auto = (draft_dtype or "").strip().lower() == DRAFT_AUTO
+        if not auto:
+            draft_model = load_one(draft, draft_dtype or dtype)
+            engine = cls(loaded, draft_model)
+            engine.draft_form = DraftForm(draft_model.dtype, "asked" if draft_dtype else "same_as_target")
+            return engine
+        if loaded.device.type != "cpu" or loaded.dtype not in ("float32", "bfloat16"):
+            engine = cls(loaded, load_one(draft, loaded.dtype))
+            engine.draft_form = DraftForm(loaded.dtype, "same_as_target")
+            return engine
+        forms = {loaded.dtype: load_one(draft, loaded.dtype), "int8": load_one(draft, "int8")}
+        if progress is not None:
+            progress("Measuring the draft model's forms…", None)
+        form = cheapest_draft(forms, draft_probe or draft_step_seconds)
+        chosen = forms.pop(form.dtype)
+        forms.clear()
+        gc.collect()  # the form not kept gives its memory back
+        engine = cls(loaded, chosen)
+        engine.draft_form = form
+        return engine
 
     def warm_up(self) -> None:
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
@@ -136,9 +234,34 @@ class Engine:
         for size in WARM_UP_BLOCK_SIZES:
             self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
         if isinstance(self._drafter, ModelDrafter):
-            self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+            for _ in range(3):  # a running median: one slow sample on a busy machine is outvoted
+                self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+        self._measure_threads()
         for runner in models:
             runner.reset()
+
+    def _measure_threads(self) -> None:
+        """With ``auto`` threads on an idle machine: time a few plain passes at the current
+        thread count and at the count the load allows, so the first answer already runs on the
+        faster one (a busy machine measures nothing: more threads there would collapse)."""
+        governor = self.thread_governor
+        if governor is None:
+            return
+        now, others = torch.get_num_threads(), governor.load()  # load: since the engine was made
+        allowed = governor.choose(others)
+        if allowed != now:
+            for threads in (now, allowed, now, allowed):  # interleaved: a burst of load hits both
+                torch.set_num_threads(threads)
+                governor.observe(threads, _timed_pass(self._target_kv, 1))
+        torch.set_num_threads(governor.choose(others))
+
+    def _tune_threads(self) -> None:
+        """Between answers: the thread count the machine's load and the measured passes allow."""
+        governor = self.thread_governor
+        if governor is not None:
+            threads = governor.choose(governor.load())
+            if threads != torch.get_num_threads():
+                torch.set_num_threads(threads)
 
     @property
     def forward_seconds(self) -> float:
@@ -295,6 +418,7 @@ class Engine:
         chosen = self._pick_drafter(drafter_choice)
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
+        self._tune_threads()
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
@@ -326,6 +450,8 @@ class Engine:
             except BaseException:
                 self.reset()  # a half-finished pass leaves the caches in an unknown state
                 raise
+            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
+                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
             yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
             if self._answers != answer:
                 steps.close()

@@ -26,13 +26,26 @@ from __future__ import annotations
 import statistics
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from app.engine.events import KReason
 
 # A multi-token pass costs more than a single one: what is assumed for a size never measured,
 # as a fraction of V(1) per extra token (stock CPU linears: ~0.15-0.2; prepacked: ~0.02).
 UNMEASURED_EXTRA_PER_TOKEN = 0.15
 SAMPLES_PER_SIZE = 7  # running median over the last few passes of each size
 MIN_GAIN = 1.03  # leave the plain step only for a predicted gain of at least 3 %
+# A pass size not measured for s steps: its median weighs COST_DECAY_PER_STEP ** s against the
+# prior (a plain step's cost times 1 + UNMEASURED_EXTRA_PER_TOKEN per extra token), so a slow
+# sample (a warm-up on a busy machine) cannot keep the chooser off that size for ever.
+COST_DECAY_PER_STEP = 0.97
+# After this many steps without verifying a draft, a step whose drafts are at hand verifies one
+# anyway (a probe): it re-measures the pass, the draft step and the acceptance the chooser
+# stopped seeing. Prompt lookup's drafts are free, so it probes sooner than a draft model.
+PROBE_AFTER = {"free": 24, "model": 96}
+# Another band's ratio V(n)/V(1) stands in for a size this band never measured only while it is
+# recent (else this band's own points, interpolated or extrapolated, decide).
+CROSS_BAND_FRESH = 48
 
 # Prior per-draft acceptance, (rate, weight in pseudo-trials), by what the drafter knew.
 PRIORS: dict[str, tuple[float, float]] = {
@@ -58,6 +71,13 @@ class Choice:
     k: int  # drafts to verify (0: a plain step)
     predicted_speedup: float  # tokens per second of this choice / of a plain step
     alpha: float  # the acceptance it assumed
+    # why: "drafting" (the best k pays), "gain_below_margin" (no k > 0 clears MIN_GAIN),
+    # "probe" (k = 1 to re-measure, see PROBE_AFTER), "catch_up_not_repaid" (set by decode)
+    reason: KReason = "drafting"
+    best_k: int = 0  # the best k > 0 considered (0: none could be)
+    best_gain: float = 1.0  # its predicted tokens per second over a plain step
+    draft_cost: float = 0.0  # one draft step ÷ one plain pass (0: drafts already made)
+    pass_cost: float = 1.0  # a pass verifying best_k drafts ÷ a plain pass
 
 
 def best_k(
@@ -72,15 +92,18 @@ def best_k(
     ``draft_cost``: seconds per draft (0 when the drafts are already made); ``verify_cost(n)``:
     seconds of a target pass over ``n`` tokens.
     """
-    plain_rate = 1.0 / verify_cost(1)
-    best, best_rate = 0, plain_rate
+    plain = verify_cost(1)
+    plain_rate = 1.0 / plain
+    best, best_rate = 0, 0.0
     for k in range(1, k_max + 1):
         rate = expected_tokens(alpha, k) / (k * draft_cost + verify_cost(k + 1))
         if rate > best_rate:
             best, best_rate = k, rate
-    if best_rate < plain_rate * min_gain:
-        return Choice(0, 1.0, alpha)
-    return Choice(best, best_rate / plain_rate, alpha)
+    gain = best_rate / plain_rate if best else 1.0
+    pass_cost = verify_cost(best + 1) / plain if best else 1.0
+    if best == 0 or gain < min_gain:
+        return Choice(0, 1.0, alpha, "gain_below_margin", best, gain, draft_cost / plain, pass_cost)
+    return Choice(best, gain, alpha, "drafting", best, gain, draft_cost / plain, pass_cost)
 
 
 def context_bucket(context: int) -> int:
@@ -92,25 +115,37 @@ def context_bucket(context: int) -> int:
 @dataclass
 class CostModel:
     """Measured seconds of a target pass per number of tokens fed (per band of context length),
-    and of one draft step. Set ``context`` to the cache length before observing or asking."""
+    and of one draft step. Set ``context`` to the cache length before observing or asking, and
+    ``tick()`` once per decoding step: a size's samples age with the steps that did not
+    measure it and weigh less and less against the prior (see ``COST_DECAY_PER_STEP``)."""
 
     buckets: dict[int, dict[int, deque[float]]] = field(default_factory=dict)  # band -> size -> s
     draft: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))
     draft_catch_up: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))  # s/token
     context: int = 0  # tokens in the target's cache for the pass at hand
+    step: int = 0  # decoding steps seen (the clock samples age by)
+    last_seen: dict[int, dict[int, int]] = field(default_factory=dict)  # band -> size -> step
+
+    def tick(self) -> None:
+        self.step += 1
+
+    def _band(self) -> int:
+        """The current context band if it has samples, else the nearest band that has any."""
+        band = context_bucket(self.context)
+        if band in self.buckets or not self.buckets:
+            return band
+        return min(self.buckets, key=lambda b: (abs(b - band), b))
 
     @property
     def verify(self) -> dict[int, deque[float]]:
         """The samples of the current context band, else of the nearest band that has any."""
-        band = context_bucket(self.context)
-        if band in self.buckets or not self.buckets:
-            return self.buckets.get(band, {})
-        return self.buckets[min(self.buckets, key=lambda b: (abs(b - band), b))]
+        return self.buckets.get(self._band(), {})
 
     def observe_verify(self, tokens: int, seconds: float) -> None:
         if tokens >= 1 and seconds > 0.0:
-            band = self.buckets.setdefault(context_bucket(self.context), {})
-            band.setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds)
+            band = context_bucket(self.context)
+            self.buckets.setdefault(band, {}).setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds)
+            self.last_seen.setdefault(band, {})[tokens] = self.step
 
     def observe_draft(self, passes: int, seconds: float) -> None:
         if passes >= 1 and seconds > 0.0:
@@ -129,22 +164,60 @@ class CostModel:
         return statistics.median(self.draft_catch_up) if self.draft_catch_up else None
 
     def measured(self) -> dict[int, float]:
-        """Median seconds per measured size, by size."""
+        """Median seconds per measured size, by size (raw: no ageing)."""
         return {n: statistics.median(s) for n, s in sorted(self.verify.items())}
 
+    def age(self, tokens: int, band: int | None = None) -> int | None:
+        """Steps since a pass over ``tokens`` tokens was last measured in ``band`` (default:
+        the current band)."""
+        seen = self.last_seen.get(self._band() if band is None else band, {}).get(tokens)
+        return None if seen is None else self.step - seen
+
+    def _estimates(self, band: int | None = None) -> dict[int, float]:
+        """Per measured size, its median aged toward the prior: w·median + (1 − w)·prior with
+        w = COST_DECAY_PER_STEP ** age. The plain pass (size 1) is the prior's unit and is
+        measured on every plain step, so it is taken as measured."""
+        band = self._band() if band is None else band
+        points = {n: statistics.median(s) for n, s in sorted(self.buckets.get(band, {}).items())}
+        base = points.get(1)
+        if base is None:
+            return points
+        aged = {}
+        for n, seconds in points.items():
+            age = self.age(n, band) or 0
+            weight = COST_DECAY_PER_STEP**age if n > 1 else 1.0
+            prior = base * (1.0 + (n - 1) * UNMEASURED_EXTRA_PER_TOKEN)
+            aged[n] = weight * seconds + (1.0 - weight) * prior
+        return aged
+
     def verify_cost(self, tokens: int) -> float | None:
-        """Seconds of a target pass over ``tokens`` tokens in the current context band: measured;
-        else this band's one-token pass times the ratio another band measured for that size
-        (the nearest band); else interpolated between the nearest measured sizes, else
-        extrapolated from the largest one (never cheaper)."""
-        points = self.measured()
+        """Seconds of a target pass over ``tokens`` tokens in the current context band."""
+        curve = self.curve(tokens)
+        return None if curve is None else curve[-1]
+
+    def curve(self, up_to: int) -> list[float] | None:
+        """Seconds per pass over 1..up_to tokens, never decreasing with the size (a pass that
+        feeds more tokens does all the work of a smaller one): each size measured (aged toward
+        the prior when stale); else this band's one-token pass times the ratio the nearest band
+        measured for that size; else interpolated between the nearest measured sizes, else
+        extrapolated from the largest one."""
+        points = self._estimates()
         if not points:
             return None
+        if 1 in points:  # sizes another band measured, scaled to this band's plain pass
+            for n in range(2, up_to + 1):
+                scaled = self._scaled_from_other_band(n, points) if n not in points else None
+                if scaled is not None:
+                    points[n] = scaled
+        curve: list[float] = []
+        for n in range(1, up_to + 1):
+            cost = self._raw(n, points)
+            curve.append(max(cost, curve[-1]) if curve else cost)
+        return curve
+
+    def _raw(self, tokens: int, points: dict[int, float]) -> float:
         if tokens in points:
             return points[tokens]
-        scaled = self._scaled_from_other_band(tokens, points)
-        if scaled is not None:
-            return scaled
         below = [n for n in points if n < tokens]
         above = [n for n in points if n > tokens]
         if below and above:
@@ -161,18 +234,15 @@ class CostModel:
         if 1 not in points:
             return None
         band = context_bucket(self.context)
-        others = [b for b, sizes in self.buckets.items() if b != band and tokens in sizes and 1 in sizes]
+        others = [
+            b
+            for b, sizes in self.buckets.items()
+            if b != band and tokens in sizes and 1 in sizes and (self.age(tokens, b) or 0) <= CROSS_BAND_FRESH
+        ]
         if not others:
             return None
-        nearest = self.buckets[min(others, key=lambda b: (abs(b - band), b))]
-        ratio = statistics.median(nearest[tokens]) / statistics.median(nearest[1])
-        return points[1] * ratio
-
-    def curve(self, up_to: int) -> list[float] | None:
-        """Seconds per pass over 1..up_to tokens (for reports)."""
-        if not self.verify:
-            return None
-        return [self.verify_cost(n) or 0.0 for n in range(1, up_to + 1)]
+        nearest = self._estimates(min(others, key=lambda b: (abs(b - band), b)))
+        return points[1] * nearest[tokens] / nearest[1]
 
 
 @dataclass
@@ -215,10 +285,16 @@ MODEL_KEY = "model"
 
 @dataclass
 class KChooser:
-    """Measured costs + estimated acceptance → the number of drafts each step verifies."""
+    """Measured costs + estimated acceptance → the number of drafts each step verifies.
+
+    Kept on the ``Engine`` across answers: the pass costs (per context band, aged toward the
+    prior while a size goes unmeasured), the draft step's cost, the catch-up cost and the
+    acceptance per kind of evidence (decaying toward its prior). ``since_draft`` counts the
+    steps since one verified a draft; past ``PROBE_AFTER`` a step probes with one draft."""
 
     costs: CostModel = field(default_factory=CostModel)
     acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
+    since_draft: int = 0
 
     def verify_cost(self, tokens: int) -> float:
         """Seconds (or, before any measurement, units of one plain step)."""
@@ -227,18 +303,34 @@ class KChooser:
             return measured
         return 1.0 + (tokens - 1) * UNMEASURED_EXTRA_PER_TOKEN
 
-    def choose(self, key: str, k_max: int, drafts_ready: bool, prefill: bool = False) -> Choice:
+    def _verify_curve(self, up_to: int) -> Callable[[int], float]:
+        curve = self.costs.curve(up_to)
+        if curve is None:
+            return lambda n: 1.0 + (n - 1) * UNMEASURED_EXTRA_PER_TOKEN
+        return lambda n: curve[n - 1]
+
+    def choose(
+        self, key: str, k_max: int, drafts_ready: bool, prefill: bool = False, probe: bool = True
+    ) -> Choice:
         """``drafts_ready``: the drafts already exist (prompt lookup), their cost is spent.
         ``prefill``: the drafts ride along with the prompt's pass, which costs about the same
-        whatever a few more rows."""
-        if k_max <= 0:
-            return Choice(0, 1.0, self.acceptance.alpha(key))
+        whatever a few more rows. ``probe``: a step may verify one draft against the odds to
+        re-measure what the chooser has stopped seeing (see ``PROBE_AFTER``)."""
         alpha = self.acceptance.alpha(key)
+        if k_max <= 0:
+            return Choice(0, 1.0, alpha, "gain_below_margin")
         draft = 0.0 if drafts_ready else self._draft_cost()
+        verify = self._verify_curve(k_max + 1)
         if prefill:
-            flat = self.verify_cost(k_max + 1)
+            flat = verify(k_max + 1)
             return best_k(alpha, draft, lambda n: flat, k_max)
-        return best_k(alpha, draft, self.verify_cost, k_max)
+        choice = best_k(alpha, draft, verify, k_max)
+        due = PROBE_AFTER["free" if drafts_ready else "model"]
+        # only the prior speaks: try it to learn, if perfect acceptance could pay at these costs
+        untried = key not in self.acceptance.evidence and best_k(1.0, draft, verify, k_max).k > 0
+        if choice.k == 0 and probe and (untried or self.since_draft >= due):
+            return replace(choice, k=1, reason="probe")
+        return choice
 
     def _draft_cost(self) -> float:
         measured = self.costs.draft_cost()
@@ -258,5 +350,12 @@ class KChooser:
         return saved > unseen * per_token
 
     def observe_step(self, key: str, proposed: int, accepted: int) -> None:
-        self.acceptance.tick()
+        """A step that verified ``proposed`` drafts (0: a plain step) of evidence ``key``."""
+        self.tick()
         self.acceptance.observe(key, proposed, accepted)
+        self.since_draft = 0 if proposed > 0 else self.since_draft + 1
+
+    def tick(self) -> None:
+        """One decoding step passed (costs and acceptance age by steps)."""
+        self.acceptance.tick()
+        self.costs.tick()

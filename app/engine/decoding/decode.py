@@ -27,11 +27,14 @@ from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
 from app.engine.decoding.detok import IncrementalDetokenizer
 from app.engine.decoding.drafters import Drafter, Proposal
 from app.engine.decoding.sampling import greedy_token
-from app.engine.events import RunStats, StepEvent, StopReason, TargetKind, TokenInfo
+from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
 CONTINUABLE: tuple[StopReason, ...] = ("cancelled", "max_new_tokens")  # cuts an answer can go on from
+# A draft model asked again after plain steps first feeds what it missed: past this many tokens
+# that pass is a catch-up, not a draft step, and is not timed as one.
+CATCH_UP_IN_TURN = 4
 
 
 def _sync(device: torch.device) -> None:
@@ -189,7 +192,7 @@ def _verify_step(
     rejected = [
         TokenInfo(
             id=d,
-            text=str(out.detok.tokenizer.decode([d], skip_special_tokens=True)),
+            text="",
             source="draft",
             p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
@@ -197,6 +200,15 @@ def _verify_step(
         for j, d in enumerate(drafts[n:])
     ]
     return _Verified(accepted, own, rejected, n, next_token)
+
+
+def _with_text(rejected: list[TokenInfo], tokenizer: PreTrainedTokenizerBase) -> tuple[TokenInfo, ...]:
+    """The rejected drafts' text, for display: decoded after the step's clock stopped, so a
+    pass that rejected drafts is timed like any other pass (a plain step decodes no such text)."""
+    return tuple(replace(t, text=str(tokenizer.decode([t.id], skip_special_tokens=True))) for t in rejected)
+
+
+Shadow = tuple[str, int] | None  # (evidence key, first draft) of lookup drafts not verified
 
 
 def _propose(
@@ -208,8 +220,9 @@ def _propose(
     config: GenerationConfig,
     prefill: bool,
     new_turn: bool,
-) -> tuple[Proposal, Choice | None]:
-    """The drafts this step verifies, and the chooser's decision when k is automatic.
+) -> tuple[Proposal, Choice | None, Shadow]:
+    """The drafts this step verifies, the chooser's decision when k is automatic, and the
+    first lookup draft the chooser set aside (k = 0), to learn from the target's next token.
     ``new_turn``: the drafter has not been asked yet in this answer.
 
     Prompt lookup costs nothing, so it proposes up to ``k_cap`` and the chooser keeps the first
@@ -217,38 +230,42 @@ def _propose(
     chooser decides ``k`` before any drafting, and ``k = 0`` skips the drafter entirely.
     """
     if drafter is None or k_cap <= 0:
-        return NO_PROPOSAL, None
+        return NO_PROPOSAL, None, None
     threshold = config.confidence_threshold
     if chooser is None or not config.auto_k:
-        return drafter.propose(tokens, k_cap, rule, threshold, new_turn), None
+        return drafter.propose(tokens, k_cap, rule, threshold, new_turn), None, None
     if drafter.cheap:
         proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn)
         if not proposal.tokens:
-            return proposal, None
-        choice = chooser.choose(
-            lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill
-        )
-        return proposal.first(choice.k), choice
+            return proposal, None, None
+        key = lookup_key(proposal.ngram)
+        choice = chooser.choose(key, len(proposal.tokens), drafts_ready=True, prefill=prefill)
+        shadow = (key, proposal.tokens[0]) if choice.k == 0 else None
+        return proposal.first(choice.k), choice, shadow
     choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
     if choice.k == 0:
-        return NO_PROPOSAL, choice
-    return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice
+        return NO_PROPOSAL, choice, None
+    return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice, None
 
 
 def _drafter_for_answer(
     drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
-) -> tuple[Drafter | None, int]:
-    """The drafter this answer uses, and how many prompt tokens it has not seen.
+) -> tuple[Drafter | None, int, Choice | None]:
+    """The drafter this answer uses, how many prompt tokens it has not seen, and, when it is
+    set aside, the plan that did not repay the catch-up.
 
     A draft model first feeds the part of the conversation it has not seen (a long prompt:
     its own prefill). With auto k that is worth it only if the drafting it enables saves more
     over the answer than the catch-up costs; decided once, at the start of the answer.
     """
     if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
-        return drafter, 0
+        return drafter, 0, None
     unseen = drafter.unseen(prompt)
     plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
-    return (drafter if chooser.worth_catching_up(unseen, limit, plan) else None), unseen
+    if chooser.worth_catching_up(unseen, limit, plan):
+        return drafter, unseen, None
+    reason = "catch_up_not_repaid" if plan.k > 0 else plan.reason
+    return None, unseen, replace(plan, k=0, predicted_speedup=1.0, reason=reason)
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
@@ -306,7 +323,7 @@ def decode(
     tokens = list(prompt)
     k = config.k
     index = 0
-    drafter, unseen = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    drafter, unseen, set_aside = _drafter_for_answer(drafter, chooser, prompt, config, limit)
     if on_drafter is not None:
         on_drafter(drafter)
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
@@ -319,7 +336,7 @@ def decode(
             chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
         k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
         # drafting before the prefill folds the first verification into the prompt's pass
-        proposal, choice = _propose(
+        proposal, choice, shadow = _propose(
             drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
         )
         first_ask = not drafter_asked and proposal is not NO_PROPOSAL
@@ -330,9 +347,12 @@ def decode(
 
         m = len(proposal.tokens)
         if chooser is not None:
-            _learn(chooser, drafter, proposal, step.n_accepted, drafted - started, finished - drafted, index)
+            timed = _Timed(drafted - started, finished - drafted, index, first_ask)
+            _learn(chooser, drafter, proposal, step, timed, shadow)
             if first_ask and proposal.passes:
                 chooser.costs.observe_draft_catch_up(unseen, drafted - started)
+        if set_aside is not None and config.speculative:
+            choice = set_aside
         tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
         drafting = drafter is not None and (m > 0 or proposal.passes > 0)
         kind = _target_kind(index, drafting, step.n_accepted, m)
@@ -353,7 +373,7 @@ def decode(
             index=index,
             accepted=tuple(emitted[: len(step.accepted)]),
             target=emitted[-1] if step.target else None,
-            rejected=tuple(step.rejected),
+            rejected=_with_text(step.rejected, tokenizer),
             target_kind=kind,
             k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
             draft_s=drafted - started,
@@ -362,6 +382,7 @@ def decode(
             stop_reason=out.stop_reason,
             draft_passes=proposal.passes,
             predicted_speedup=choice.predicted_speedup if choice is not None else None,
+            decision=_decision(choice),
         )
         if out.stop_reason is not None:
             return
@@ -381,23 +402,56 @@ def _requested(
     return len(proposal.tokens) if auto else k_cap
 
 
+def _decision(choice: Choice | None) -> KDecision | None:
+    if choice is None:
+        return None
+    return KDecision(
+        k=choice.k,
+        reason=choice.reason,
+        alpha=choice.alpha,
+        best_k=choice.best_k,
+        best_gain=choice.best_gain,
+        draft_cost=choice.draft_cost,
+        pass_cost=choice.pass_cost,
+    )
+
+
+@dataclass(frozen=True)
+class _Timed:
+    draft_s: float
+    verify_s: float
+    index: int
+    first_ask: bool  # the drafter's first pass of this answer: it caught up on the prompt
+
+
 def _learn(
     chooser: KChooser,
     drafter: Drafter | None,
     proposal: Proposal,
-    accepted: int,
-    draft_s: float,
-    verify_s: float,
-    index: int,
+    step: _Verified,
+    timed: _Timed,
+    shadow: Shadow,
 ) -> None:
     """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
-    verification cost (its size is the prompt's), nor is the draft model's first pass of an
-    answer a draft step (it prefills the prompt), so only later passes are timed."""
-    if index > 0:
-        chooser.costs.observe_verify(len(proposal.tokens) + 1, verify_s)
-        if proposal.passes:
-            chooser.costs.observe_draft(proposal.passes, draft_s)
-    if drafter is not None and proposal.tokens:
-        chooser.observe_step(_evidence_key(drafter, proposal), len(proposal.tokens), accepted)
-    else:
-        chooser.acceptance.tick()
+    verification cost (its size is the prompt's), nor is a draft model's first ask of an
+    answer a draft step (it catches up on the prompt first), nor an ask after several plain
+    steps (it catches up on them), so none is timed as one.
+
+    Evidence of acceptance: the drafts verified until the first rejection; a confidence stop
+    of a draft model counts as a rejection where it stopped (it ended the block there, after
+    paying a draft pass); a lookup draft set aside (k = 0) is judged for free by the target's
+    next token (the point-mass rule accepts it with probability p(draft), which is the chance
+    the target's own token is it, so the evidence is unbiased under sampling too)."""
+    m, accepted = len(proposal.tokens), step.n_accepted
+    if timed.index > 0:
+        chooser.costs.observe_verify(m + 1, timed.verify_s)
+        if proposal.passes and not timed.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
+            chooser.costs.observe_draft(proposal.passes, timed.draft_s)
+    if drafter is not None and (m or proposal.stopped):
+        judged = m + 1 if proposal.stopped and accepted == m else m
+        chooser.observe_step(_evidence_key(drafter, proposal), judged, accepted)
+        return
+    chooser.observe_step(MODEL_KEY, 0, 0)  # a plain step: time passes, no evidence
+    if shadow is not None:
+        key, draft = shadow
+        chooser.acceptance.observe(key, 1, int(draft == step.next_token))

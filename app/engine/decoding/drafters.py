@@ -23,13 +23,15 @@ class Proposal:
     p_draft: list[float | None]  # draft probability of each proposed token (for display)
     passes: int  # draft forward passes spent
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
+    stopped: bool = False  # a draft model's confidence threshold ended the block before k
+    fed: int = 0  # tokens a draft model fed in its first pass (its catch-up; 0: unknown or none)
 
     def first(self, k: int) -> Proposal:
         """Only the first ``k`` drafts."""
         if k >= len(self.tokens):
             return self
         q = self.q[:k] if self.q is not None and k > 0 else None
-        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram)
+        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram, self.stopped, self.fed)
 
 
 class Drafter(Protocol):
@@ -160,16 +162,20 @@ class ModelDrafter:
         # catches up on what it missed; inside a turn only the positions since the previous
         # call are compared (the sequence only grew)
         trusted = 0 if new_turn else self._seen
+        # inside a turn, what its first pass feeds: the tokens since its cache last agreed
+        fed = 0 if new_turn else len(tokens) - min(self.runner.common_prefix(tokens, trusted), len(tokens) - 1)
         self._seen = len(tokens)
         raw = self.runner.continue_from(tokens, trusted=trusted)  # [1, V]
         passes = 1
         drafts: list[int] = []
         rows: list[torch.Tensor] = []
+        stopped = False
         for i in range(k):
             logits = rule.logits(raw, tokens, drafts)  # [1, V], after tokens + drafts
             q = rule.probs(logits)[0]  # [V]
             if confidence_threshold and float(q.max()) < confidence_threshold:
-                break  # not sure enough: let the target decide from here (decided before drawing)
+                stopped = True  # not sure enough: let the target decide from here (decided before drawing)
+                break
             token = rule.choose_draft(logits[0], q, len(tokens) + i)
             drafts.append(token)
             rows.append(q)
@@ -179,7 +185,9 @@ class ModelDrafter:
                 raw = self.runner.forward([token], keep=1)
                 passes += 1
         q_all = torch.stack(rows) if rows else None
-        return Proposal(drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes)
+        return Proposal(
+            drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes, stopped=stopped, fed=fed
+        )
 
     def unseen(self, tokens: list[int]) -> int:
         """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""

@@ -1,0 +1,228 @@
+"""A session never settles on "never draft" (issue 12 §4): evidence a step did not measure
+ages or is re-probed, a confidence stop counts as evidence, a catch-up is not a draft step, and
+every auto-k step says why it chose its k. Timing is a virtual clock (no timed assertions):
+a target pass over n tokens costs 1 + 0.02·(n − 1) virtual seconds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import app.engine.decoding.decode as decode_module
+from app.engine import Engine, GenerationConfig
+from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, CostModel, KChooser, lookup_key
+from app.engine.decoding.decode import _learn, _Timed, _Verified
+from app.engine.decoding.drafters import Proposal
+
+AUTO = GenerationConfig(max_new_tokens=96, k=4, auto_k=True)
+PROMPT = "The quick brown fox"
+
+
+def flat_pass(n: int) -> float:
+    return 1.0 + 0.02 * (n - 1)
+
+
+@pytest.fixture
+def virtual_clock(monkeypatch):
+    """The decode loop's clock advances only by the modelled cost of each target pass."""
+    now = [0.0]
+    real_rows = decode_module._target_rows
+
+    def rows(target, tokens, drafts, new_turn):
+        now[0] += flat_pass(len(drafts) + 1)
+        return real_rows(target, tokens, drafts, new_turn)
+
+    monkeypatch.setattr(decode_module, "_target_rows", rows)
+    monkeypatch.setattr(decode_module, "_clock", lambda device: now[0])
+    return now
+
+
+class PerfectDrafter:
+    """Prompt lookup on an obvious repetition: proposes exactly the target's own answer."""
+
+    name = "prompt lookup"
+    cheap = True
+
+    def __init__(self, sequence: list[int]) -> None:
+        self.sequence = sequence
+
+    def propose(self, tokens, k, rule, confidence_threshold, new_turn=True) -> Proposal:
+        drafts = self.sequence[len(tokens) : len(tokens) + k]
+        return Proposal(drafts, None, [None] * len(drafts), passes=0, ngram=3)
+
+    def unseen(self, tokens) -> int:
+        return 0
+
+    def reset(self) -> None:
+        pass
+
+
+def perfect_engine(load_tiny) -> Engine:
+    target = replace(load_tiny("llama"), eos_token_ids=())  # a long answer: no end of sequence
+    engine = Engine(target, lookup=True)
+    plain = engine.generate(PROMPT, replace(AUTO, speculative=False)).token_ids
+    engine._drafter = PerfectDrafter(engine.prompt_ids(PROMPT) + plain)
+    engine.reset()
+    return engine
+
+
+def poison(chooser: KChooser) -> None:
+    """What a warm-up on a busy machine leaves: multi-token passes measured 10x a plain one,
+    and a stretch where lookup's drafts were rejected."""
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 1.0 if n == 1 else 10.0)
+    for _ in range(10):
+        chooser.observe_step(lookup_key(3), 3, 0)
+
+
+def test_a_chooser_poisoned_by_slow_early_samples_recovers_to_drafting(load_tiny, virtual_clock):
+    engine = perfect_engine(load_tiny)
+    fresh = engine.generate(PROMPT, AUTO)  # a fresh chooser on honest (virtual) costs
+    engine.reset()
+    engine.chooser = KChooser()
+    poison(engine.chooser)
+    first = engine.generate(PROMPT, AUTO)
+    assert first.token_ids == fresh.token_ids
+    late = first.steps[len(first.steps) // 2 :]
+    assert sum(s.k > 0 for s in late) > len(late) / 2  # back to drafting within the answer
+    engine.reset()
+    again = engine.generate(PROMPT, AUTO)  # the same conversation later in the session
+    assert again.token_ids == fresh.token_ids
+    assert again.stats.target_passes <= fresh.stats.target_passes + 1
+
+
+def test_costs_not_measured_age_toward_the_prior():
+    costs = CostModel()
+    for n in (1, 2, 4):
+        costs.observe_verify(n, 1.0 if n == 1 else 10.0)
+    stale = costs.verify_cost(2)
+    for _ in range(200):
+        costs.tick()
+        costs.observe_verify(1, 1.0)  # only plain steps measured since
+    assert stale == 10.0
+    assert costs.verify_cost(2) == pytest.approx(1.15, abs=0.05)
+    assert costs.measured()[2] == 10.0  # the raw median is kept (for reports)
+
+
+def test_pass_costs_never_decrease_with_the_pass_size():
+    costs = CostModel()
+    for n, s in ((1, 1.0), (2, 0.75), (3, 0.8), (5, 1.3), (6, 1.1)):
+        costs.observe_verify(n, s)
+    curve = costs.curve(10)
+    assert curve is not None
+    assert all(b >= a for a, b in zip(curve, curve[1:]))
+    assert curve[1] == 1.0  # a pass over 2 tokens is never cheaper than a plain one
+
+
+def test_a_stale_chooser_probes_one_draft_then_goes_back():
+    chooser = KChooser()
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 1.0 if n == 1 else 10.0)
+    assert chooser.choose(lookup_key(3), 4, drafts_ready=True).reason == "gain_below_margin"
+    for _ in range(PROBE_AFTER["free"]):
+        chooser.observe_step(lookup_key(3), 0, 0)
+    probe = chooser.choose(lookup_key(3), 4, drafts_ready=True)
+    assert (probe.k, probe.reason) == (1, "probe")
+    chooser.observe_step(lookup_key(3), 1, 0)  # the probe verified a draft
+    assert chooser.choose(lookup_key(3), 4, drafts_ready=True).k == 0
+
+
+def test_a_lookup_draft_set_aside_is_judged_by_the_targets_next_token():
+    chooser = KChooser()
+    before = chooser.acceptance.alpha(lookup_key(2))
+    step = _Verified([], None, [], n_accepted=0, next_token=7)
+    for _ in range(10):
+        _learn(chooser, None, Proposal([], None, [], 0), step, _Timed(0.0, 1.0, 1, False), (lookup_key(2), 7))
+    assert chooser.acceptance.alpha(lookup_key(2)) > before
+    for _ in range(30):
+        _learn(chooser, None, Proposal([], None, [], 0), step, _Timed(0.0, 1.0, 1, False), (lookup_key(2), 8))
+    assert chooser.acceptance.alpha(lookup_key(2)) < before
+
+
+class _Model:
+    cheap = False
+
+
+def test_a_draft_models_catch_up_is_not_timed_as_a_draft_step():
+    chooser = KChooser()
+    catch_up = Proposal([5, 6], None, [0.9, 0.9], passes=2)
+    step = _Verified([], None, [], n_accepted=2, next_token=1)
+    _learn(chooser, _Model(), catch_up, step, _Timed(50.0, 1.0, index=7, first_ask=True), None)  # type: ignore[arg-type]
+    assert chooser.costs.draft_cost() is None
+    after_plain_steps = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=20)  # 20 tokens missed
+    _learn(chooser, _Model(), after_plain_steps, step, _Timed(9.0, 1.0, index=8, first_ask=False), None)  # type: ignore[arg-type]
+    assert chooser.costs.draft_cost() is None
+    ordinary = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=2)
+    _learn(chooser, _Model(), ordinary, step, _Timed(0.2, 1.0, index=9, first_ask=False), None)  # type: ignore[arg-type]
+    assert chooser.costs.draft_cost() == pytest.approx(0.1)
+
+
+def test_a_confidence_stop_before_the_first_draft_is_evidence(load_tiny):
+    """A threshold stop pays a draft pass and verifies nothing: the chooser must learn from it
+    and stop asking, rather than drafting at a loss for the whole answer."""
+    target = replace(load_tiny("llama"), eos_token_ids=())
+    engine = Engine(target, target)
+    costs = CostModel()
+    for n in range(1, 10):
+        costs.observe_verify(n, flat_pass(n))
+    costs.observe_draft(1, 0.1)
+    costs.observe_verify = lambda tokens, seconds: None  # type: ignore[method-assign]
+    costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
+    engine.chooser = KChooser(costs=costs)
+    config = replace(AUTO, confidence_threshold=0.999)  # a random model is never that sure
+    result = engine.generate(PROMPT, config)
+    assert result.stats.proposed == 0
+    assert result.stats.draft_passes < result.stats.target_passes / 3
+    assert engine.chooser.acceptance.alpha(MODEL_KEY) < 0.3
+
+
+def test_every_auto_k_step_says_why(load_tiny, virtual_clock):
+    engine = perfect_engine(load_tiny)
+    engine.chooser = KChooser()
+    poison(engine.chooser)
+    result = engine.generate(PROMPT, AUTO)
+    reasons = {s.decision.reason for s in result.steps if s.decision is not None}
+    assert {"gain_below_margin", "probe", "drafting"} <= reasons
+    held = next(s.decision for s in result.steps if s.decision and s.decision.reason == "gain_below_margin")
+    assert held.k == 0 and held.best_gain < 1.03 and held.pass_cost > 1.0 and 0.0 <= held.alpha <= 1.0
+    restored = type(result).from_dict(result.to_dict())
+    assert [s.decision for s in restored.steps] == [s.decision for s in result.steps]
+
+
+def test_an_untried_drafter_is_tried_when_good_acceptance_could_pay():
+    """A draft step at half a plain pass does not pay at the prior's acceptance, but would at
+    a good one: the chooser tries it once to learn, then follows the evidence."""
+    chooser = KChooser()
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 1.0 + 0.2 * (n - 1))
+    chooser.costs.observe_draft(1, 0.5)
+    assert (chooser.choose(MODEL_KEY, 4, drafts_ready=False).reason) == "probe"
+    for _ in range(5):
+        chooser.observe_step(MODEL_KEY, 1, 1)  # it passes every time
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False).reason == "drafting"
+    chooser.costs.observe_draft(1, 5.0)
+    chooser.costs.observe_draft(1, 5.0)  # now dearer than a target pass: no acceptance pays
+    fresh = KChooser(costs=chooser.costs)
+    assert fresh.choose(MODEL_KEY, 4, drafts_ready=False).reason == "gain_below_margin"
+
+
+def test_a_pass_that_rejected_drafts_is_timed_like_any_other(load_tiny, virtual_clock, monkeypatch):
+    """Issue 12 §3: the rejected drafts' display text is decoded after the step's clock stops,
+    so a verify pass is timed the same way whether it rejected drafts or was a plain step."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama-other"))  # a mismatched draft: rejections
+    tokenizer = engine.target.tokenizer
+    real_with_text = decode_module._with_text
+
+    def slow_with_text(rejected, tok):
+        virtual_clock[0] += 100.0  # display work, never a verify cost
+        return real_with_text(rejected, tok)
+
+    monkeypatch.setattr(decode_module, "_with_text", slow_with_text)
+    result = engine.generate(PROMPT, GenerationConfig(max_new_tokens=16, k=3, auto_k=False))
+    rejecting = [s for s in result.steps[1:] if s.rejected]
+    assert rejecting
+    for s in rejecting:
+        assert s.verify_s == pytest.approx(flat_pass(len(s.accepted) + len(s.rejected) + 1))
+        texts = [tokenizer.decode([t.id], skip_special_tokens=True) for t in s.rejected]
+        assert [t.text for t in s.rejected] == texts
