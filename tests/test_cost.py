@@ -86,13 +86,14 @@ def _measured_chooser(curve: str, accepted: float, draft_s: float, k_max: int) -
     """A chooser that measured every pass size up to k_max + 1 on ``curve``, a draft step of
     ``draft_s`` and 400 drafts accepted at the rate ``accepted`` (through its public methods)."""
     chooser = KChooser()
+    for i in range(400):  # accepted spread evenly (old evidence fades)
+        chooser.observe_step("model", 1, int((i + 1) * accepted) - int(i * accepted))
+    # the costs measured last, so none has aged toward the prior (sizes unmeasured for a while fade)
     for n in range(1, k_max + 2):
         for _ in range(3):
             chooser.costs.observe_verify(n, VERIFY_CURVES[curve](n))
     for _ in range(3):
         chooser.costs.observe_draft(2, 2 * draft_s)
-    for i in range(400):  # accepted spread evenly (old evidence fades)
-        chooser.observe_step("model", 1, int((i + 1) * accepted) - int(i * accepted))
     return chooser
 
 
