@@ -289,11 +289,11 @@ def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
     """A chooser with hand-set costs and acceptance that the runs cannot change (no timing in
     the test): what it chooses is decided before drafting, as always, from what it holds."""
     chooser = KChooser()
-    for n in range(1, 8):
-        chooser.costs.observe_verify(n, 0.01)
-    chooser.costs.observe_draft(1, draft_step * 0.01)
     for i in range(400):
         chooser.observe_step(MODEL_KEY, 1, int((i + 1) * alpha) - int(i * alpha))
+    for n in range(1, 8):  # measured last: no size has aged toward the prior
+        chooser.costs.observe_verify(n, 0.01)
+    chooser.costs.observe_draft(1, draft_step * 0.01)
     chooser.costs.observe_verify = lambda tokens, seconds: None  # type: ignore[method-assign]
     chooser.costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
     chooser.costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
