@@ -32,8 +32,9 @@ from app.ui.chat.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.context_meter import ContextMeter
 from app.ui.chat.conversation_list import ConversationPanel
+from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
-from app.ui.common.storage import ConversationStore
+from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
 from app.ui.compare.compare_view import CompareDialog
 from app.ui.experiment.sweep_view import SweepDialog
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
+NOTICE_MS = 10_000  # how long a confirmation stays in the status bar
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,7 @@ class LoadFailure:
 class MainWindow(QMainWindow):
     closed = Signal()
 
-    def __init__(
-        self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore
-    ) -> None:
+    def __init__(self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore) -> None:
         super().__init__()
         self.setWindowTitle(self.tr("SpecChat"))
         self._worker = worker
@@ -92,6 +92,9 @@ class MainWindow(QMainWindow):
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
+        self.loader = ConversationLoader(conversations, self)  # saved conversations, off this thread
+        self._to_open = ""  # a listed conversation to show once it is read
+        self._unreadable: list[SkippedFile] = []  # reported once everything listed is read
         self._build()
         self._connect()
         self._restore()
@@ -193,6 +196,10 @@ class MainWindow(QMainWindow):
         w.sweep_done.connect(self._on_sweep_done)
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
         self.conversation_panel.error.connect(self.show_error)
+        self.conversation_panel.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
+        self.loader.loaded.connect(self._on_conversation_read)
+        self.loader.failed.connect(self._on_conversation_unreadable)
+        self.loader.idle.connect(self._report_skipped_files)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
         self.models_action.triggered.connect(self._on_open_models)
@@ -213,11 +220,19 @@ class MainWindow(QMainWindow):
         if splitter is not None:
             self.splitter.restoreState(splitter)
         self._mirror_settings()
-        saved = self._conversations.load_all()
-        self.conversation_panel.set_conversations(saved)
-        if saved:
-            self._open(saved[0])
-        self._report_skipped_files()
+        listed = self._conversations.list_headers()  # file headers only: fast whatever the sizes
+        self._unreadable = list(self._conversations.skipped)
+        self.conversation_panel.set_conversations(listed)
+        if listed:
+            self._to_open = listed[0].id  # the latest, shown once read
+        self.loader.read([h.id for h in listed])  # newest first; search then covers messages
+        if not listed:
+            self._report_skipped_files()
+
+    @property
+    def conversations_read(self) -> bool:
+        """Every listed conversation's content has been read (or found unreadable)."""
+        return not self.loader.busy
 
     # ---- public API (also used by tests and tools) ------------------------------------
     @property
@@ -297,9 +312,7 @@ class MainWindow(QMainWindow):
     def open_settings(self) -> SettingsDialog:
         """The settings dialog, showing the models that failed to load with the reason."""
         failure = self.load_failure
-        model_error = (
-            failure.message if failure is not None and failure.models == self.settings.models else None
-        )
+        model_error = failure.message if failure is not None and failure.models == self.settings.models else None
         dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
@@ -356,7 +369,7 @@ class MainWindow(QMainWindow):
         self.show_error(text + " " + self.tr("Fix them in Settings."))
 
     def open_sweep(self, answer: Message) -> SweepDialog:
-        """"Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
+        """ "Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
         if self.sweep_dialog is not None:
             self.sweep_dialog.close()
         in_use = self.models_in_use
@@ -413,8 +426,36 @@ class MainWindow(QMainWindow):
 
     def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
         conversation = item.data(Qt.ItemDataRole.UserRole)
-        if not self.controller.busy and conversation.id != self.controller.conversation.id:
+        if self.controller.busy or conversation.id == self.controller.conversation.id:
+            return
+        if isinstance(conversation, Conversation):
             self._open(conversation)
+        else:  # only its header is listed so far: read it first, on the reading thread
+            self._to_open = conversation.id
+            self.statusBar().showMessage(self.tr("Opening “{0}”…").format(conversation.title or self.tr("New chat")))
+            self.loader.first(conversation.id)
+
+    def _on_conversation_read(self, conversation: Conversation) -> None:
+        self.conversation_panel.upsert(conversation)
+        if conversation.id == self._to_open:
+            self._to_open = ""
+            self.statusBar().clearMessage()
+            if not self.controller.busy and not self.controller.conversation.messages:
+                self._open(conversation)
+            else:
+                self.conversation_panel.select(self.controller.conversation.id)
+
+    def _on_conversation_unreadable(self, conversation_id: str, reason: str) -> None:
+        self.conversation_panel.remove(conversation_id)
+        self._unreadable.append(SkippedFile(self._conversations.folder / f"{conversation_id}.json", reason))
+        if conversation_id == self._to_open:
+            self._to_open = ""
+            self.statusBar().clearMessage()
+            if not self.controller.conversation.messages:  # show the latest that can be read
+                latest = self.conversation_panel.latest_id()
+                if latest:
+                    self._to_open = latest
+                    self.loader.first(latest)
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
         if conversation.id == self.controller.conversation.id:
@@ -484,8 +525,9 @@ class MainWindow(QMainWindow):
         self.conversation_panel.select(conversation.id)
 
     def _report_skipped_files(self) -> None:
-        """Once, at start: which saved conversations could not be read (they stay on disk)."""
-        skipped = self._conversations.skipped
+        """Which saved conversations could not be read (they stay on disk): once everything
+        listed has been read, and again if one more is found unreadable later."""
+        skipped, self._unreadable = self._unreadable, []
         if not skipped:
             return
         heading = self.tr("{0} saved conversation(s) could not be read and were skipped; the files are kept:")
@@ -504,6 +546,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop generating, keep the partial answer, free the engine thread (bounded wait)."""
         self.controller.stop()
+        self.loader.stop()
         self._settings_store.set_geometry("main", self.saveGeometry())
         self._settings_store.set_geometry("main_state", self.saveState())
         self._settings_store.set_geometry("main_splitter", self.splitter.saveState())
