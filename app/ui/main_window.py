@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QDialog,
     QFrame,
@@ -36,6 +37,7 @@ from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
+from app.ui.common.tooltips import install_tooltip_wrapping
 from app.ui.compare.compare_view import CompareDialog
 from app.ui.experiment.sweep_view import SweepDialog
 from app.ui.models.models_dialog import ModelsDialog
@@ -74,6 +76,9 @@ class MainWindow(QMainWindow):
 
     def __init__(self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore) -> None:
         super().__init__()
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            install_tooltip_wrapping(app)  # before any widget sets its tooltip
         self.setWindowTitle(self.tr("SpecChat"))
         self._worker = worker
         self._settings_store = settings

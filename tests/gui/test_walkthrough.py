@@ -1,0 +1,116 @@
+"""The rest of the new user's walkthrough (issue 12 §5, issue 13 §4): the conversation list
+keeps highlighting the chat shown, Export says where it wrote, long tooltips wrap, the
+experiment closes, the answer header and stats line tell the truth at any width."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtGui import QFontMetrics, QHelpEvent
+from PySide6.QtWidgets import QApplication, QFileDialog, QListWidget, QListWidgetItem, QPushButton, QToolTip
+
+from app.ui.common.conversation import Conversation, Message
+from app.ui.common.storage import ConversationStore
+from app.ui.main_window import MainWindow
+from app.ui.settings.store import SettingsStore
+from app.worker import EngineWorker
+
+
+def _saved(folder: Path, title: str, updated: float) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = Conversation(
+        title=title, messages=[Message("user", title), Message("assistant", "ok")], updated=updated
+    ).to_json()
+    data["id"] = uuid.uuid4().hex
+    (folder / f"{data['id']}.json").write_text(json.dumps(data), "utf-8")
+    return str(data["id"])
+
+
+def _window_with_chats(qtbot, titles: list[str]) -> MainWindow:  # type: ignore[no-untyped-def]
+    store = ConversationStore()
+    for n, title in enumerate(titles):
+        _saved(store.folder, title, updated=1_000.0 + n)
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), ConversationStore())
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.conversations_read and bool(window.controller.conversation.messages))
+    return window
+
+
+def _highlighted(window: MainWindow) -> list[str]:
+    return [item.text() for item in window.conversation_list.selectedItems()]
+
+
+def test_the_list_keeps_highlighting_the_chat_shown_after_a_context_menu_and_export(
+    app_dirs, qtbot, monkeypatch, tmp_path
+):
+    window = _window_with_chats(qtbot, ["first", "second", "third"])
+    assert window.controller.conversation.title == "third" and _highlighted(window) == ["third"]
+    other = next(
+        window.conversation_list.item(i) for i in range(3) if window.conversation_list.item(i).text() == "first"
+    )
+    rect = window.conversation_list.visualItemRect(other)
+
+    def close_menu() -> None:
+        popup = QApplication.activePopupWidget()
+        if popup is not None:
+            popup.close()
+
+    QTimer.singleShot(50, close_menu)
+    window.conversation_list.setCurrentItem(other)  # what a right click does to the selection
+    window.conversation_panel._on_menu(rect.center())
+    assert _highlighted(window) == ["third"]  # the chat still shown
+
+    target = tmp_path / "exported.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(target), "Markdown (*.md)"))
+    window.conversation_list.setCurrentItem(other)
+    with qtbot.waitSignal(window.conversation_panel.notice) as told:
+        window.conversation_panel.export(other.data(0x0100))
+    assert target.exists() and str(target) in told.args[0] and "first" in told.args[0]
+    assert str(target) in window.statusBar().currentMessage()  # the confirmation is on screen
+    assert _highlighted(window) == ["third"]
+    window.close()
+
+
+LONG_HELP = (
+    "How many tokens the drafter proposes before the target checks them all in one pass; "
+    "more drafts pay when they are usually accepted and cost a longer pass when they are not."
+)
+
+
+def _tip_width(qtbot) -> int:  # type: ignore[no-untyped-def]
+    qtbot.waitUntil(lambda: QToolTip.isVisible())
+    tips = [w for w in QApplication.topLevelWidgets() if w.objectName() == "qtooltip_label" and w.isVisible()]
+    return max(w.width() for w in tips)
+
+
+def test_long_tooltips_wrap_on_widgets_and_in_item_views(app_dirs, qtbot):
+    window = _window_with_chats(qtbot, ["a chat"])  # installs the wrapping
+    plain_width = QFontMetrics(QToolTip.font()).horizontalAdvance(LONG_HELP)
+    button = QPushButton("k", window)
+    button.setToolTip(LONG_HELP)
+    assert button.toolTip() != LONG_HELP and "white-space:pre-wrap" in button.toolTip()
+    short = QPushButton("s", window)
+    short.setToolTip("Send (Enter)")
+    assert short.toolTip() == "Send (Enter)"  # short ones stay plain
+
+    QToolTip.showText(button.mapToGlobal(button.rect().center()), button.toolTip(), button)
+    assert _tip_width(qtbot) < min(700, plain_width)
+    QToolTip.hideText()
+
+    rows = QListWidget(window)
+    rows.show()
+    item = QListWidgetItem("a row")
+    item.setToolTip(LONG_HELP)
+    rows.addItem(item)
+    viewport = rows.viewport()
+    at = rows.visualItemRect(item).center()
+    QApplication.sendEvent(viewport, QHelpEvent(QEvent.Type.ToolTip, at, viewport.mapToGlobal(at)))
+    assert "white-space:pre-wrap" in QToolTip.text()
+    assert _tip_width(qtbot) < min(700, plain_width)
+    QToolTip.hideText()
+    window.close()
