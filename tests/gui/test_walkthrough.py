@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QTimer
 from PySide6.QtGui import QFontMetrics, QHelpEvent
-from PySide6.QtWidgets import QApplication, QFileDialog, QListWidget, QListWidgetItem, QPushButton, QToolTip
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFileDialog, QListWidget, QListWidgetItem, QPushButton, QToolTip
 
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.storage import ConversationStore
@@ -114,3 +114,17 @@ def test_long_tooltips_wrap_on_widgets_and_in_item_views(app_dirs, qtbot):
     assert _tip_width(qtbot) < min(700, plain_width)
     QToolTip.hideText()
     window.close()
+
+
+def test_the_drafter_experiment_has_a_close_button(qapp, qtbot):
+    from app.engine.config import LOOKUP
+    from app.ui.experiment.sweep_view import SweepDialog
+
+    dialog = SweepDialog([LOOKUP], None)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    close = dialog.buttons.button(QDialogButtonBox.StandardButton.Close)
+    assert close is not None and close.isVisible()
+    with qtbot.waitSignal(dialog.finished):  # what stops a running experiment
+        close.click()
+    assert not dialog.isVisible()

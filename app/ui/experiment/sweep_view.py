@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
+    QDialogButtonBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -124,6 +125,10 @@ class SweepDialog(QDialog):
         self._layout.addLayout(controls)
         self._layout.addWidget(self.status)
         self._layout.addWidget(self.table)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.buttons.setToolTip(self.tr("Close the experiment (a run in progress stops)"))
+        self.buttons.rejected.connect(self.reject)  # finished: the window cancels a running sweep
+        self._layout.addWidget(self.buttons)
         self.run_button.clicked.connect(self._on_run)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.resize(860, 640)
