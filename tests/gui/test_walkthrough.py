@@ -128,3 +128,42 @@ def test_the_drafter_experiment_has_a_close_button(qapp, qtbot):
     with qtbot.waitSignal(dialog.finished):  # what stops a running experiment
         close.click()
     assert not dialog.isVisible()
+
+
+def _answer() -> Message:
+    from app.engine.events import RunStats
+
+    stats = RunStats(new_tokens=120, target_passes=60, prefill_s=0.2, decode_s=2.0, proposed=90, accepted=60)
+    answer = Message("assistant", "Some answer.", speculative=True, drafter="prompt lookup")
+    answer.stats = {name: getattr(stats, name) for name in RunStats.__dataclass_fields__}
+    answer.stop_reason = "eos"
+    return answer
+
+
+def test_the_stats_line_keeps_whole_lines_in_a_narrow_window(qapp, qtbot):
+    from app.ui.chat.message_widgets import AnswerWidget
+
+    widget = AnswerWidget(_answer())
+    qtbot.addWidget(widget)
+    widget.resize(560, 400)  # an 800 px window, less the conversation list
+    widget.show()
+    qtbot.waitExposed(widget)
+    text = widget.stats.text()
+    line = widget.stats.fontMetrics()
+    words = len(text.split())
+    lines = widget.stats.heightForWidth(widget.stats.width()) / line.lineSpacing()
+    assert words > 15 and lines <= 3  # was a column of one word per line
+    assert widget.stats.width() > 0.8 * widget.contentsRect().width()
+
+
+def test_an_answer_asked_before_any_model_loaded_does_not_claim_no_speculation(app_dirs, qtbot):
+    store = ConversationStore()
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), store)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.speculation_switch.isChecked()
+    window.send_message("Hello")  # no model: start() was never called
+    header = window.chat_view.answers[-1].header.text()
+    assert "no speculation" not in header and "no model loaded" in header
+    window.controller.stop()
+    window.close()

@@ -34,6 +34,8 @@ def stats_line(stats: RunStats, speculative: bool) -> str:
 
 
 def how_made(speculative: bool, drafter: str) -> str:
+    if not drafter:  # asked for before any model was loaded: nothing has answered yet
+        return QCoreApplication.translate("Stats", "no model loaded")
     if speculative and drafter != "none":
         return QCoreApplication.translate("Stats", "with speculation ({0})").format(drafter)
     return QCoreApplication.translate("Stats", "target model only, no speculation")
