@@ -107,8 +107,7 @@ PLAIN_REASONS: dict[str, str] = {
     "different_tokenizers": QT_TRANSLATE_NOOP("catalog", "These two models use different tokenizers."),
     "draft_vocab_larger": QT_TRANSLATE_NOOP(
         "catalog",
-        "The draft's vocabulary is larger than the target's: "
-        "it could propose tokens the target does not know.",
+        "The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.",
     ),
     "draft_vocab_smaller": QT_TRANSLATE_NOOP(
         "catalog",
@@ -156,7 +155,8 @@ class PairCheck:
 
 def suggest_draft(target: ModelEntry, drafts: Iterable[tuple[ModelEntry, PairCheck]]) -> str:
     """The source of the smallest compatible draft with at most 1/DRAFT_MIN_RATIO of the
-    target's parameters; ``LOOKUP`` (prompt lookup) when there is none."""
+    target's parameters, one whose context is as long as the target's first; ``LOOKUP``
+    (prompt lookup) when there is none. (Measuring ranks them better: ``probe_drafts``.)"""
     if not target.parameters:
         return LOOKUP
     fits = [
@@ -169,7 +169,11 @@ def suggest_draft(target: ModelEntry, drafts: Iterable[tuple[ModelEntry, PairChe
     ]
     if not fits:
         return LOOKUP
-    return min(fits, key=lambda e: (e.parameters or 0, e.size_bytes or 0, e.name)).source
+
+    def short_context(entry: ModelEntry) -> bool:  # its guesses get poor past its own context
+        return bool(entry.context_length and target.context_length and entry.context_length < target.context_length)
+
+    return min(fits, key=lambda e: (short_context(e), e.parameters or 0, e.size_bytes or 0, e.name)).source
 
 
 # ---------------------------------------------------------------- formatting (one truth)

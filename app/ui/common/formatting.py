@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QLocale
 
 from app.engine.events import RunStats
 
@@ -16,15 +16,11 @@ def stats_line(stats: RunStats, speculative: bool) -> str:
     ]
     if stats.new_tokens:
         parts.append(
-            QCoreApplication.translate("Stats", "first token after {0:.2f} s").format(
-                stats.time_to_first_token_s
-            )
+            QCoreApplication.translate("Stats", "first token after {0:.2f} s").format(stats.time_to_first_token_s)
         )
     if speculative:
         parts.append(QCoreApplication.translate("Stats", "acceptance {0:.0%}").format(stats.acceptance_rate))
-    parts.append(
-        QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass)
-    )
+    parts.append(QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass))
     parts.append(
         QCoreApplication.translate("Stats", "{0} target passes ({1} saved vs one per token)").format(
             stats.target_passes, stats.passes_saved
@@ -73,6 +69,30 @@ def context_warning(used: int, limit: int) -> str:
         )
     return QCoreApplication.translate(
         "Stats",
-        "The conversation fills {0:.0%} of the context window: start a new chat soon, "
-        "or the next answers will be cut.",
+        "The conversation fills {0:.0%} of the context window: start a new chat soon, or the next answers will be cut.",
     ).format(used / limit)
+
+
+# ---- numbers in the interface's locale ("2,048" / "2 048", "0.42" / "0,42", "76%" / "76 %") --
+def number_locale() -> QLocale:
+    """The interface's locale (``QLocale.setDefault`` at start); the C locale, which does not
+    group digits, reads as US English."""
+    locale = QLocale()
+    if locale.language() == QLocale.Language.C:
+        return QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    return locale
+
+
+def integer(value: int) -> str:
+    return number_locale().toString(int(value))
+
+
+def decimal(value: float, decimals: int) -> str:
+    return number_locale().toString(float(value), "f", decimals)
+
+
+def percent(fraction: float, decimals: int = 0) -> str:
+    """A share as a percentage; French puts a narrow no-break space before the sign."""
+    locale = number_locale()
+    sign = "\u202f%" if locale.language() == QLocale.Language.French else "%"
+    return decimal(fraction * 100, decimals) + sign

@@ -39,6 +39,7 @@ from app.engine.models.catalog import (
     format_size,
     suggest_draft,
 )
+from app.ui.common.formatting import decimal, integer
 from app.ui.settings.store import ModelPair, ModelSettings, SettingsStore
 
 if TYPE_CHECKING:
@@ -137,9 +138,7 @@ class ModelsDialog(QDialog):
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details.hide()
         self.recent_combo = QComboBox(self)
-        self.recent_combo.setToolTip(
-            self.tr("Target and draft pairs you used lately: pick one to choose both again")
-        )
+        self.recent_combo.setToolTip(self.tr("Target and draft pairs you used lately: pick one to choose both again"))
         form = QFormLayout()
         form.addRow(self.tr("Target:"), self.target_label)
         form.addRow(self.tr("Draft:"), self.draft_combo)
@@ -247,8 +246,8 @@ class ModelsDialog(QDialog):
             self.table.selectRow(0)
 
     def _fill_row(self, row: int, entry: ModelEntry) -> None:
-        context = f"{entry.context_length:,}" if entry.context_length else "?"
-        vocab = f", {entry.vocab_size:,}" if entry.vocab_size else ""
+        context = integer(entry.context_length) if entry.context_length else "?"
+        vocab = f", {integer(entry.vocab_size)}" if entry.vocab_size else ""
         cells = [
             entry.name,
             entry.architecture or "?",
@@ -306,9 +305,13 @@ class ModelsDialog(QDialog):
         self.checks[check.draft] = check
         plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
         if check.compatible:
-            self._set_draft_cell(check.draft, "✓ " + self.tr("Compatible"), plain, COMPATIBLE_COLOUR)
             entry = self._entry(check.draft)
-            self.draft_combo.addItem(entry.name, entry.source)
+            short_context = self._context_note(entry)
+            text = "✓ " + self.tr("Compatible") + (" · ⚠ " + self.tr("shorter context") if short_context else "")
+            tip = plain + ("\n\n" + short_context if short_context else "")
+            self._set_draft_cell(check.draft, text, tip, COMPATIBLE_COLOUR)
+            if self.draft_combo.findData(entry.source) < 0:  # a verdict can come twice (A, B, A)
+                self.draft_combo.addItem(entry.name, entry.source)
         else:
             tip = plain + "\n\n" + self.tr("Technical detail: {0}").format(check.detail)
             short = QCoreApplication.translate("catalog", check.short)  # i18n: noop
@@ -319,11 +322,7 @@ class ModelsDialog(QDialog):
             return
         pairs = [(self._entry(s), c) for s, c in self.checks.items()]
         self.suggestion = suggest_draft(self.target, pairs)
-        if self.suggestion != LOOKUP:
-            plain = QCoreApplication.translate("catalog", self.checks[self.suggestion].plain)  # i18n: noop
-            self._set_draft_cell(self.suggestion, "★ " + self.tr("Suggested draft"), plain, COMPATIBLE_COLOUR)
-        index = self.draft_combo.findData(self.suggestion)
-        self.draft_combo.setItemText(index, self.draft_combo.itemText(index) + " " + self.tr("(suggested)"))
+        self._mark_suggestion()
         wanted = self._pending[1] if self._pending and self._pending[0] == target else self.suggestion
         if not self.choose_draft(wanted):
             self.choose_draft(self.suggestion)
@@ -331,6 +330,41 @@ class ModelsDialog(QDialog):
         incompatible = [c for c in self.checks.values() if not c.compatible]
         self.details.setText("\n".join(f"{self._entry(c.draft).name}: {c.detail}" for c in incompatible))
         self._explain_draft()
+
+    def _mark_suggestion(self) -> None:
+        """The suggested draft: starred in the table, "(suggested)" once in the draft box."""
+        if self.suggestion is None:
+            return
+        if self.suggestion in self.checks:
+            entry = self._entry(self.suggestion)
+            plain = QCoreApplication.translate("catalog", self.checks[self.suggestion].plain)  # i18n: noop
+            note = self._context_note(entry)
+            tip = plain + ("\n\n" + note if note else "")
+            text = "★ " + self.tr("Suggested draft") + (" · ⚠ " + self.tr("shorter context") if note else "")
+            self._set_draft_cell(self.suggestion, text, tip, COMPATIBLE_COLOUR)
+        for index in range(self.draft_combo.count()):
+            self.draft_combo.setItemText(index, self._combo_label(str(self.draft_combo.itemData(index))))
+
+    def _combo_label(self, source: str) -> str:
+        if source == LOOKUP:
+            label = self.tr("Prompt lookup (no draft model)")
+        elif source == NO_DRAFTER:
+            label = self.tr("No drafter")
+        else:
+            label = self._entry(source).name
+        return label + " " + self.tr("(suggested)") if source == self.suggestion else label
+
+    def _context_note(self, draft: ModelEntry) -> str:
+        """Why a draft built for a shorter context than the target's is a worse fit ("" if not)."""
+        target = self.target
+        if target is None or not draft.context_length or not target.context_length:
+            return ""
+        if draft.context_length >= target.context_length:
+            return ""
+        return self.tr(
+            "Its context is {0} tokens, shorter than the target's {1}: in longer conversations its "
+            "guesses get poor, so speculation gains less (answers stay the same)."
+        ).format(integer(draft.context_length), integer(target.context_length))
 
     def _reset_draft_combo(self) -> None:
         self.draft_combo.blockSignals(True)
@@ -348,8 +382,8 @@ class ModelsDialog(QDialog):
         if draft == LOOKUP:
             text = self.tr("Prompt lookup drafts by copying from the conversation; it needs no second model.")
             if self.suggestion == LOOKUP:
-                none_fits = self.tr("No compatible model is at least {0:g}× smaller than the target.")
-                text += " " + none_fits.format(DRAFT_MIN_RATIO)
+                none_fits = self.tr("No compatible model is at least {0}× smaller than the target.")
+                text += " " + none_fits.format(decimal(DRAFT_MIN_RATIO, 0))
         elif draft == NO_DRAFTER:
             text = self.tr("Without a drafter the target writes every token itself.")
         else:
@@ -357,7 +391,10 @@ class ModelsDialog(QDialog):
             text = QCoreApplication.translate("catalog", self.checks[entry.source].plain)  # i18n: noop
             if entry.parameters and self.target.parameters:
                 ratio = self.target.parameters / entry.parameters
-                text += " " + self.tr("It has {0:.1f}× fewer parameters than the target.").format(ratio)
+                text += " " + self.tr("It has {0}× fewer parameters than the target.").format(decimal(ratio, 1))
+            note = self._context_note(entry)
+            if note:
+                text += " " + note
         self.explanation.setText(text + " " + counts)
 
     # ---- recent pairs and adding models -------------------------------------------------
@@ -400,9 +437,7 @@ class ModelsDialog(QDialog):
             self.add_source(folder)
 
     def _on_add_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Add a GGUF file"), "", self.tr("GGUF models (*.gguf)")
-        )
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Add a GGUF file"), "", self.tr("GGUF models (*.gguf)"))
         if path:
             self.add_source(path)
 
