@@ -4,10 +4,6 @@ candidates by a short measured probe run on the library's thread."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
-
-from app.engine.config import LOOKUP
 from app.engine.models.catalog import ModelEntry, PairCheck
 from app.ui.models.models_dialog import ModelsDialog
 from app.ui.settings.store import ModelSettings, SettingsStore

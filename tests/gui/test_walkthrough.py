@@ -11,7 +11,15 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QTimer
 from PySide6.QtGui import QFontMetrics, QHelpEvent
-from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFileDialog, QListWidget, QListWidgetItem, QPushButton, QToolTip
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialogButtonBox,
+    QFileDialog,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QToolTip,
+)
 
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.storage import ConversationStore
