@@ -74,7 +74,9 @@ class LoadFailure:
 class MainWindow(QMainWindow):
     closed = Signal()
 
-    def __init__(self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore) -> None:
+    def __init__(
+        self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore
+    ) -> None:
         super().__init__()
         app = QApplication.instance()
         if isinstance(app, QApplication):
@@ -317,7 +319,9 @@ class MainWindow(QMainWindow):
     def open_settings(self) -> SettingsDialog:
         """The settings dialog, showing the models that failed to load with the reason."""
         failure = self.load_failure
-        model_error = failure.message if failure is not None and failure.models == self.settings.models else None
+        model_error = (
+            failure.message if failure is not None and failure.models == self.settings.models else None
+        )
         dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
@@ -374,7 +378,7 @@ class MainWindow(QMainWindow):
         self.show_error(text + " " + self.tr("Fix them in Settings."))
 
     def open_sweep(self, answer: Message) -> SweepDialog:
-        """ "Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
+        """"Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
         if self.sweep_dialog is not None:
             self.sweep_dialog.close()
         in_use = self.models_in_use

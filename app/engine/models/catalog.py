@@ -107,7 +107,8 @@ PLAIN_REASONS: dict[str, str] = {
     "different_tokenizers": QT_TRANSLATE_NOOP("catalog", "These two models use different tokenizers."),
     "draft_vocab_larger": QT_TRANSLATE_NOOP(
         "catalog",
-        "The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.",
+        "The draft's vocabulary is larger than the target's: "
+        "it could propose tokens the target does not know.",
     ),
     "draft_vocab_smaller": QT_TRANSLATE_NOOP(
         "catalog",

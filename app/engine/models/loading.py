@@ -51,12 +51,9 @@ STALE_TEMP_S = 15 * 60  # a conversion temp folder this old was left by a killed
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DTYPE_ALIASES = {
-    "float32": "float32",
-    "fp32": "float32",
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-    "float16": "float16",
-    "fp16": "float16",
+    "float32": "float32", "fp32": "float32",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float16": "float16", "fp16": "float16",
     "int8": "int8",
 }
 AUTO_DTYPE = {"cuda": "bfloat16", "mps": "float16", "cpu": "float32"}
@@ -130,7 +127,9 @@ def resolve_device(device: str | None = "auto") -> torch.device:
             raise InvalidSettingError(f"The device '{device}' was requested but torch sees no CUDA GPU.")
         index = torch.cuda.current_device() if dev.index is None else dev.index
         if index >= torch.cuda.device_count():
-            raise InvalidSettingError(f"There is no {device}: torch sees {torch.cuda.device_count()} CUDA GPU(s).")
+            raise InvalidSettingError(
+                f"There is no {device}: torch sees {torch.cuda.device_count()} CUDA GPU(s)."
+            )
         return torch.device("cuda", index)
     if dev.type == "mps":
         if not torch.backends.mps.is_available():
@@ -144,7 +143,9 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> str:
     if name == "auto":
         return AUTO_DTYPE.get(device.type, "float32")
     if name not in DTYPE_ALIASES:
-        raise InvalidSettingError(f"'{dtype}' is not a supported dtype; use auto, float32, bfloat16, float16 or int8.")
+        raise InvalidSettingError(
+            f"'{dtype}' is not a supported dtype; use auto, float32, bfloat16, float16 or int8."
+        )
     resolved = DTYPE_ALIASES[name]
     if resolved == "int8" and device.type != "cpu":
         raise InvalidSettingError(f"int8 runs on the CPU only; choose another dtype for {device}.")
@@ -204,7 +205,8 @@ def _check_architecture(folder: Path, source: str) -> None:
                 "model: choose a model whose architecture transformers supports itself."
             ) from exc
         raise ModelLoadError(
-            f"'{source}' has a config.json this version of transformers cannot use ({_first_line(exc)})."
+            f"'{source}' has a config.json this version of transformers cannot use "
+            f"({_first_line(exc)})."
         ) from exc
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise ModelLoadError(
@@ -266,7 +268,9 @@ def _write_converted(path: Path, folder: Path, source: str) -> None:
 
 
 def _unwritable_cache(source: str, target: Path, exc: OSError) -> ModelLoadError:
-    return ModelLoadError(f"The converted '{source}' could not be saved in {target.parent} ({_first_line(exc)}).")
+    return ModelLoadError(
+        f"The converted '{source}' could not be saved in {target.parent} ({_first_line(exc)})."
+    )
 
 
 def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -274,13 +278,16 @@ def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedToke
         model = AutoModelForCausalLM.from_pretrained(
             path.parent, gguf_file=path.name, dtype=torch.float32, local_files_only=True
         )
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(
+            path.parent, gguf_file=path.name, local_files_only=True
+        )
     except OUT_OF_MEMORY:
         raise
     except Exception as exc:
         if "not supported" in str(exc):
             raise ModelLoadError(
-                f"The GGUF file '{source}' holds an architecture transformers cannot load ({_first_line(exc)})."
+                f"The GGUF file '{source}' holds an architecture transformers cannot load "
+                f"({_first_line(exc)})."
             ) from exc
         raise ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.") from exc
     return model, tokenizer
@@ -308,18 +315,17 @@ def _read_folder(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     progress("Loading tokenizer…", 0.2)
     try:
-        tokenizer = _tokenizer_class(folder).from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        tokenizer = _tokenizer_class(folder).from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False
+        )
     except Exception as exc:
         detail = _first_line(exc)
         raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
     progress("Loading weights…", 0.3)
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            folder,
-            dtype=torch_dtype,
-            use_safetensors=use_safetensors,
-            local_files_only=True,
-            trust_remote_code=False,
+            folder, dtype=torch_dtype, use_safetensors=use_safetensors,
+            local_files_only=True, trust_remote_code=False,
         )
     except OUT_OF_MEMORY:
         raise
@@ -475,7 +481,10 @@ def vocab_difference(tv: dict[str, int], dv: dict[str, int]) -> str | None:
     first = min(differ, key=lambda t: (min(tv.get(t, 1 << 62), dv.get(t, 1 << 62)), t))
     in_target = tv.get(first, "missing")
     in_draft = dv.get(first, "missing")
-    return f"{len(differ)} vocabulary entries differ ({first!r} is {in_target} in target, {in_draft} in draft)"
+    return (
+        f"{len(differ)} vocabulary entries differ "
+        f"({first!r} is {in_target} in target, {in_draft} in draft)"
+    )
 
 
 def _probe_texts(tokenizer: PreTrainedTokenizerBase) -> list[str]:
@@ -502,7 +511,7 @@ def _tokenization_difference(target: PreTrainedTokenizerBase, draft: PreTrainedT
 def _ids_from_mismatch(a: list[int], b: list[int]) -> str:
     i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     cut = "…, " if i else ""
-    return f"[{cut}{', '.join(map(str, a[i : i + 6]))}] vs [{cut}{', '.join(map(str, b[i : i + 6]))}]"
+    return f"[{cut}{', '.join(map(str, a[i:i + 6]))}] vs [{cut}{', '.join(map(str, b[i:i + 6]))}]"
 
 
 def check_compatible(target: LoadedModel, draft: LoadedModel) -> None:

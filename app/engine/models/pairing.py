@@ -76,11 +76,8 @@ class PairingChecker:
             self._remember(key, check)
             return check
         return PairCheck(
-            target.source,
-            draft.source,
-            bool(cached["compatible"]),
-            cast(PairReason, cached["reason"]),
-            str(cached["detail"]),
+            target.source, draft.source, bool(cached["compatible"]),
+            cast(PairReason, cached["reason"]), str(cached["detail"]),
         )
 
     # ---- the check itself -------------------------------------------------------------

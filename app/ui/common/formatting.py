@@ -16,11 +16,15 @@ def stats_line(stats: RunStats, speculative: bool) -> str:
     ]
     if stats.new_tokens:
         parts.append(
-            QCoreApplication.translate("Stats", "first token after {0:.2f} s").format(stats.time_to_first_token_s)
+            QCoreApplication.translate("Stats", "first token after {0:.2f} s").format(
+                stats.time_to_first_token_s
+            )
         )
     if speculative:
         parts.append(QCoreApplication.translate("Stats", "acceptance {0:.0%}").format(stats.acceptance_rate))
-    parts.append(QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass))
+    parts.append(
+        QCoreApplication.translate("Stats", "{0:.2f} tokens per target pass").format(stats.tokens_per_pass)
+    )
     parts.append(
         QCoreApplication.translate("Stats", "{0} target passes ({1} saved vs one per token)").format(
             stats.target_passes, stats.passes_saved
@@ -69,7 +73,8 @@ def context_warning(used: int, limit: int) -> str:
         )
     return QCoreApplication.translate(
         "Stats",
-        "The conversation fills {0:.0%} of the context window: start a new chat soon, or the next answers will be cut.",
+        "The conversation fills {0:.0%} of the context window: start a new chat soon, "
+        "or the next answers will be cut.",
     ).format(used / limit)
 
 

@@ -138,7 +138,9 @@ class ModelsDialog(QDialog):
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details.hide()
         self.recent_combo = QComboBox(self)
-        self.recent_combo.setToolTip(self.tr("Target and draft pairs you used lately: pick one to choose both again"))
+        self.recent_combo.setToolTip(
+            self.tr("Target and draft pairs you used lately: pick one to choose both again")
+        )
         form = QFormLayout()
         form.addRow(self.tr("Target:"), self.target_label)
         form.addRow(self.tr("Draft:"), self.draft_combo)
@@ -437,7 +439,9 @@ class ModelsDialog(QDialog):
             self.add_source(folder)
 
     def _on_add_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, self.tr("Add a GGUF file"), "", self.tr("GGUF models (*.gguf)"))
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Add a GGUF file"), "", self.tr("GGUF models (*.gguf)")
+        )
         if path:
             self.add_source(path)
 
