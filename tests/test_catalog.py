@@ -110,8 +110,7 @@ def test_corrupt_files_become_entries_with_a_problem_not_exceptions(tmp_path, ti
     no_config.mkdir()
     entries = scan_models(
         [str(p) for p in (tmp_path / "garbage.gguf", huge, broken, classifier, no_config, tmp_path / "gone")],
-        hub_cache=tmp_path / "no-hub",
-        include_bundled=False,
+        hub_cache=tmp_path / "no-hub", include_bundled=False,
     )
     problems = {Path(e.source).name: e.problem for e in entries}
     assert "not a GGUF file" in problems["garbage.gguf"]
@@ -250,11 +249,7 @@ def test_the_suggestion_is_the_smallest_compatible_draft_several_times_smaller()
 
 def test_parameter_counts_are_shown_in_k_m_and_b():
     assert [format_parameters(n) for n in (648, 123_200, 134_515_008, 1_543_714_304, None)] == [
-        "648",
-        "123K",
-        "135M",
-        "1.5B",
-        "?",
+        "648", "123K", "135M", "1.5B", "?",
     ]
 
 

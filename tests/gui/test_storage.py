@@ -78,7 +78,9 @@ WRONG_TYPES = {
     "unknown token kind": conversation_json(
         messages=[{"role": "assistant", "content": "x", "records": [["x", "bogus", 0, 1, None, None, None]]}]
     ),
-    "short token record": conversation_json(messages=[{"role": "assistant", "content": "x", "records": [["x"]]}]),
+    "short token record": conversation_json(
+        messages=[{"role": "assistant", "content": "x", "records": [["x"]]}]
+    ),
     "statistic is text": conversation_json(
         messages=[{"role": "assistant", "content": "x", "stats": {"new_tokens": "many"}}]
     ),
