@@ -35,6 +35,7 @@ from app.ui.chat.context_meter import ContextMeter
 from app.ui.chat.conversation_list import ConversationPanel
 from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
+from app.ui.common.engine_words import drafter_label, loading_message, model_label
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
 from app.ui.common.tooltips import install_tooltip_wrapping
@@ -346,7 +347,7 @@ class MainWindow(QMainWindow):
     def _on_load_progress(self, message: str, fraction: float) -> None:
         if self._running_load != self._latest_load:
             return  # an older request the newer one will replace
-        self.model_label.setText(message)
+        self.model_label.setText(loading_message(message))
         if fraction < 0:
             self.progress.setRange(0, 0)
         else:
@@ -509,9 +510,11 @@ class MainWindow(QMainWindow):
         if in_use is None:
             text = self.tr("No model loaded")
         elif self.settings.speculative:
-            text = self.tr("Target: {0} · Drafter: {1}").format(in_use.target, in_use.drafter)
+            text = self.tr("Target: {0} · Drafter: {1}").format(
+                model_label(in_use.target), drafter_label(in_use.drafter)
+            )
         else:
-            text = self.tr("Target: {0} · Speculation off").format(in_use.target)
+            text = self.tr("Target: {0} · Speculation off").format(model_label(in_use.target))
         if self.load_failure is not None:
             text += " · " + self.tr("the requested models could not be loaded (see Settings)")
         self.model_label.setText(text)

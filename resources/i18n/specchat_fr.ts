@@ -45,11 +45,11 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation>Pourquoi&#xa0;?</translation>
+        <translation>Pourquoi ?</translation>
     </message>
     <message>
         <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
-        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente&#xa0;? Acceptation, coûts, graphiques</translation>
+        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
         <source>Try drafters…</source>
@@ -128,7 +128,7 @@
     </message>
     <message>
         <source>What if the draft agreed more often?</source>
-        <translation>Et si le brouillon concordait plus souvent&#xa0;?</translation>
+        <translation>Et si le brouillon concordait plus souvent ?</translation>
     </message>
     <message>
         <source>acceptance α</source>
@@ -285,39 +285,39 @@
     </message>
     <message>
         <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation>Les deux exécutions ont produit exactement les mêmes jetons&#xa0;: la spéculation a changé la vitesse, pas la réponse.</translation>
+        <translation>Les deux exécutions ont produit exactement les mêmes jetons : la spéculation a changé la vitesse, pas la réponse.</translation>
     </message>
     <message>
-        <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top})&#xa0;: une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
+        <source>{where}, where the target's two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
+        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top}) : une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
     </message>
     <message>
         <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal&#xa0;; la distribution est la même.</translation>
+        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal ; la distribution est la même.</translation>
     </message>
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
-        <translation>{where}, alors que le modèle cible était sûr de lui&#xa0;: ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi&#xa0;: cela ressemble à un bug, merci de le signaler.</translation>
+        <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
-        <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
+        <translation>La spéculation a été plus lente ici : seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft pass), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer le brouillon que {overhead} étapes simples du modèle cible ({c} par passe du brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : chaque étape a passé autant de temps à générer le brouillon que {overhead} étapes simples du modèle cible ({c} par passe du brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
-        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite&#xa0;: les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
+        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite : les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
     </message>
     <message>
         <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
-        <translation>Cette réponse a été produite par {then}&#xa0;; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés&#xa0;: cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
+        <translation>Cette réponse a été produite par {then} ; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés : cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
@@ -369,6 +369,10 @@
         <translation>Markdown (*.md);;JSON (*.json)</translation>
     </message>
     <message>
+        <source>Exported “{0}” to {1}</source>
+        <translation>« {0} » exporté dans {1}</translation>
+    </message>
+    <message>
         <source>Rename</source>
         <translation>Renommer</translation>
     </message>
@@ -379,6 +383,53 @@
     <message>
         <source>Delete conversation</source>
         <translation>Supprimer la conversation</translation>
+    </message>
+    <message>
+        <source>This conversation is still being read from disk</source>
+        <translation>Cette conversation est encore en cours de lecture sur le disque</translation>
+    </message>
+</context>
+<context>
+    <name>Engine</name>
+    <message>
+        <source>(bundled)</source>
+        <translation>(fourni)</translation>
+    </message>
+    <message>
+        <source>prompt lookup</source>
+        <translation>recherche dans le prompt</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>aucun</translation>
+    </message>
+    <message>
+        <source>draft model: {0}</source>
+        <translation>modèle brouillon : {0}</translation>
+    </message>
+    <message>
+        <source>Converting GGUF (first load only)…</source>
+        <translation>Conversion du GGUF (au premier chargement seulement)…</translation>
+    </message>
+    <message>
+        <source>Loading tokenizer…</source>
+        <translation>Chargement du tokenizer…</translation>
+    </message>
+    <message>
+        <source>Loading weights…</source>
+        <translation>Chargement des poids…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>Prêt</translation>
+    </message>
+    <message>
+        <source>Preparing the model on {0}…</source>
+        <translation>Préparation du modèle sur {0}…</translation>
+    </message>
+    <message>
+        <source>Opening {0}…</source>
+        <translation>Ouverture de {0}…</translation>
     </message>
 </context>
 <context>
@@ -408,7 +459,7 @@
     <name>ExplainDialog</name>
     <message>
         <source>Why was it faster or slower?</source>
-        <translation>Pourquoi plus rapide ou plus lent&#xa0;?</translation>
+        <translation>Pourquoi plus rapide ou plus lent ?</translation>
     </message>
     <message>
         <source>Run comparison</source>
@@ -455,12 +506,12 @@
         <translation>{0} ms, mesuré sur l’exécution simple</translation>
     </message>
     <message>
-        <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
+        <source>{0} ms, from this answer's own passes that checked no draft (no comparison yet)</source>
         <translation>{0} ms, d’après les passes de cette réponse qui n’ont vérifié aucun brouillon (pas encore de comparaison)</translation>
     </message>
     <message>
         <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
-        <translation>inconnu&#xa0;: cette réponse n’a aucune passe simple&#xa0;; lancez une comparaison pour le mesurer</translation>
+        <translation>inconnu : cette réponse n’a aucune passe simple ; lancez une comparaison pour le mesurer</translation>
     </message>
     <message>
         <source>Acceptance</source>
@@ -476,22 +527,22 @@
     </message>
     <message>
         <source>What if: this run checked no drafts</source>
-        <translation>Et si&#xa0;: cette exécution n’a vérifié aucun brouillon</translation>
+        <translation>Et si : cette exécution n’a vérifié aucun brouillon</translation>
     </message>
     <message>
         <source>What if: needs the cost of a plain pass (run a comparison)</source>
-        <translation>Et si&#xa0;: nécessite le coût d’une passe simple (lancez une comparaison)</translation>
+        <translation>Et si : nécessite le coût d’une passe simple (lancez une comparaison)</translation>
     </message>
 </context>
 <context>
     <name>Explanation</name>
     <message>
-        <source>This answer&apos;s passes were not kept (it was restored from disk): run a comparison to explain it.</source>
-        <translation>Les passes de cette réponse n’ont pas été conservées (elle a été restaurée depuis le disque)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
+        <source>This answer's passes were not kept (it was restored from disk): run a comparison to explain it.</source>
+        <translation>Les passes de cette réponse n’ont pas été conservées (elle a été restaurée depuis le disque) : lancez une comparaison pour l’expliquer.</translation>
     </message>
     <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
-        <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
+        <translation>Aucun brouillon n’a été vérifié lors de cette exécution : chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
         <source>The target agreed with the draft at {alpha} of the positions it checked ({tokens} tokens per pass)</source>
@@ -561,11 +612,11 @@
         <translation>Assistant</translation>
     </message>
     <message>
-        <source>Export to a .md or .json file (got &apos;{0}&apos;).</source>
+        <source>Export to a .md or .json file (got '{0}').</source>
         <translation>Exportez vers un fichier .md ou .json (reçu : « {0} »).</translation>
     </message>
     <message>
-        <source>Could not export to &apos;{0}&apos;: {1}</source>
+        <source>Could not export to '{0}': {1}</source>
         <translation>Impossible d’exporter vers « {0} » : {1}</translation>
     </message>
 </context>
@@ -656,6 +707,10 @@
         <translation>SpecChat est occupé : attendez la fin de la réponse en cours, puis réessayez.</translation>
     </message>
     <message>
+        <source>Opening “{0}”…</source>
+        <translation>Ouverture de « {0} »…</translation>
+    </message>
+    <message>
         <source>the bundled model</source>
         <translation>le modèle fourni</translation>
     </message>
@@ -669,7 +724,7 @@
     </message>
     <message>
         <source>Target: {0} · Speculation off</source>
-        <translation>Cible&#xa0;: {0} · Spéculation désactivée</translation>
+        <translation>Cible : {0} · Spéculation désactivée</translation>
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
@@ -677,7 +732,7 @@
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
-        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
+        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s) ; les fichiers sont conservés :</translation>
     </message>
     <message>
         <source>… and {0} more</source>
@@ -834,7 +889,7 @@
     </message>
     <message>
         <source>How the weights are stored: a float type or a quantisation</source>
-        <translation>Format de stockage des poids&#xa0;: type flottant ou quantification</translation>
+        <translation>Format de stockage des poids : type flottant ou quantification</translation>
     </message>
     <message>
         <source>The longest conversation the model was built for, in tokens</source>
@@ -882,15 +937,23 @@
     </message>
     <message>
         <source>Target:</source>
-        <translation>Cible&#xa0;:</translation>
+        <translation>Cible :</translation>
+    </message>
+    <message>
+        <source>Measure drafts</source>
+        <translation>Mesurer les brouillons</translation>
+    </message>
+    <message>
+        <source>Answer a short question ({0} tokens) with the target alone, then with prompt lookup and each compatible draft, on this computer, and rank them by the speed-up they predict. Loads each model once, in the background; takes seconds to minutes.</source>
+        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan ; prend de quelques secondes à quelques minutes.</translation>
     </message>
     <message>
         <source>Draft:</source>
-        <translation>Brouillon&#xa0;:</translation>
+        <translation>Brouillon :</translation>
     </message>
     <message>
         <source>Recent pairs:</source>
-        <translation>Paires récentes&#xa0;:</translation>
+        <translation>Paires récentes :</translation>
     </message>
     <message>
         <source>Use this pair</source>
@@ -899,6 +962,10 @@
     <message>
         <source>Looking for models…</source>
         <translation>Recherche de modèles…</translation>
+    </message>
+    <message>
+        <source>Measuring {0} drafter(s) on this computer: a short answer with each…</source>
+        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur : une courte réponse avec chacun…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
@@ -931,16 +998,60 @@
         <translation>Recherche des modèles pouvant servir de brouillon pour {0}…</translation>
     </message>
     <message>
+        <source>The measurement was stopped.</source>
+        <translation>La mesure a été interrompue.</translation>
+    </message>
+    <message>
+        <source>Measured on this computer, {0} tokens each:</source>
+        <translation>Mesuré sur cet ordinateur, {0} jetons chacun :</translation>
+    </message>
+    <message>
+        <source>None was faster than the target alone: no drafter is suggested.</source>
+        <translation>Aucun n’a été plus rapide que le modèle cible seul : aucun générateur de brouillon n’est suggéré.</translation>
+    </message>
+    <message>
+        <source>{0}: could not be measured ({1})</source>
+        <translation>{0} : mesure impossible ({1})</translation>
+    </message>
+    <message>
+        <source>{0}× (α {1})</source>
+        <translation>{0}× (α {1})</translation>
+    </message>
+    <message>
         <source>Compatible</source>
         <translation>Compatible</translation>
     </message>
     <message>
+        <source>No compatible model is at least {0}× smaller than the target.</source>
+        <translation>Aucun modèle compatible n’est au moins {0}× plus petit que le modèle cible.</translation>
+    </message>
+    <message>
+        <source>It has {0}× fewer parameters than the target.</source>
+        <translation>Il a {0}× moins de paramètres que le modèle cible.</translation>
+    </message>
+    <message>
+        <source>Measured here: {0}.</source>
+        <translation>Mesuré ici : {0}.</translation>
+    </message>
+    <message>
         <source>Technical detail: {0}</source>
-        <translation>Détail technique&#xa0;: {0}</translation>
+        <translation>Détail technique : {0}</translation>
     </message>
     <message>
         <source>Suggested draft</source>
         <translation>Brouillon suggéré</translation>
+    </message>
+    <message>
+        <source>shorter context</source>
+        <translation>contexte plus court</translation>
+    </message>
+    <message>
+        <source>not measured</source>
+        <translation>non mesuré</translation>
+    </message>
+    <message>
+        <source>Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens.</source>
+        <translation>Mesuré ici : une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
     </message>
     <message>
         <source>(suggested)</source>
@@ -955,24 +1066,20 @@
         <translation>Aucun brouillon</translation>
     </message>
     <message>
+        <source>Its context is {0} tokens, shorter than the target's {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
+        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1}) : dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
+    </message>
+    <message>
         <source>{0} compatible, {1} not.</source>
         <translation>{0} compatible(s), {1} non.</translation>
     </message>
     <message>
         <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
-        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
-    </message>
-    <message>
-        <source>No compatible model is at least {0:g}× smaller than the target.</source>
-        <translation>Aucun modèle compatible n’est au moins {0:g}× plus petit que le modèle cible.</translation>
+        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation ; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
         <source>Without a drafter the target writes every token itself.</source>
         <translation>Sans brouillon, le modèle cible écrit lui-même chaque jeton.</translation>
-    </message>
-    <message>
-        <source>It has {0:.1f}× fewer parameters than the target.</source>
-        <translation>Il a {0:.1f}× moins de paramètres que le modèle cible.</translation>
     </message>
     <message>
         <source>Choose a recent pair…</source>
@@ -1046,7 +1153,7 @@
         <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
-        <source>The draft model&apos;s number type. int8 makes the draft smaller and faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
+        <source>The draft model's number type. int8 makes the draft smaller and faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
         <translation>Le type numérique du modèle brouillon. int8 rend le brouillon plus petit et plus rapide sur le CPU ; la réponse ne change pas, car le modèle cible vérifie chaque jeton du brouillon.</translation>
     </message>
     <message>
@@ -1178,7 +1285,7 @@
         <translation>Toujours prendre le jeton suivant le plus probable : une même question obtient la même réponse.</translation>
     </message>
     <message>
-        <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
+        <source>Pick each next token at random, weighted by the model's probabilities: more varied answers.</source>
         <translation>Choisir chaque jeton suivant au hasard, pondéré par les probabilités du modèle : des réponses plus variées.</translation>
     </message>
     <message>
@@ -1198,7 +1305,7 @@
         <translation>La graine aléatoire : la même graine et les mêmes réglages redonnent la même réponse échantillonnée.</translation>
     </message>
     <message>
-        <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
+        <source>Answers follow exactly the target model's probabilities; with speculation a seed may give another text.</source>
         <translation>Les réponses suivent exactement les probabilités du modèle cible ; avec la spéculation, une graine peut donner un autre texte.</translation>
     </message>
     <message>
@@ -1283,7 +1390,7 @@
     </message>
     <message>
         <source>These models could not be loaded: {0}</source>
-        <translation>Ces modèles n’ont pas pu être chargés&#xa0;: {0}</translation>
+        <translation>Ces modèles n’ont pas pu être chargés : {0}</translation>
     </message>
 </context>
 <context>
@@ -1293,24 +1400,28 @@
         <translation>{0} nouveaux jetons</translation>
     </message>
     <message>
-        <source>{0:.1f} tokens/s</source>
-        <translation>{0:.1f} jetons/s</translation>
+        <source>{0} tokens/s</source>
+        <translation>{0} jetons/s</translation>
     </message>
     <message>
-        <source>first token after {0:.2f} s</source>
-        <translation>premier jeton après {0:.2f} s</translation>
+        <source>first token after {0} s</source>
+        <translation>premier jeton après {0} s</translation>
     </message>
     <message>
-        <source>acceptance {0:.0%}</source>
-        <translation>acceptation {0:.0%}</translation>
+        <source>acceptance {0}</source>
+        <translation>acceptation {0}</translation>
     </message>
     <message>
-        <source>{0:.2f} tokens per target pass</source>
-        <translation>{0:.2f} jetons par passe du modèle cible</translation>
+        <source>{0} tokens per target pass</source>
+        <translation>{0} jetons par passe du modèle cible</translation>
     </message>
     <message>
         <source>{0} target passes ({1} saved vs one per token)</source>
         <translation>{0} passes du modèle cible ({1} économisées par rapport à une par jeton)</translation>
+    </message>
+    <message>
+        <source>no model loaded</source>
+        <translation>aucun modèle chargé</translation>
     </message>
     <message>
         <source>with speculation ({0})</source>
@@ -1337,16 +1448,16 @@
         <translation>Contexte : {0} jetons</translation>
     </message>
     <message>
-        <source>Context: {0} of {1} tokens ({2:.0%})</source>
-        <translation>Contexte : {0} jetons sur {1} ({2:.0%})</translation>
+        <source>Context: {0} of {1} tokens ({2})</source>
+        <translation>Contexte : {0} jetons sur {1} ({2})</translation>
+    </message>
+    <message>
+        <source>The conversation fills {0} of the context window: start a new chat soon, or the next answers will be cut.</source>
+        <translation>La conversation occupe {0} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
     <message>
         <source>The context window is full: start a new chat (answers here will be cut).</source>
         <translation>La fenêtre de contexte est pleine : commencez une nouvelle conversation (les réponses ici seront tronquées).</translation>
-    </message>
-    <message>
-        <source>The conversation fills {0:.0%} of the context window: start a new chat soon, or the next answers will be cut.</source>
-        <translation>La conversation occupe {0:.0%} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
 </context>
 <context>
@@ -1414,6 +1525,10 @@
     <message>
         <source>k:</source>
         <translation>k :</translation>
+    </message>
+    <message>
+        <source>Close the experiment (a run in progress stops)</source>
+        <translation>Fermer l’expérience (une exécution en cours s’arrête)</translation>
     </message>
     <message>
         <source>same as without speculation</source>
@@ -1518,16 +1633,54 @@
         <translation>Texte : {0}</translation>
     </message>
     <message>
-        <source>Target probability: {0:.3f}</source>
-        <translation>Probabilité selon le modèle cible : {0:.3f}</translation>
+        <source>Target probability: {0}</source>
+        <translation>Probabilité selon le modèle cible : {0}</translation>
     </message>
     <message>
-        <source>Draft probability: {0:.3f}</source>
-        <translation>Probabilité selon le brouillon : {0:.3f}</translation>
+        <source>Draft probability: {0}</source>
+        <translation>Probabilité selon le brouillon : {0}</translation>
     </message>
     <message>
-        <source>Target top-1 margin (logits): {0:.2f}</source>
-        <translation>Marge du meilleur jeton du modèle cible (logits) : {0:.2f}</translation>
+        <source>Target top-1 margin (logits): {0}</source>
+        <translation>Marge du meilleur jeton du modèle cible (logits) : {0}</translation>
+    </message>
+</context>
+<context>
+    <name>Units</name>
+    <message>
+        <source>{0}B</source>
+        <comment>billions of parameters</comment>
+        <translation>{0} Md</translation>
+    </message>
+    <message>
+        <source>{0}M</source>
+        <comment>millions of parameters</comment>
+        <translation>{0} M</translation>
+    </message>
+    <message>
+        <source>{0}K</source>
+        <comment>thousands of parameters</comment>
+        <translation>{0} k</translation>
+    </message>
+    <message>
+        <source>{0} B</source>
+        <comment>bytes</comment>
+        <translation>{0} o</translation>
+    </message>
+    <message>
+        <source>{0} KB</source>
+        <comment>kilobytes</comment>
+        <translation>{0} ko</translation>
+    </message>
+    <message>
+        <source>{0} MB</source>
+        <comment>megabytes</comment>
+        <translation>{0} Mo</translation>
+    </message>
+    <message>
+        <source>{0} GB</source>
+        <comment>gigabytes</comment>
+        <translation>{0} Go</translation>
     </message>
 </context>
 <context>
@@ -1557,19 +1710,19 @@
     <name>catalog</name>
     <message>
         <source>These two models share a tokenizer: the draft can be used.</source>
-        <translation>Ces deux modèles partagent un tokeniseur&#xa0;: le brouillon peut être utilisé.</translation>
+        <translation>Ces deux modèles partagent un tokeniseur : le brouillon peut être utilisé.</translation>
     </message>
     <message>
         <source>These two models use different tokenizers.</source>
         <translation>Ces deux modèles utilisent des tokeniseurs différents.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
-        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible&#xa0;: il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
+        <source>The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.</source>
+        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible : il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
-        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible&#xa0;: leurs tokeniseurs sont apparentés mais pas identiques.</translation>
+        <source>The draft's vocabulary is smaller than the target's: their tokenizers are related but not the same.</source>
+        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible : leurs tokeniseurs sont apparentés mais pas identiques.</translation>
     </message>
     <message>
         <source>The two vocabularies hold the same words, but some have different numbers.</source>

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QTimer
+import pytest
+from PySide6.QtCore import QEvent, QLocale, QTimer
 from PySide6.QtGui import QFontMetrics, QHelpEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.common.conversation import Conversation, Message
+from app.ui.common.i18n import install_translators, remove_translators
 from app.ui.common.storage import ConversationStore
 from app.ui.main_window import MainWindow
 from app.ui.settings.store import SettingsStore
@@ -175,3 +178,41 @@ def test_an_answer_asked_before_any_model_loaded_does_not_claim_no_speculation(a
     assert "no speculation" not in header and "no model loaded" in header
     window.controller.stop()
     window.close()
+
+
+@pytest.fixture
+def in_french(qapp: QApplication, app_dirs: Path) -> Iterator[None]:
+    previous = QLocale()
+    translators = install_translators(qapp, "fr")
+    yield
+    remove_translators(qapp, translators)
+    QLocale.setDefault(previous)
+
+
+def test_in_french_the_engines_words_and_the_numbers_are_french(in_french):
+    from app.engine.events import RunStats
+    from app.ui.common.engine_words import drafter_label, loading_message, model_label
+    from app.ui.common.formatting import byte_size, context_line, parameter_count, stats_line
+
+    assert loading_message("Loading tokenizer…") == "Chargement du tokenizer…"
+    assert loading_message("Preparing the model on cpu…") == "Préparation du modèle sur cpu…"
+    assert loading_message("Opening SmolLM2-135M-Instruct (bundled)…") == "Ouverture de SmolLM2-135M-Instruct (fourni)…"
+    assert model_label("SmolLM2-135M-Instruct (bundled)") == "SmolLM2-135M-Instruct (fourni)"
+    assert drafter_label("prompt lookup") == "recherche dans le prompt"
+    assert drafter_label("draft model: tiny (bundled)") == "modèle brouillon\u00a0: tiny (fourni)"
+
+    stats = RunStats(new_tokens=1234, target_passes=600, prefill_s=0.25, decode_s=10.0, proposed=900, accepted=634)
+    line = stats_line(stats, speculative=True)
+    assert "1\u202f234 nouveaux jetons" in line or "1\u00a0234 nouveaux jetons" in line
+    assert "jetons/s" in line and "," in line.split("jetons/s")[0]  # a decimal comma
+    assert "%" in line and "\u202f%" in line  # 70 % with a narrow no-break space
+    assert "." not in line.replace("…", "")  # no English decimal point anywhere
+    assert context_line(2048, 8192).endswith("(25\u202f%)") and "2\u202f048" in context_line(2048, 8192)
+    assert parameter_count(1_543_714_304) == "1,5\u00a0Md" and byte_size(1_100_000) == "1,1\u00a0Mo"
+
+
+def test_in_english_numbers_keep_english_formats(qapp):
+    from app.ui.common.formatting import context_line, parameter_count
+
+    assert context_line(2048, 8192) == "Context: 2,048 of 8,192 tokens (25%)"
+    assert parameter_count(134_515_008) == "135M"

@@ -16,6 +16,7 @@ from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QToolTip, QWidget
 
 from app.ui.common.conversation import TokenRecord
+from app.ui.common.formatting import decimal
 from app.ui.common.token_style import TOKEN_INDEX, token_format
 
 LINE_SEPARATOR = "\u2028"
@@ -99,11 +100,11 @@ class TokenTextView(QTextEdit):
             head = self.tr("Target token, from target pass {0}").format(record.step)
         lines = [head, self.tr("Text: {0}").format(repr(record.text))]
         if record.p_target is not None:
-            lines.append(self.tr("Target probability: {0:.3f}").format(record.p_target))
+            lines.append(self.tr("Target probability: {0}").format(decimal(record.p_target, 3)))
         if record.p_draft is not None:
-            lines.append(self.tr("Draft probability: {0:.3f}").format(record.p_draft))
+            lines.append(self.tr("Draft probability: {0}").format(decimal(record.p_draft, 3)))
         if record.margin is not None:
-            lines.append(self.tr("Target top-1 margin (logits): {0:.2f}").format(record.margin))
+            lines.append(self.tr("Target top-1 margin (logits): {0}").format(decimal(record.margin, 2)))
         return "\n".join(lines)
 
     def viewportEvent(self, event: QEvent) -> bool:

@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.explanation import Explanation, explain, format_percent, format_ratio
+from app.engine.analysis.explanation import Explanation, explain, format_ratio
 from app.engine.config import DRAFT_MODEL, LOOKUP
+from app.ui.common.formatting import decimal, percent
 
 if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
     from app.ui.compare.charts import SweepChart
@@ -149,14 +150,14 @@ class SweepDialog(QDialog):
             else self.tr("differs from token {0}").format(row.first_difference)
         )
         alpha = explanation.acceptance_rate if explanation is not None else None
-        accepted = "—" if row.arm.drafter == NONE else format_percent(stats.acceptance_rate)
+        accepted = "—" if row.arm.drafter == NONE else percent(stats.acceptance_rate)
         cells = (
             self._arm_label(row),
-            f"{stats.tokens_per_s:.1f}",
-            format_ratio(row.speedup),
-            "—" if alpha is None else format_percent(alpha),  # the Why panel's α, the chart's x
+            decimal(stats.tokens_per_s, 1),
+            decimal(row.speedup, 2) + "×",
+            "—" if alpha is None else percent(alpha),  # the Why panel's α, the chart's x
             accepted,
-            f"{stats.tokens_per_pass:.2f}",
+            decimal(stats.tokens_per_pass, 2),
             same,
         )
         for c, text in enumerate(cells):

@@ -36,11 +36,10 @@ from app.engine.models.catalog import (
     DRAFT_MIN_RATIO,
     ModelEntry,
     PairCheck,
-    format_parameters,
-    format_size,
     suggest_draft,
 )
-from app.ui.common.formatting import decimal, integer, percent
+from app.ui.common.engine_words import model_label
+from app.ui.common.formatting import byte_size, decimal, integer, parameter_count, percent
 from app.ui.settings.store import ModelPair, ModelSettings, SettingsStore
 
 if TYPE_CHECKING:
@@ -285,10 +284,10 @@ class ModelsDialog(QDialog):
         context = integer(entry.context_length) if entry.context_length else "?"
         vocab = f", {integer(entry.vocab_size)}" if entry.vocab_size else ""
         cells = [
-            entry.name,
+            model_label(entry.name),
             entry.architecture or "?",
-            format_parameters(entry.parameters),
-            format_size(entry.size_bytes),
+            parameter_count(entry.parameters),
+            byte_size(entry.size_bytes),
             entry.dtype or "?",
             context,
             (entry.tokenizer or "?") + vocab,
@@ -319,7 +318,7 @@ class ModelsDialog(QDialog):
         self._probing = False
         self.measure_button.setEnabled(False)
         self._wanted_target = target.source
-        self.target_label.setText(f"{target.name} · {format_parameters(target.parameters)}")
+        self.target_label.setText(f"{model_label(target.name)} · {parameter_count(target.parameters)}")
         self._reset_draft_combo()
         self.details.setText("")
         self.use_button.setEnabled(target.usable)
@@ -332,7 +331,7 @@ class ModelsDialog(QDialog):
                 self._set_draft_cell(entry.source, "● " + self.tr("Target"), "", None)
             elif entry.usable:
                 self._set_draft_cell(entry.source, "… " + self.tr("Checking"), "", MUTED_COLOUR)
-        self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(target.name))
+        self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(model_label(target.name)))
         self._catalog.request_pairings(target, drafts)
         if not drafts:
             self._on_pairings_done(target.source)
@@ -346,7 +345,7 @@ class ModelsDialog(QDialog):
             entry = self._entry(check.draft)
             self._paint_draft(entry.source)
             if self.draft_combo.findData(entry.source) < 0:  # a verdict can come twice (A, B, A)
-                self.draft_combo.addItem(entry.name, entry.source)
+                self.draft_combo.addItem(model_label(entry.name), entry.source)
         else:
             tip = plain + "\n\n" + self.tr("Technical detail: {0}").format(check.detail)
             short = QCoreApplication.translate("catalog", check.short)  # i18n: noop
@@ -467,7 +466,7 @@ class ModelsDialog(QDialog):
         elif source == NO_DRAFTER:
             label = self.tr("No drafter")
         else:
-            label = self._entry(source).name
+            label = model_label(self._entry(source).name)
         return label
 
     def _context_note(self, draft: ModelEntry) -> str:
@@ -548,7 +547,7 @@ class ModelsDialog(QDialog):
             return self.tr("no drafter")
         source = "default" if kind == "default" else path
         entry = next((e for e in self.entries if e.source == source), None)
-        return entry.name if entry else path.rstrip("/").rsplit("/", 1)[-1] or source
+        return model_label(entry.name) if entry else path.rstrip("/").rsplit("/", 1)[-1] or source
 
     def _on_add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, self.tr("Add a model folder"))
