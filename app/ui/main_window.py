@@ -36,6 +36,7 @@ from app.ui.chat.conversation_list import ConversationPanel
 from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.engine_words import drafter_label, loading_message, model_label
+from app.ui.common.formatting import byte_size
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
 from app.ui.common.tooltips import install_tooltip_wrapping
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
 NOTICE_MS = 10_000  # how long a confirmation stays in the status bar
+AUTO_OPEN_MAX_BYTES = 8_000_000  # a larger latest conversation is not opened by itself at start
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,15 @@ class MainWindow(QMainWindow):
         listed = self._conversations.list_headers()  # file headers only: fast whatever the sizes
         self._unreadable = list(self._conversations.skipped)
         self.conversation_panel.set_conversations(listed)
-        if listed:
+        if listed and listed[0].size <= AUTO_OPEN_MAX_BYTES:
             self._to_open = listed[0].id  # the latest, shown once read
+        elif listed:  # drawing a huge conversation takes a while: only when asked for
+            self.statusBar().showMessage(
+                self.tr("The latest conversation is large ({0}): click it in the list to open it.").format(
+                    byte_size(listed[0].size)
+                ),
+                NOTICE_MS,
+            )
         self.loader.read([h.id for h in listed])  # newest first; search then covers messages
         if not listed:
             self._report_skipped_files()

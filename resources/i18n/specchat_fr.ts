@@ -683,6 +683,10 @@
         <translation>Aucun modèle chargé</translation>
     </message>
     <message>
+        <source>The latest conversation is large ({0}): click it in the list to open it.</source>
+        <translation>La dernière conversation est volumineuse ({0}) : cliquez dessus dans la liste pour l’ouvrir.</translation>
+    </message>
+    <message>
         <source>Stop</source>
         <translation>Arrêter</translation>
     </message>

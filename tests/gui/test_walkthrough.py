@@ -216,3 +216,21 @@ def test_in_english_numbers_keep_english_formats(qapp):
 
     assert context_line(2048, 8192) == "Context: 2,048 of 8,192 tokens (25%)"
     assert parameter_count(134_515_008) == "135M"
+
+
+def test_a_huge_latest_conversation_is_listed_but_not_opened_by_itself(app_dirs, qtbot, monkeypatch):
+    import app.ui.main_window as main_window
+
+    store = ConversationStore()
+    huge = _saved(store.folder, "huge", updated=2_000.0)
+    monkeypatch.setattr(main_window, "AUTO_OPEN_MAX_BYTES", 100)  # the test files are ~300 bytes
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), store)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.conversations_read)
+    assert window.conversation_list.count() == 1 and window.controller.conversation.messages == []
+    assert "click it" in window.statusBar().currentMessage()
+    item = window.conversation_list.item(0)
+    window._on_conversation_clicked(item)  # opening it is the person's choice
+    assert window.controller.conversation.id == huge
+    window.close()
