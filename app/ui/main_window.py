@@ -104,6 +104,8 @@ class MainWindow(QMainWindow):
         self.controller = ChatController(worker, self.chat_view, conversations, self)
         self.loader = ConversationLoader(conversations, self)  # saved conversations, off this thread
         self._to_open = ""  # a listed conversation to show once it is read
+        self._asked_to_open = False  # clicked (opens whatever is shown), or the latest at start
+        self._open_latest_once_read = False  # the latest could not be read: the next latest then
         self._unreadable: list[SkippedFile] = []  # reported once everything listed is read
         self._build()
         self._connect()
@@ -209,7 +211,6 @@ class MainWindow(QMainWindow):
         self.conversation_panel.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
         self.loader.loaded.connect(self._on_conversation_read)
         self.loader.failed.connect(self._on_conversation_unreadable)
-        self.loader.idle.connect(self._report_skipped_files)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
         self.models_action.triggered.connect(self._on_open_models)
@@ -249,7 +250,7 @@ class MainWindow(QMainWindow):
     @property
     def conversations_read(self) -> bool:
         """Every listed conversation's content has been read (or found unreadable)."""
-        return not self.loader.busy
+        return not self.loader.pending
 
     # ---- public API (also used by tests and tools) ------------------------------------
     @property
@@ -432,6 +433,7 @@ class MainWindow(QMainWindow):
     def _on_new_chat(self) -> None:
         if self.controller.busy:
             return
+        self._to_open = ""  # a new chat, not the latest one still being read
         if self.controller.conversation.messages:
             self._open(Conversation(system_prompt=self.system_prompt.text()))
         self.composer.setFocus()
@@ -448,9 +450,10 @@ class MainWindow(QMainWindow):
         if self.controller.busy or conversation.id == self.controller.conversation.id:
             return
         if isinstance(conversation, Conversation):
+            self._to_open = ""  # the person chose this one: a pending open is void
             self._open(conversation)
         else:  # only its header is listed so far: read it first, on the reading thread
-            self._to_open = conversation.id
+            self._to_open, self._asked_to_open = conversation.id, True
             self.statusBar().showMessage(self.tr("Opening “{0}”…").format(conversation.title or self.tr("New chat")))
             self.loader.first(conversation.id)
 
@@ -459,10 +462,13 @@ class MainWindow(QMainWindow):
         if conversation.id == self._to_open:
             self._to_open = ""
             self.statusBar().clearMessage()
-            if not self.controller.busy and not self.controller.conversation.messages:
+            unasked_over_a_chat = not self._asked_to_open and bool(self.controller.conversation.messages)
+            if not self.controller.busy and not unasked_over_a_chat:
                 self._open(conversation)
             else:
                 self.conversation_panel.select(self.controller.conversation.id)
+        if not self.loader.pending:
+            self._after_reading()
 
     def _on_conversation_unreadable(self, conversation_id: str, reason: str) -> None:
         self.conversation_panel.remove(conversation_id)
@@ -470,11 +476,20 @@ class MainWindow(QMainWindow):
         if conversation_id == self._to_open:
             self._to_open = ""
             self.statusBar().clearMessage()
-            if not self.controller.conversation.messages:  # show the latest that can be read
-                latest = self.conversation_panel.latest_id()
-                if latest:
-                    self._to_open = latest
-                    self.loader.first(latest)
+            self._open_latest_once_read = not self._asked_to_open
+        if not self.loader.pending:
+            self._after_reading()
+
+    def _after_reading(self) -> None:
+        """Everything listed is read: name the unreadable files; if the latest conversation
+        was one of them, show the latest that could be read (unless a chat is on screen)."""
+        if self._open_latest_once_read and not self.controller.conversation.messages and not self.controller.busy:
+            latest = self.conversation_panel.latest_id()
+            conversation = next((c for c in self.conversation_panel.conversations if c.id == latest), None)
+            if conversation is not None:
+                self._open(conversation)
+        self._open_latest_once_read = False
+        self._report_skipped_files()
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
         if conversation.id == self.controller.conversation.id:

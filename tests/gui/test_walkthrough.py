@@ -234,3 +234,17 @@ def test_a_huge_latest_conversation_is_listed_but_not_opened_by_itself(app_dirs,
     window._on_conversation_clicked(item)  # opening it is the person's choice
     assert window.controller.conversation.id == huge
     window.close()
+
+
+def test_a_clicked_conversation_opens_once_read_even_over_another_chat(app_dirs, qtbot):
+    window = _window_with_chats(qtbot, ["shown"])
+    other = _saved(ConversationStore().folder, "clicked", updated=500.0)
+    window.conversation_panel.set_conversations(window._conversations.list_headers())  # only headers
+    assert not window.conversation_panel.is_read(other)
+    item = next(
+        window.conversation_list.item(i) for i in range(2) if window.conversation_list.item(i).text() == "clicked"
+    )
+    window._on_conversation_clicked(item)
+    qtbot.waitUntil(lambda: window.controller.conversation.id == other)
+    assert _highlighted(window) == ["clicked"]
+    window.close()
