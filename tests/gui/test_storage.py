@@ -239,3 +239,16 @@ def test_the_window_reads_conversations_off_its_thread_and_opens_the_latest(app_
     assert [m.content for m in window.controller.conversation.messages] == ["hi", "hello"]
     assert len(window.conversation_panel.conversations) == 2  # read: search covers messages
     window.close()
+
+
+def test_a_file_with_its_messages_first_is_listed_without_being_read_whole(tmp_path, monkeypatch):
+    store = ConversationStore(tmp_path / "data")
+    data = conversation_json(title="hand made", updated=1_234.0)
+    reordered = {"messages": data.pop("messages"), **data}  # not the order the app writes
+    path = write(store.folder, reordered)
+    monkeypatch.setattr(ConversationStore, "_read", lambda *_a: pytest.fail("read the whole file to list it"))
+
+    (header,) = store.list_headers()
+    assert header.id == path.stem and header.updated == path.stat().st_mtime  # its date until read
+    monkeypatch.undo()
+    assert store.load(path.stem).title == "hand made"

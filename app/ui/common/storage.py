@@ -195,30 +195,28 @@ class ConversationStore:
 
     def _read_header(self, path: Path) -> ConversationHeader:
         """The fields before ``messages`` (the order ``Conversation.to_json`` writes), read
-        from the start of the file; a file written in another order is read whole."""
+        from the start of the file. A file in another order, or whose header is longer than
+        ``HEADER_MAX_BYTES``, is listed with what was found (its modification time as its
+        date) and corrected once its content is read; the whole file is never read here."""
         if not is_conversation_id(path.stem):
             raise InvalidConversation("the file name is not a conversation id")
-        size = path.stat().st_size
+        stat = path.stat()
         limit = HEADER_READ_BYTES
         while True:
             with path.open("rb") as f:
                 head = f.read(min(limit, HEADER_MAX_BYTES))
-            complete = len(head) >= size
+            complete = len(head) >= stat.st_size
             fields = _header_fields(_decode_head(head, complete), complete)
-            if fields is not None and "updated" not in fields:
-                fields = None
-                limit = HEADER_MAX_BYTES  # not the order this app writes: read it whole
-            elif fields is not None:
+            if fields is not None or limit >= HEADER_MAX_BYTES:
                 break
-            if limit >= HEADER_MAX_BYTES or len(head) >= size:  # no header first: read it all
-                full = self._read(path)
-                return ConversationHeader(full.id, full.title, full.system_prompt, full.created, full.updated, size)
             limit *= 2
+        fields = dict(_replace_surrogates(fields or {}))  # type: ignore[call-overload]
+        fields.setdefault("updated", stat.st_mtime)  # not written first: the file's date until read
         try:
-            data = Conversation.from_json({**_replace_surrogates(fields), "id": path.stem, "messages": []})  # type: ignore[dict-item]
+            data = Conversation.from_json({**fields, "id": path.stem, "messages": []})
         except (KeyError, TypeError) as e:
             raise InvalidConversation(str(e)) from e
-        return ConversationHeader(path.stem, data.title, data.system_prompt, data.created, data.updated, size)
+        return ConversationHeader(path.stem, data.title, data.system_prompt, data.created, data.updated, stat.st_size)
 
     def _remove_orphaned_tmp_files(self) -> None:
         """``.<id>.<random>.tmp`` files (from ``_write``) older than a save could take."""
