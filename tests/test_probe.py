@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from app.engine.analysis.probe import DraftProbe, best_probe, probe_drafts
+from app.engine.analysis.probe import DraftProbe, best_probe
+from app.engine.analysis.probe_run import probe_drafts
 from app.engine.config import LOOKUP
 
 

@@ -49,7 +49,7 @@ class ProbeRequest:
 
 
 def _default_prober(target: str, drafts: Sequence[str], cancel: threading.Event) -> Iterator[DraftProbe]:
-    from app.engine.analysis.probe import probe_drafts
+    from app.engine.analysis.probe_run import probe_drafts
 
     return probe_drafts(target, drafts, cancel=cancel)
 
