@@ -1,19 +1,27 @@
 """Reads conversations' content off the GUI thread, newest first, one at a time; the one the
 person opens jumps the queue. The list itself comes from the files' headers
-(``ConversationStore.list_headers``), so a huge conversation never holds up the start."""
+(``ConversationStore.list_headers``), so a huge conversation never holds up the start.
+
+The reading thread touches no Qt object: it puts what it read in a queue, and a timer on the
+GUI thread hands it on as signals (no signal is sent from the reading thread, so a window
+closing while a file is read has nothing to race with)."""
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections import deque
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.ui.common.conversation import Conversation
 from app.ui.common.storage import ConversationStore
+
+POLL_MS = 30  # how often the GUI thread collects what was read, while reading
 
 
 class ConversationLoader(QObject):
-    loaded = Signal(object)  # Conversation (emitted from the reading thread, queued to the GUI)
+    loaded = Signal(object)  # Conversation
     failed = Signal(str, str)  # conversation id, why it could not be read
 
     def __init__(self, store: ConversationStore, parent: QObject | None = None) -> None:
@@ -23,19 +31,15 @@ class ConversationLoader(QObject):
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._outstanding: set[str] = set()  # asked for, not yet answered (GUI thread only)
-        # connected first, so the window's own slots already see the answer counted
-        # (methods, not lambdas: a lambda would run on the reading thread, a method of this
-        # object runs on the GUI thread, queued in the order the signals were sent)
-        self.loaded.connect(self._answered)
-        self.failed.connect(self._answered)
-
-    def _answered(self, conversation: object, _reason: str = "") -> None:
-        self._outstanding.discard(conversation if isinstance(conversation, str) else conversation.id)  # type: ignore[attr-defined]
+        self._results: queue.SimpleQueue[tuple[str, Conversation | None, str]] = queue.SimpleQueue()
+        self._outstanding: set[str] = set()  # asked for, not yet handed on (GUI thread only)
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._hand_on)
 
     @property
     def pending(self) -> bool:
-        """Some conversation asked for has not been answered yet (read, or found unreadable)."""
+        """Some conversation asked for has not been handed on yet (read, or found unreadable)."""
         return bool(self._outstanding)
 
     @property
@@ -60,19 +64,22 @@ class ConversationLoader(QObject):
         self._run()
 
     def stop(self) -> None:
-        """Read nothing more (the window is closing); a read under way finishes."""
+        """Read nothing more (the window is closing); a read under way finishes unseen."""
         with self._lock:
             self._stopped = True
             self._queue.clear()
+        self._timer.stop()
 
     def _run(self) -> None:
         with self._lock:
-            if self._thread is not None or self._stopped or not self._queue:
+            if self._stopped or not self._queue:
                 return
-            self._thread = threading.Thread(target=self._loop, name="specchat-read", daemon=True)
-            self._thread.start()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="specchat-read", daemon=True)
+                self._thread.start()
+        self._timer.start()
 
-    def _loop(self) -> None:
+    def _loop(self) -> None:  # the reading thread: no Qt here
         while True:
             with self._lock:
                 if not self._queue or self._stopped:
@@ -80,11 +87,20 @@ class ConversationLoader(QObject):
                     return
                 conversation_id = self._queue.popleft()
             try:
-                try:
-                    conversation = self._store.load(conversation_id)
-                except (OSError, ValueError, RecursionError) as e:  # InvalidConversation, bad JSON
-                    self.failed.emit(conversation_id, str(e) or type(e).__name__)
-                else:
-                    self.loaded.emit(conversation)
-            except RuntimeError:  # the window closed while a file was read: nobody is listening
-                return
+                self._results.put((conversation_id, self._store.load(conversation_id), ""))
+            except (OSError, ValueError, RecursionError) as e:  # InvalidConversation, bad JSON
+                self._results.put((conversation_id, None, str(e) or type(e).__name__))
+
+    def _hand_on(self) -> None:  # the GUI thread
+        while True:
+            try:
+                conversation_id, conversation, reason = self._results.get_nowait()
+            except queue.Empty:
+                break
+            self._outstanding.discard(conversation_id)
+            if conversation is not None:
+                self.loaded.emit(conversation)
+            else:
+                self.failed.emit(conversation_id, reason)
+        if not self.busy and self._results.empty():
+            self._timer.stop()
