@@ -21,6 +21,7 @@ from app.engine.models.catalog import (
     ModelEntry,
     PairCheck,
     format_parameters,
+    read_gguf_entry,
     read_gguf_header,
     scan_hub_cache,
     scan_models,
@@ -185,14 +186,49 @@ def test_a_pair_is_checked_once_then_answered_from_the_disk_cache(tiny_models, o
         loads.append(entry.name)
         return load_tokenizer(entry)
 
-    target, draft = _entry(tiny_models["llama"]), _entry(other_models["smaller-vocab"])
+    # a compatible pair: only the tokenizers can tell (an incompatible vocabulary is told
+    # from the metadata, see the next test)
+    target, draft = _entry(tiny_models["llama"]), _entry(other_models["small"])
     first = PairingChecker(tmp_path / "pairings.json", loader=counting_loader).check(target, draft)
-    assert sorted(loads) == ["llama", "smaller-vocab"]
+    assert sorted(loads) == ["llama", "sm"] and first.compatible
     later_session = PairingChecker(tmp_path / "pairings.json", loader=counting_loader)
     assert later_session.check(target, draft) == first and len(loads) == 2
-    (other_models["smaller-vocab"] / "tokenizer_config.json").touch()  # the draft changed
-    later_session.check(target, _entry(other_models["smaller-vocab"]))
+    (other_models["small"] / "tokenizer_config.json").touch()  # the draft changed
+    later_session.check(target, _entry(other_models["small"]))
     assert len(loads) == 4
+
+
+def _no_tokenizer(entry: ModelEntry):  # type: ignore[no-untyped-def]
+    raise AssertionError(f"built the tokenizer of {entry.name}: the metadata tells already")
+
+
+@pytest.mark.parametrize(("vocab", "reason"), [(50, "draft_vocab_larger"), (30, "draft_vocab_smaller")])
+def test_an_incompatible_gguf_is_told_from_its_header_without_building_a_tokenizer(tmp_path, vocab, reason):
+    target = read_gguf_entry(write_tiny_gguf(tmp_path / "target.gguf", vocab=40), str(tmp_path / "target.gguf"))
+    other = tmp_path / f"draft{vocab}.gguf"
+    draft = read_gguf_entry(write_tiny_gguf(other, vocab=vocab), str(other))
+    check = PairingChecker(tmp_path / "pairings.json", loader=_no_tokenizer).check(target, draft)
+    assert (check.compatible, check.reason) == (False, reason)
+    assert "vocabulary entries differ" in check.detail
+
+
+def test_an_incompatible_folder_is_told_from_its_tokenizer_json(tiny_models, other_models, tmp_path):
+    checker = PairingChecker(tmp_path / "pairings.json", loader=_no_tokenizer)
+    check = checker.check(_entry(tiny_models["llama"]), _entry(other_models["larger-vocab"]))
+    assert (check.compatible, check.reason) == (False, "draft_vocab_larger")
+
+
+def test_the_same_gguf_vocabulary_is_left_to_the_tokenizers(tmp_path):
+    paths = [write_tiny_gguf(tmp_path / f"{name}.gguf") for name in ("a", "b")]
+    entries = [read_gguf_entry(p, str(p)) for p in paths]
+    asked: list[str] = []
+
+    def loader(entry: ModelEntry):  # type: ignore[no-untyped-def]
+        asked.append(entry.name)
+        raise OSError("not built in this test")
+
+    PairingChecker(tmp_path / "pairings.json", loader=loader).check(*entries)
+    assert asked  # undecided by the metadata: the engine's own check runs
 
 
 def test_the_suggestion_is_the_smallest_compatible_draft_several_times_smaller():

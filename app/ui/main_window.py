@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QDialog,
     QFrame,
@@ -32,9 +33,13 @@ from app.ui.chat.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.context_meter import ContextMeter
 from app.ui.chat.conversation_list import ConversationPanel
+from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
-from app.ui.common.storage import ConversationStore
+from app.ui.common.engine_words import drafter_label, loading_message, model_label
+from app.ui.common.formatting import byte_size
+from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
+from app.ui.common.tooltips import install_tooltip_wrapping
 from app.ui.compare.compare_view import CompareDialog
 from app.ui.experiment.sweep_view import SweepDialog
 from app.ui.models.models_dialog import ModelsDialog
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
+NOTICE_MS = 10_000  # how long a confirmation stays in the status bar
+AUTO_OPEN_MAX_BYTES = 8_000_000  # a larger latest conversation is not opened by itself at start
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,9 @@ class MainWindow(QMainWindow):
         self, worker: EngineWorker, settings: SettingsStore, conversations: ConversationStore
     ) -> None:
         super().__init__()
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            install_tooltip_wrapping(app)  # before any widget sets its tooltip
         self.setWindowTitle(self.tr("SpecChat"))
         self._worker = worker
         self._settings_store = settings
@@ -92,6 +102,11 @@ class MainWindow(QMainWindow):
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
+        self.loader = ConversationLoader(conversations, self)  # saved conversations, off this thread
+        self._to_open = ""  # a listed conversation to show once it is read
+        self._asked_to_open = False  # clicked (opens whatever is shown), or the latest at start
+        self._open_latest_once_read = False  # the latest could not be read: the next latest then
+        self._unreadable: list[SkippedFile] = []  # reported once everything listed is read
         self._build()
         self._connect()
         self._restore()
@@ -193,6 +208,9 @@ class MainWindow(QMainWindow):
         w.sweep_done.connect(self._on_sweep_done)
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
         self.conversation_panel.error.connect(self.show_error)
+        self.conversation_panel.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
+        self.loader.loaded.connect(self._on_conversation_read)
+        self.loader.failed.connect(self._on_conversation_unreadable)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
         self.models_action.triggered.connect(self._on_open_models)
@@ -213,11 +231,26 @@ class MainWindow(QMainWindow):
         if splitter is not None:
             self.splitter.restoreState(splitter)
         self._mirror_settings()
-        saved = self._conversations.load_all()
-        self.conversation_panel.set_conversations(saved)
-        if saved:
-            self._open(saved[0])
-        self._report_skipped_files()
+        listed = self._conversations.list_headers()  # file headers only: fast whatever the sizes
+        self._unreadable = list(self._conversations.skipped)
+        self.conversation_panel.set_conversations(listed)
+        if listed and listed[0].size <= AUTO_OPEN_MAX_BYTES:
+            self._to_open = listed[0].id  # the latest, shown once read
+        elif listed:  # drawing a huge conversation takes a while: only when asked for
+            self.statusBar().showMessage(
+                self.tr("The latest conversation is large ({0}): click it in the list to open it.").format(
+                    byte_size(listed[0].size)
+                ),
+                NOTICE_MS,
+            )
+        self.loader.read([h.id for h in listed])  # newest first; search then covers messages
+        if not listed:
+            self._report_skipped_files()
+
+    @property
+    def conversations_read(self) -> bool:
+        """Every listed conversation's content has been read (or found unreadable)."""
+        return not self.loader.pending
 
     # ---- public API (also used by tests and tools) ------------------------------------
     @property
@@ -324,7 +357,7 @@ class MainWindow(QMainWindow):
     def _on_load_progress(self, message: str, fraction: float) -> None:
         if self._running_load != self._latest_load:
             return  # an older request the newer one will replace
-        self.model_label.setText(message)
+        self.model_label.setText(loading_message(message))
         if fraction < 0:
             self.progress.setRange(0, 0)
         else:
@@ -400,6 +433,7 @@ class MainWindow(QMainWindow):
     def _on_new_chat(self) -> None:
         if self.controller.busy:
             return
+        self._to_open = ""  # a new chat, not the latest one still being read
         if self.controller.conversation.messages:
             self._open(Conversation(system_prompt=self.system_prompt.text()))
         self.composer.setFocus()
@@ -413,8 +447,49 @@ class MainWindow(QMainWindow):
 
     def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
         conversation = item.data(Qt.ItemDataRole.UserRole)
-        if not self.controller.busy and conversation.id != self.controller.conversation.id:
+        if self.controller.busy or conversation.id == self.controller.conversation.id:
+            return
+        if isinstance(conversation, Conversation):
+            self._to_open = ""  # the person chose this one: a pending open is void
             self._open(conversation)
+        else:  # only its header is listed so far: read it first, on the reading thread
+            self._to_open, self._asked_to_open = conversation.id, True
+            self.statusBar().showMessage(self.tr("Opening “{0}”…").format(conversation.title or self.tr("New chat")))
+            self.loader.first(conversation.id)
+
+    def _on_conversation_read(self, conversation: Conversation) -> None:
+        self.conversation_panel.upsert(conversation)
+        if conversation.id == self._to_open:
+            self._to_open = ""
+            self.statusBar().clearMessage()
+            unasked_over_a_chat = not self._asked_to_open and bool(self.controller.conversation.messages)
+            if not self.controller.busy and not unasked_over_a_chat:
+                self._open(conversation)
+            else:
+                self.conversation_panel.select(self.controller.conversation.id)
+        if not self.loader.pending:
+            self._after_reading()
+
+    def _on_conversation_unreadable(self, conversation_id: str, reason: str) -> None:
+        self.conversation_panel.remove(conversation_id)
+        self._unreadable.append(SkippedFile(self._conversations.folder / f"{conversation_id}.json", reason))
+        if conversation_id == self._to_open:
+            self._to_open = ""
+            self.statusBar().clearMessage()
+            self._open_latest_once_read = not self._asked_to_open
+        if not self.loader.pending:
+            self._after_reading()
+
+    def _after_reading(self) -> None:
+        """Everything listed is read: name the unreadable files; if the latest conversation
+        was one of them, show the latest that could be read (unless a chat is on screen)."""
+        if self._open_latest_once_read and not self.controller.conversation.messages and not self.controller.busy:
+            latest = self.conversation_panel.latest_id()
+            conversation = next((c for c in self.conversation_panel.conversations if c.id == latest), None)
+            if conversation is not None:
+                self._open(conversation)
+        self._open_latest_once_read = False
+        self._report_skipped_files()
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
         if conversation.id == self.controller.conversation.id:
@@ -459,9 +534,11 @@ class MainWindow(QMainWindow):
         if in_use is None:
             text = self.tr("No model loaded")
         elif self.settings.speculative:
-            text = self.tr("Target: {0} · Drafter: {1}").format(in_use.target, in_use.drafter)
+            text = self.tr("Target: {0} · Drafter: {1}").format(
+                model_label(in_use.target), drafter_label(in_use.drafter)
+            )
         else:
-            text = self.tr("Target: {0} · Speculation off").format(in_use.target)
+            text = self.tr("Target: {0} · Speculation off").format(model_label(in_use.target))
         if self.load_failure is not None:
             text += " · " + self.tr("the requested models could not be loaded (see Settings)")
         self.model_label.setText(text)
@@ -484,8 +561,9 @@ class MainWindow(QMainWindow):
         self.conversation_panel.select(conversation.id)
 
     def _report_skipped_files(self) -> None:
-        """Once, at start: which saved conversations could not be read (they stay on disk)."""
-        skipped = self._conversations.skipped
+        """Which saved conversations could not be read (they stay on disk): once everything
+        listed has been read, and again if one more is found unreadable later."""
+        skipped, self._unreadable = self._unreadable, []
         if not skipped:
             return
         heading = self.tr("{0} saved conversation(s) could not be read and were skipped; the files are kept:")
@@ -504,6 +582,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop generating, keep the partial answer, free the engine thread (bounded wait)."""
         self.controller.stop()
+        self.loader.stop()
         self._settings_store.set_geometry("main", self.saveGeometry())
         self._settings_store.set_geometry("main_state", self.saveState())
         self._settings_store.set_geometry("main_splitter", self.splitter.saveState())

@@ -385,6 +385,10 @@
         <translation>Markdown (*.md);;JSON (*.json)</translation>
     </message>
     <message>
+        <source>Exported “{0}” to {1}</source>
+        <translation>« {0} » exporté dans {1}</translation>
+    </message>
+    <message>
         <source>Rename</source>
         <translation>Renommer</translation>
     </message>
@@ -395,6 +399,53 @@
     <message>
         <source>Delete conversation</source>
         <translation>Supprimer la conversation</translation>
+    </message>
+    <message>
+        <source>This conversation is still being read from disk</source>
+        <translation>Cette conversation est encore en cours de lecture sur le disque</translation>
+    </message>
+</context>
+<context>
+    <name>Engine</name>
+    <message>
+        <source>(bundled)</source>
+        <translation>(fourni)</translation>
+    </message>
+    <message>
+        <source>prompt lookup</source>
+        <translation>recherche dans le prompt</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>aucun</translation>
+    </message>
+    <message>
+        <source>draft model: {0}</source>
+        <translation>modèle brouillon&#xa0;: {0}</translation>
+    </message>
+    <message>
+        <source>Converting GGUF (first load only)…</source>
+        <translation>Conversion du GGUF (au premier chargement seulement)…</translation>
+    </message>
+    <message>
+        <source>Loading tokenizer…</source>
+        <translation>Chargement du tokenizer…</translation>
+    </message>
+    <message>
+        <source>Loading weights…</source>
+        <translation>Chargement des poids…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>Prêt</translation>
+    </message>
+    <message>
+        <source>Preparing the model on {0}…</source>
+        <translation>Préparation du modèle sur {0}…</translation>
+    </message>
+    <message>
+        <source>Opening {0}…</source>
+        <translation>Ouverture de {0}…</translation>
     </message>
 </context>
 <context>
@@ -656,6 +707,10 @@
         <translation>Aucun modèle chargé</translation>
     </message>
     <message>
+        <source>The latest conversation is large ({0}): click it in the list to open it.</source>
+        <translation>La dernière conversation est volumineuse ({0})&#xa0;: cliquez dessus dans la liste pour l’ouvrir.</translation>
+    </message>
+    <message>
         <source>Stop</source>
         <translation>Arrêter</translation>
     </message>
@@ -678,6 +733,10 @@
     <message>
         <source>SpecChat is busy: wait for the current answer, then try again.</source>
         <translation>SpecChat est occupé : attendez la fin de la réponse en cours, puis réessayez.</translation>
+    </message>
+    <message>
+        <source>Opening “{0}”…</source>
+        <translation>Ouverture de « {0} »…</translation>
     </message>
     <message>
         <source>the bundled model</source>
@@ -909,6 +968,14 @@
         <translation>Cible&#xa0;:</translation>
     </message>
     <message>
+        <source>Measure drafts</source>
+        <translation>Mesurer les brouillons</translation>
+    </message>
+    <message>
+        <source>Answer a short question ({0} tokens) with the target alone, then with prompt lookup and each compatible draft, on this computer, and rank them by the speed-up they predict. Loads each model once, in the background; takes seconds to minutes.</source>
+        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan&#xa0;; prend de quelques secondes à quelques minutes.</translation>
+    </message>
+    <message>
         <source>Draft:</source>
         <translation>Brouillon&#xa0;:</translation>
     </message>
@@ -923,6 +990,10 @@
     <message>
         <source>Looking for models…</source>
         <translation>Recherche de modèles…</translation>
+    </message>
+    <message>
+        <source>Measuring {0} drafter(s) on this computer: a short answer with each…</source>
+        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur&#xa0;: une courte réponse avec chacun…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
@@ -955,8 +1026,40 @@
         <translation>Recherche des modèles pouvant servir de brouillon pour {0}…</translation>
     </message>
     <message>
+        <source>The measurement was stopped.</source>
+        <translation>La mesure a été interrompue.</translation>
+    </message>
+    <message>
+        <source>Measured on this computer, {0} tokens each:</source>
+        <translation>Mesuré sur cet ordinateur, {0} jetons chacun&#xa0;:</translation>
+    </message>
+    <message>
+        <source>None was faster than the target alone: no drafter is suggested.</source>
+        <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
+    </message>
+    <message>
+        <source>{0}: could not be measured ({1})</source>
+        <translation>{0}&#xa0;: mesure impossible ({1})</translation>
+    </message>
+    <message>
+        <source>{0}× (α {1})</source>
+        <translation>{0}× (α {1})</translation>
+    </message>
+    <message>
         <source>Compatible</source>
         <translation>Compatible</translation>
+    </message>
+    <message>
+        <source>No compatible model is at least {0}× smaller than the target.</source>
+        <translation>Aucun modèle compatible n’est au moins {0}× plus petit que le modèle cible.</translation>
+    </message>
+    <message>
+        <source>It has {0}× fewer parameters than the target.</source>
+        <translation>Il a {0}× moins de paramètres que le modèle cible.</translation>
+    </message>
+    <message>
+        <source>Measured here: {0}.</source>
+        <translation>Mesuré ici&#xa0;: {0}.</translation>
     </message>
     <message>
         <source>Technical detail: {0}</source>
@@ -965,6 +1068,18 @@
     <message>
         <source>Suggested draft</source>
         <translation>Brouillon suggéré</translation>
+    </message>
+    <message>
+        <source>shorter context</source>
+        <translation>contexte plus court</translation>
+    </message>
+    <message>
+        <source>not measured</source>
+        <translation>non mesuré</translation>
+    </message>
+    <message>
+        <source>Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens.</source>
+        <translation>Mesuré ici&#xa0;: une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
     </message>
     <message>
         <source>(suggested)</source>
@@ -979,6 +1094,10 @@
         <translation>Aucun brouillon</translation>
     </message>
     <message>
+        <source>Its context is {0} tokens, shorter than the target&apos;s {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
+        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1})&#xa0;: dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
+    </message>
+    <message>
         <source>{0} compatible, {1} not.</source>
         <translation>{0} compatible(s), {1} non.</translation>
     </message>
@@ -987,16 +1106,8 @@
         <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
-        <source>No compatible model is at least {0:g}× smaller than the target.</source>
-        <translation>Aucun modèle compatible n’est au moins {0:g}× plus petit que le modèle cible.</translation>
-    </message>
-    <message>
         <source>Without a drafter the target writes every token itself.</source>
         <translation>Sans brouillon, le modèle cible écrit lui-même chaque jeton.</translation>
-    </message>
-    <message>
-        <source>It has {0:.1f}× fewer parameters than the target.</source>
-        <translation>Il a {0:.1f}× moins de paramètres que le modèle cible.</translation>
     </message>
     <message>
         <source>Choose a recent pair…</source>
@@ -1317,24 +1428,28 @@
         <translation>{0} nouveaux jetons</translation>
     </message>
     <message>
-        <source>{0:.1f} tokens/s</source>
-        <translation>{0:.1f} jetons/s</translation>
+        <source>{0} tokens/s</source>
+        <translation>{0} jetons/s</translation>
     </message>
     <message>
-        <source>first token after {0:.2f} s</source>
-        <translation>premier jeton après {0:.2f} s</translation>
+        <source>first token after {0} s</source>
+        <translation>premier jeton après {0} s</translation>
     </message>
     <message>
-        <source>drafts accepted {0:.0%}</source>
-        <translation>brouillons acceptés {0:.0%}</translation>
+        <source>drafts accepted {0}</source>
+        <translation>brouillons acceptés {0}</translation>
     </message>
     <message>
-        <source>{0:.2f} tokens per target pass</source>
-        <translation>{0:.2f} jetons par passe du modèle cible</translation>
+        <source>{0} tokens per target pass</source>
+        <translation>{0} jetons par passe du modèle cible</translation>
     </message>
     <message>
         <source>{0} target passes ({1} saved vs one per token)</source>
         <translation>{0} passes du modèle cible ({1} économisées par rapport à une par jeton)</translation>
+    </message>
+    <message>
+        <source>no model loaded</source>
+        <translation>aucun modèle chargé</translation>
     </message>
     <message>
         <source>with speculation ({0})</source>
@@ -1361,16 +1476,16 @@
         <translation>Contexte : {0} jetons</translation>
     </message>
     <message>
-        <source>Context: {0} of {1} tokens ({2:.0%})</source>
-        <translation>Contexte : {0} jetons sur {1} ({2:.0%})</translation>
+        <source>Context: {0} of {1} tokens ({2})</source>
+        <translation>Contexte&#xa0;: {0} jetons sur {1} ({2})</translation>
+    </message>
+    <message>
+        <source>The conversation fills {0} of the context window: start a new chat soon, or the next answers will be cut.</source>
+        <translation>La conversation occupe {0} de la fenêtre de contexte&#xa0;: commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
     <message>
         <source>The context window is full: start a new chat (answers here will be cut).</source>
         <translation>La fenêtre de contexte est pleine : commencez une nouvelle conversation (les réponses ici seront tronquées).</translation>
-    </message>
-    <message>
-        <source>The conversation fills {0:.0%} of the context window: start a new chat soon, or the next answers will be cut.</source>
-        <translation>La conversation occupe {0:.0%} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
 </context>
 <context>
@@ -1446,6 +1561,10 @@
     <message>
         <source>k:</source>
         <translation>k :</translation>
+    </message>
+    <message>
+        <source>Close the experiment (a run in progress stops)</source>
+        <translation>Fermer l’expérience (une exécution en cours s’arrête)</translation>
     </message>
     <message>
         <source>same as without speculation</source>
@@ -1550,16 +1669,54 @@
         <translation>Texte : {0}</translation>
     </message>
     <message>
-        <source>Target probability: {0:.3f}</source>
-        <translation>Probabilité selon le modèle cible : {0:.3f}</translation>
+        <source>Target probability: {0}</source>
+        <translation>Probabilité selon le modèle cible&#xa0;: {0}</translation>
     </message>
     <message>
-        <source>Draft probability: {0:.3f}</source>
-        <translation>Probabilité selon le brouillon : {0:.3f}</translation>
+        <source>Draft probability: {0}</source>
+        <translation>Probabilité selon le brouillon&#xa0;: {0}</translation>
     </message>
     <message>
-        <source>Target top-1 margin (logits): {0:.2f}</source>
-        <translation>Marge du meilleur jeton du modèle cible (logits) : {0:.2f}</translation>
+        <source>Target top-1 margin (logits): {0}</source>
+        <translation>Marge du meilleur jeton du modèle cible (logits)&#xa0;: {0}</translation>
+    </message>
+</context>
+<context>
+    <name>Units</name>
+    <message>
+        <source>{0}B</source>
+        <comment>billions of parameters</comment>
+        <translation>{0}&#xa0;Md</translation>
+    </message>
+    <message>
+        <source>{0}M</source>
+        <comment>millions of parameters</comment>
+        <translation>{0}&#xa0;M</translation>
+    </message>
+    <message>
+        <source>{0}K</source>
+        <comment>thousands of parameters</comment>
+        <translation>{0}&#xa0;k</translation>
+    </message>
+    <message>
+        <source>{0} B</source>
+        <comment>bytes</comment>
+        <translation>{0}&#xa0;o</translation>
+    </message>
+    <message>
+        <source>{0} KB</source>
+        <comment>kilobytes</comment>
+        <translation>{0}&#xa0;ko</translation>
+    </message>
+    <message>
+        <source>{0} MB</source>
+        <comment>megabytes</comment>
+        <translation>{0}&#xa0;Mo</translation>
+    </message>
+    <message>
+        <source>{0} GB</source>
+        <comment>gigabytes</comment>
+        <translation>{0}&#xa0;Go</translation>
     </message>
 </context>
 <context>

@@ -109,6 +109,7 @@ def test_the_app_starts_when_its_latest_conversation_file_is_damaged(app_dirs, q
     window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), ConversationStore())
     qtbot.addWidget(window)
     window.show()
+    qtbot.waitUntil(lambda: window.conversations_read and window.controller.conversation.id == good.stem)
 
     assert window.controller.conversation.id == good.stem and window.conversation_list.count() == 1
     notice = window.banner_text.text()
@@ -133,3 +134,121 @@ def test_temp_files_left_by_an_interrupted_save_are_removed_once_old(tmp_path):
 
     store.load_all()
     assert not old.exists() and recent.exists() and outside.exists() and unrelated.exists()
+
+
+# ---- text UTF-8 cannot hold, symbolic links, failed saves ---------------------------------
+def test_a_lone_surrogate_never_makes_a_save_fail_and_reads_back_as_a_replacement(tmp_path):
+    store = ConversationStore(tmp_path / "data")
+    path = write(store.folder, conversation_json(title="a \ud800 b"))  # json.dumps escapes it: \ud800
+    assert "\\ud800" in path.read_text("utf-8")
+
+    opened = store.load(path.stem)
+    assert opened.title == "a \ufffd b"  # as a UTF-8 decoder shows a broken character
+    opened.messages.append(Message("user", "typed \udc00 here"))  # e.g. pasted half of an emoji
+    store.save(opened).result()  # raised UnicodeEncodeError before: every later save failed too
+
+    again = store.load(path.stem)
+    assert [m.content for m in again.messages][-1] == "typed \ufffd here"
+    assert again.title == "a \ufffd b"
+    assert store.list_headers()[0].title == "a \ufffd b"
+
+
+def test_a_failed_save_is_reported_and_the_message_is_written_by_the_next_one(app_dirs, qtbot, monkeypatch):
+    store = ConversationStore()
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), store)
+    qtbot.addWidget(window)
+    window.show()
+    conversation = window.controller.conversation
+    conversation.messages.append(Message("user", "keep me"))
+    real_replace = os.replace
+
+    def full_disk(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with qtbot.waitSignal(window.controller.error) as failed:
+        window.controller.save()
+    assert "No space left on device" in failed.args[0]
+    assert conversation.messages[-1].content == "keep me"  # still in the conversation shown
+
+    monkeypatch.setattr(os, "replace", real_replace)
+    conversation.messages.append(Message("user", "and me"))
+    window.controller.save()
+    window.controller.flush()
+    assert [m.content for m in store.load(conversation.id).messages] == ["keep me", "and me"]
+    assert not list(store.folder.glob("*.tmp"))
+    window.close()
+
+
+def test_a_symlinked_conversation_file_stays_a_link_and_its_target_is_saved(tmp_path):
+    store = ConversationStore(tmp_path / "data")
+    elsewhere = tmp_path / "synced"
+    target = write(elsewhere, conversation_json(title="linked"))
+    store.folder.mkdir(parents=True)
+    link = store.folder / target.name
+    link.symlink_to(target)
+
+    conversation = store.load(link.stem)
+    conversation.messages.append(Message("user", "more"))
+    store.save(conversation).result()
+
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert json.loads(target.read_text("utf-8"))["messages"][-1]["content"] == "more"
+    assert not list(elsewhere.glob("*.tmp")) and not list(store.folder.glob(".*.tmp"))
+
+
+# ---- a huge conversation does not hold up the start ----------------------------------------
+def test_the_list_comes_from_file_headers_without_reading_the_messages(tmp_path):
+    store = ConversationStore(tmp_path / "data")
+    data = conversation_json(title="huge", updated=2_000.0)
+    path = write(store.folder, data)
+    text = path.read_text("utf-8")
+    # the messages are cut off: only a reader of the whole file would notice
+    path.write_text(text[: text.index('"messages"')] + '"messages": [' + "x" * 300_000, "utf-8")
+    small = write(store.folder, conversation_json(title="small", updated=1_000.0))
+
+    headers = store.list_headers()
+    assert [(h.title, h.updated) for h in headers] == [("huge", 2_000.0), ("small", 1_000.0)]
+    assert store.skipped == [] and headers[1].id == small.stem
+    with pytest.raises(ValueError):
+        store.load(path.stem)  # its content is read only when it is opened
+
+
+def test_the_window_reads_conversations_off_its_thread_and_opens_the_latest(app_dirs, qtbot, monkeypatch):
+    import threading
+
+    store = ConversationStore()
+    latest = write(store.folder, conversation_json(title="latest", updated=2_000.0))
+    write(store.folder, conversation_json(title="older", updated=1_000.0))
+    threads = []
+    real_load = ConversationStore.load
+
+    def spying_load(self: ConversationStore, conversation_id: str) -> Conversation:
+        threads.append(threading.current_thread())
+        return real_load(self, conversation_id)
+
+    monkeypatch.setattr(ConversationStore, "load", spying_load)
+    monkeypatch.setattr(ConversationStore, "load_all", lambda self: pytest.fail("read everything at start"))
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), store)
+    qtbot.addWidget(window)
+    assert window.conversation_list.count() == 2  # listed at once, from the headers
+    window.show()
+    qtbot.waitUntil(lambda: window.conversations_read and window.controller.conversation.id == latest.stem)
+
+    assert len(threads) == 2 and threading.main_thread() not in threads
+    assert [m.content for m in window.controller.conversation.messages] == ["hi", "hello"]
+    assert len(window.conversation_panel.conversations) == 2  # read: search covers messages
+    window.close()
+
+
+def test_a_file_with_its_messages_first_is_listed_without_being_read_whole(tmp_path, monkeypatch):
+    store = ConversationStore(tmp_path / "data")
+    data = conversation_json(title="hand made", updated=1_234.0)
+    reordered = {"messages": data.pop("messages"), **data}  # not the order the app writes
+    path = write(store.folder, reordered)
+    monkeypatch.setattr(ConversationStore, "_read", lambda *_a: pytest.fail("read the whole file to list it"))
+
+    (header,) = store.list_headers()
+    assert header.id == path.stem and header.updated == path.stat().st_mtime  # its date until read
+    monkeypatch.undo()
+    assert store.load(path.stem).title == "hand made"

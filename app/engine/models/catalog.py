@@ -156,7 +156,8 @@ class PairCheck:
 
 def suggest_draft(target: ModelEntry, drafts: Iterable[tuple[ModelEntry, PairCheck]]) -> str:
     """The source of the smallest compatible draft with at most 1/DRAFT_MIN_RATIO of the
-    target's parameters; ``LOOKUP`` (prompt lookup) when there is none."""
+    target's parameters, one whose context is as long as the target's first; ``LOOKUP``
+    (prompt lookup) when there is none. (Measuring ranks them better: ``probe_drafts``.)"""
     if not target.parameters:
         return LOOKUP
     fits = [
@@ -169,7 +170,11 @@ def suggest_draft(target: ModelEntry, drafts: Iterable[tuple[ModelEntry, PairChe
     ]
     if not fits:
         return LOOKUP
-    return min(fits, key=lambda e: (e.parameters or 0, e.size_bytes or 0, e.name)).source
+
+    def short_context(entry: ModelEntry) -> bool:  # its guesses get poor past its own context
+        return bool(entry.context_length and target.context_length and entry.context_length < target.context_length)
+
+    return min(fits, key=lambda e: (short_context(e), e.parameters or 0, e.size_bytes or 0, e.name)).source
 
 
 # ---------------------------------------------------------------- formatting (one truth)
@@ -637,6 +642,26 @@ class _Reader:
                 self.value(item_type)
         return count
 
+    def strings(self, count: int) -> list[str]:
+        """``count`` length-prefixed strings, parsed from 1 MiB chunks."""
+        items: list[str] = []
+        while len(items) < count:
+            start = self.f.tell()
+            chunk = self.f.read(2**20)
+            pos = 0
+            while len(items) < count and pos + 8 <= len(chunk):
+                (length,) = struct.unpack_from("<Q", chunk, pos)
+                if pos + 8 + length > len(chunk):
+                    break
+                items.append(chunk[pos + 8 : pos + 8 + length].decode("utf-8", errors="replace"))
+                pos += 8 + length
+            if pos == 0:  # one string longer than the chunk, or the end of the file
+                self.f.seek(start)
+                items.append(self.string())
+                continue
+            self.f.seek(start + pos)
+        return items
+
     def skip_strings(self, count: int) -> None:
         """Skip ``count`` length-prefixed strings, parsing lengths from 1 MiB chunks."""
         while count:
@@ -655,6 +680,53 @@ class _Reader:
                 count -= 1
                 continue
             self.f.seek(start + pos)
+
+
+def read_gguf_vocabulary(path: Path) -> dict[str, int] | None:
+    """The token → id map of a GGUF's tokenizer, from its header alone (``tokenizer.ggml.tokens``;
+    no tensor is read, no tokenizer is built); None when the header has no token list."""
+    size = path.stat().st_size
+    with path.open("rb") as raw:
+        f = _Reader(raw, size, path.name)
+        if size < 4 or f.bytes(4) != b"GGUF":
+            raise CatalogError(f"{path.name} is not a GGUF file (it does not start with 'GGUF').")
+        if f.scalar("I") not in (2, 3):
+            return None
+        _tensor_count, kv_count = f.scalar("Q"), f.scalar("Q")
+        for _ in range(kv_count):
+            key = f.string()
+            type_id = f.scalar("I")
+            if key != "tokenizer.ggml.tokens" or type_id != 9:
+                f.value(type_id)
+                continue
+            item_type, count = f.scalar("I"), f.scalar("Q")
+            if item_type != 8:
+                return None
+            tokens = f.strings(count)
+            return {token: index for index, token in reversed(list(enumerate(tokens)))}
+    return None
+
+
+def read_tokenizer_json_vocabulary(folder: Path) -> dict[str, int] | None:
+    """The token → id map a folder's ``tokenizer.json`` declares (its model's vocabulary and
+    the added tokens), without building the tokenizer; None when there is no such file or
+    its model kind keeps no plain vocabulary."""
+    try:
+        data = json.loads((folder / "tokenizer.json").read_text("utf-8"))
+        vocab = data["model"]["vocab"]
+        added = data.get("added_tokens") or []
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        table = {str(item[0]): index for index, item in enumerate(vocab) if isinstance(item, list) and item}
+    elif isinstance(vocab, dict):
+        table = {str(token): int(index) for token, index in vocab.items() if isinstance(index, int)}
+    else:
+        return None
+    for token in added:
+        if isinstance(token, dict) and isinstance(token.get("content"), str) and isinstance(token.get("id"), int):
+            table[token["content"]] = token["id"]
+    return table
 
 
 def read_gguf_header(path: Path) -> GGUFHeader:

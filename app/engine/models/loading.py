@@ -470,7 +470,11 @@ PROBES = (
 
 
 def _vocab_difference(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase) -> str | None:
-    tv, dv = target.get_vocab(), draft.get_vocab()
+    return vocab_difference(target.get_vocab(), draft.get_vocab())
+
+
+def vocab_difference(tv: dict[str, int], dv: dict[str, int]) -> str | None:
+    """How two token → id maps differ, in the engine's words (None: they are the same)."""
     if tv == dv:
         return None
     differ = [t for t in tv.keys() | dv.keys() if tv.get(t) != dv.get(t)]

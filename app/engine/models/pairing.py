@@ -20,7 +20,13 @@ import torch
 from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from app.engine.errors import IncompatibleModelsError
-from app.engine.models.catalog import ModelEntry, PairCheck, PairReason
+from app.engine.models.catalog import (
+    ModelEntry,
+    PairCheck,
+    PairReason,
+    read_gguf_vocabulary,
+    read_tokenizer_json_vocabulary,
+)
 from app.engine.models.loading import (
     LoadedModel,
     _find_folder,
@@ -28,6 +34,7 @@ from app.engine.models.loading import (
     _tokenizer_class,
     cache_dir,
     check_compatible,
+    vocab_difference,
 )
 
 CHECK_VERSION = 1  # bump when check_compatible changes what it compares
@@ -56,6 +63,7 @@ class PairingChecker:
         self.cache_file = cache_file or cache_dir() / "pairings.json"
         self._load_tokenizer = loader
         self._tokenizers: dict[str, PreTrainedTokenizerBase | Exception] = {}
+        self._vocabularies: dict[str, tuple[str, dict[str, int]] | None] = {}  # from metadata
         self._verdicts: dict[str, dict[str, str | bool]] = self._read_cache()
         self._lock = threading.Lock()
 
@@ -74,6 +82,9 @@ class PairingChecker:
 
     # ---- the check itself -------------------------------------------------------------
     def _run_check(self, target: ModelEntry, draft: ModelEntry) -> PairCheck:
+        quick = self._metadata_check(target, draft)
+        if quick is not None:
+            return quick
         tokenizers = [self._tokenizer(target), self._tokenizer(draft)]
         for entry, tokenizer in zip((target, draft), tokenizers, strict=True):
             if isinstance(tokenizer, Exception):
@@ -85,6 +96,32 @@ class PairingChecker:
         except IncompatibleModelsError as exc:
             return PairCheck(target.source, draft.source, False, plain_reason(t_tok, d_tok), str(exc))
         return PairCheck(target.source, draft.source, True)
+
+    def _metadata_check(self, target: ModelEntry, draft: ModelEntry) -> PairCheck | None:
+        """An incompatible pair told from the files' metadata alone (a GGUF header's token
+        list, a tokenizer.json's vocabulary): building a GGUF's tokenizer takes tens of seconds
+        on a small CPU. Vocabularies of the same kind of file are compared entry by entry;
+        of different kinds (whose token spellings may differ), only by size. None: undecided,
+        the tokenizers decide."""
+        found = [self._vocabulary(target), self._vocabulary(draft)]
+        if found[0] is None or found[1] is None:
+            return None
+        (t_kind, tv), (d_kind, dv) = found[0], found[1]
+        if t_kind == d_kind:
+            reason = vocab_difference(tv, dv)
+        elif len(tv) != len(dv):
+            reason = f"their vocabularies have {len(tv)} and {len(dv)} entries"
+        else:
+            return None
+        if reason is None:
+            return None
+        detail = f"Draft model '{draft.name}' is incompatible with target '{target.name}': {reason}."
+        return PairCheck(target.source, draft.source, False, vocab_reason(tv, dv, same_eos=True), detail)
+
+    def _vocabulary(self, entry: ModelEntry) -> tuple[str, dict[str, int]] | None:
+        if entry.source not in self._vocabularies:
+            self._vocabularies[entry.source] = _read_vocabulary(entry)
+        return self._vocabularies[entry.source]
 
     def _tokenizer(self, entry: ModelEntry) -> PreTrainedTokenizerBase | Exception:
         if entry.source not in self._tokenizers:
@@ -121,9 +158,13 @@ class PairingChecker:
 
 def plain_reason(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase) -> PairReason:
     """Which plain-words explanation fits an incompatible pair (see ``PLAIN_REASONS``)."""
-    tv, dv = target.get_vocab(), draft.get_vocab()
+    same_eos = target.eos_token_id == draft.eos_token_id
+    return vocab_reason(target.get_vocab(), draft.get_vocab(), same_eos)
+
+
+def vocab_reason(tv: dict[str, int], dv: dict[str, int], same_eos: bool) -> PairReason:
+    """``plain_reason`` from the two token → id maps."""
     if tv == dv:
-        same_eos = target.eos_token_id == draft.eos_token_id
         return "tokenize_differently" if same_eos else "end_tokens"
     shared = len(tv.items() & dv.items())
     if shared < 0.5 * min(len(tv), len(dv)):
@@ -133,6 +174,19 @@ def plain_reason(target: PreTrainedTokenizerBase, draft: PreTrainedTokenizerBase
     if len(dv) < len(tv):
         return "draft_vocab_smaller"
     return "ids_differ"
+
+
+def _read_vocabulary(entry: ModelEntry) -> tuple[str, dict[str, int]] | None:
+    """("gguf" | "tokenizer.json", token → id) from the entry's files, or None."""
+    try:
+        path = _find_folder(entry.source)
+        if path.is_file():
+            gguf = read_gguf_vocabulary(path)
+            return None if gguf is None else ("gguf", gguf)
+        folder = read_tokenizer_json_vocabulary(path)
+        return None if folder is None else ("tokenizer.json", folder)
+    except Exception:  # noqa: BLE001 - unreadable metadata: the tokenizers decide
+        return None
 
 
 def _tokenizer_only(entry: ModelEntry, tokenizer: PreTrainedTokenizerBase) -> LoadedModel:

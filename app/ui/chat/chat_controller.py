@@ -58,7 +58,7 @@ class ChatController(QObject):
         self._view = view
         self._store = store
         self.conversation = Conversation()
-        self.drafter_name = "none"  # of the loaded models; "" while nothing is loaded
+        self.drafter_name = ""  # of the loaded models; "" while nothing is loaded
         self.model_ready = False
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
@@ -147,7 +147,8 @@ class ChatController(QObject):
             "",
             config=config.to_dict(),
             speculative=config.speculative and self.drafter_name not in ("none", ""),
-            drafter=self.drafter_name if config.speculative else "none",
+            # "": no model loaded yet, so no drafter either way (the result will say which)
+            drafter=self.drafter_name if config.speculative or not self.drafter_name else "none",
         )
         run_id = self._worker.request_generate(conversation.prompt(), config)
         conversation.messages.append(answer)

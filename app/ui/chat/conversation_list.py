@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 from app.engine.errors import SpecChatError
 from app.ui.chat.export import export_conversation
 from app.ui.common.conversation import Conversation
-from app.ui.common.storage import ConversationStore
+from app.ui.common.storage import ConversationHeader, ConversationStore
 
 DATE_ROLE = Qt.ItemDataRole.UserRole + 1  # the "when" line under a title
 
@@ -87,11 +87,12 @@ class ConversationPanel(QWidget):
     deleted = Signal(object)  # Conversation (its file is gone; Undo writes it back)
     restored = Signal(object)  # Conversation brought back by Undo
     error = Signal(str)
+    notice = Signal(str)  # a short confirmation (where an export was written)
 
     def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._store = store
-        self._conversations: dict[str, Conversation] = {}
+        self._conversations: dict[str, Conversation | ConversationHeader] = {}  # header: not read yet
         self._current = ""
         self._filling = False
         self._last_deleted: Conversation | None = None
@@ -130,12 +131,29 @@ class ConversationPanel(QWidget):
     # ---- contents ----------------------------------------------------------------------
     @property
     def conversations(self) -> list[Conversation]:
-        return list(self._conversations.values())
+        """The listed conversations whose content has been read."""
+        return [c for c in self._conversations.values() if isinstance(c, Conversation)]
 
-    def set_conversations(self, conversations: list[Conversation], current: str = "") -> None:
+    def set_conversations(
+        self, conversations: list[Conversation] | list[ConversationHeader], current: str = ""
+    ) -> None:
+        """List conversations, or only their headers (their content arrives with ``upsert``)."""
         self._conversations = {c.id: c for c in conversations}
         self._current = current or self._current
         self._fill()
+
+    def latest_id(self) -> str:
+        """The most recently updated conversation listed ("" when none)."""
+        listed = sorted(self._conversations.values(), key=lambda c: c.updated, reverse=True)
+        return listed[0].id if listed else ""
+
+    def is_read(self, conversation_id: str) -> bool:
+        return isinstance(self._conversations.get(conversation_id), Conversation)
+
+    def remove(self, conversation_id: str) -> None:
+        """Unlist a conversation (its file could not be read; it stays on disk)."""
+        if self._conversations.pop(conversation_id, None) is not None:
+            self._fill()
 
     def upsert(self, conversation: Conversation) -> None:
         """A conversation was saved: (re)list it, newest first."""
@@ -143,9 +161,13 @@ class ConversationPanel(QWidget):
         self._fill()
 
     def select(self, conversation_id: str) -> None:
+        """Highlight the conversation shown (and only it), whatever was clicked last."""
         self._current = conversation_id
         for item in self._items():
-            item.setSelected(item.data(Qt.ItemDataRole.UserRole).id == conversation_id)
+            shown = item.data(Qt.ItemDataRole.UserRole).id == conversation_id
+            if shown:
+                self.list.setCurrentItem(item)  # the keyboard focus follows the one shown
+            item.setSelected(shown)
 
     def visible_titles(self) -> list[str]:
         return [item.text() for item in self._items() if not item.isHidden()]
@@ -194,9 +216,14 @@ class ConversationPanel(QWidget):
         if not Path(path).suffix:
             path += ".json" if "json" in _filter.lower() else ".md"
         try:
-            export_conversation(conversation, path)
+            written = export_conversation(conversation, path)
         except SpecChatError as e:
             self.error.emit(str(e))
+        else:
+            title = conversation.title or self.tr("New chat")
+            self.notice.emit(self.tr("Exported “{0}” to {1}").format(title, written))
+        finally:
+            self.select(self._current)  # the dialog may have moved the highlight
 
     # ---- handlers ----------------------------------------------------------------------
     def _items(self) -> list[QListWidgetItem]:
@@ -222,22 +249,37 @@ class ConversationPanel(QWidget):
             item.setHidden(not item.data(Qt.ItemDataRole.UserRole).matches(query))
 
     def _on_item_changed(self, item: QListWidgetItem) -> None:
-        if not self._filling:
-            self.rename(item.data(Qt.ItemDataRole.UserRole), item.text())
+        if self._filling:
+            return
+        conversation = item.data(Qt.ItemDataRole.UserRole)
+        if isinstance(conversation, Conversation):
+            self.rename(conversation, item.text())
+        else:
+            self._fill()  # not read yet: nothing to save the title into
 
     def _on_delete_key(self) -> None:
         item = self.list.currentItem()
-        if item is not None and self.list.isEnabled():
-            self.delete(item.data(Qt.ItemDataRole.UserRole))
+        conversation = None if item is None else item.data(Qt.ItemDataRole.UserRole)
+        if isinstance(conversation, Conversation) and self.list.isEnabled():
+            self.delete(conversation)
 
     def _on_menu(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)
         if item is None or not self.list.isEnabled():
             return
         conversation = item.data(Qt.ItemDataRole.UserRole)
+        read = isinstance(conversation, Conversation)
         menu = QMenu(self)
-        menu.addAction(self.tr("Rename"), lambda: self.list.editItem(item))
-        menu.addAction(self.tr("Export…"), lambda: self.export(conversation))
+        actions = [
+            menu.addAction(self.tr("Rename"), lambda: self.list.editItem(item)),
+            menu.addAction(self.tr("Export…"), lambda: self.export(conversation)),
+        ]
         menu.addSeparator()
-        menu.addAction(self.tr("Delete conversation"), lambda: self.delete(conversation))
+        actions.append(menu.addAction(self.tr("Delete conversation"), lambda: self.delete(conversation)))
+        for action in actions:
+            action.setEnabled(read)
+            if not read:
+                action.setToolTip(self.tr("This conversation is still being read from disk"))
+        self.select(self._current)  # right-clicking selected the item: the one shown stays highlighted
         menu.exec(self.list.mapToGlobal(pos))
+        self.select(self._current)

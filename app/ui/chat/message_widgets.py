@@ -157,8 +157,8 @@ class AnswerWidget(QFrame):
             self.tr("Answer this again with no speculation, prompt lookup and the draft model at a few k, side by side")
         )
         self._busy = False
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.stats, 1)
+        buttons = QHBoxLayout()  # under the stats line, which has the answer's whole width
+        buttons.addStretch(1)
         for button in (
             self.copy_button,
             self.regenerate_button,
@@ -172,6 +172,7 @@ class AnswerWidget(QFrame):
         layout.addWidget(self.view)
         layout.addWidget(self.rendered)
         layout.addWidget(self.status)
+        layout.addWidget(self.stats)  # its own row: beside the buttons it wrapped one word a line
         layout.addLayout(buttons)
         self.tokens_button.toggled.connect(self._on_tokens_toggled)
         self.copy_button.clicked.connect(self.copy_markdown)

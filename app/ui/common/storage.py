@@ -6,13 +6,23 @@ writer thread, in order, so the GUI thread never waits on the disk.
 The store names its files: ``<id>.json`` with ``id`` a uuid hex, and a loaded conversation
 takes its id from its file name, never from the JSON inside, so no file can make the store
 write or delete outside its folder. A file it cannot read is skipped, kept on disk and listed
-in ``skipped``; temp files an interrupted save left behind are removed once they are old."""
+in ``skipped``; temp files an interrupted save left behind are removed once they are old.
+
+Text that UTF-8 cannot hold (a lone surrogate, from a hand-edited file or a pasted fragment)
+never makes a save fail: the JSON is then written with ASCII escapes, which keep it exactly, and
+on reading such code points become U+FFFD so nothing downstream chokes on them. A file that is
+a symbolic link stays one: a save replaces the link's target, atomically, in the target's folder.
+
+Listing is cheap: ``list_headers`` reads only the start of each file (id, title, dates come
+before the messages), so a huge conversation does not slow the start; ``load`` reads one
+conversation's content when it is opened."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -25,6 +35,10 @@ from app.ui.common.conversation import Conversation, InvalidConversation, is_con
 
 DATA_DIR_ENV = "SPECCHAT_DATA_DIR"
 ORPHANED_TMP_AGE_S = 300.0  # a save takes milliseconds; an older temp file is left by a kill
+HEADER_READ_BYTES = 64 * 1024  # the first read of a file's header; doubled while a field is cut
+HEADER_MAX_BYTES = 4 * 1024 * 1024  # past this, the header is read with the whole file
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")  # only an escape can make one in JSON
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +59,58 @@ class SkippedFile:
     reason: str
 
 
+@dataclass(frozen=True)
+class ConversationHeader:
+    """What the list shows of a conversation before its content is read."""
+
+    id: str
+    title: str
+    system_prompt: str
+    created: float
+    updated: float
+    size: int  # bytes on disk
+
+    def matches(self, query: str) -> bool:
+        """Like ``Conversation.matches``, on what a header holds (title, system prompt)."""
+        haystack = f"{self.title}\n{self.system_prompt}".casefold()
+        return all(word in haystack for word in query.casefold().split())
+
+
+def conversation_text(conversation: Conversation) -> str:
+    """The file's content: UTF-8 JSON, or ASCII-escaped JSON when the text holds code points
+    UTF-8 cannot encode (lone surrogates), so a save never fails on what was typed or read."""
+    text = json.dumps(conversation.to_json(), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(conversation.to_json(), ensure_ascii=True)  # \udxxx escapes keep them exactly
+    return text
+
+
+def _replace_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    return dict(pairs)  # a Python frame per object: where the interpreter can switch threads
+
+
+def parse_conversation_json(text: str) -> object:
+    """``json.loads`` with lone surrogates (which only a ``\\udxxx`` escape can produce)
+    replaced by U+FFFD, as a UTF-8 decoder would. Each object goes through a hook, so another
+    thread (the window's) gets the interpreter between messages of a huge file."""
+    data = json.loads(text, object_pairs_hook=_object)
+    if SURROGATE_ESCAPE.search(text):
+        data = _replace_surrogates(data)
+    return data
+
+
 class ConversationStore:
     def __init__(self, root: Path | None = None) -> None:
         self.folder = (root or data_dir()) / "conversations"
@@ -61,7 +127,7 @@ class ConversationStore:
             refused: Future[None] = Future()
             refused.set_exception(e)
             return refused
-        text = json.dumps(conversation.to_json(), ensure_ascii=False)
+        text = conversation_text(conversation)
         future = self._writer.submit(self._write, path, text)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
@@ -88,6 +154,28 @@ class ConversationStore:
                 self.skipped.append(SkippedFile(path, str(e) or type(e).__name__))
         return sorted(conversations, key=lambda c: c.updated, reverse=True)
 
+    def list_headers(self) -> list[ConversationHeader]:
+        """Every conversation's header, most recently updated first, from the start of each
+        file only; a file whose header cannot be read is listed in ``skipped``."""
+        self.flush()
+        self.skipped = []
+        if not self.folder.is_dir():
+            return []
+        self._remove_orphaned_tmp_files()
+        headers = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                headers.append(self._read_header(path))
+            except (OSError, ValueError, RecursionError) as e:
+                log.warning("skipping unreadable conversation %s: %s", path, e)
+                self.skipped.append(SkippedFile(path, str(e) or type(e).__name__))
+        return sorted(headers, key=lambda h: h.updated, reverse=True)
+
+    def load(self, conversation_id: str) -> Conversation:
+        """One conversation's whole content (raises OSError or ValueError when unreadable).
+        Safe on another thread than the one that saves."""
+        return self._read(self._path(conversation_id))
+
     def delete(self, conversation_id: str) -> None:
         """Raises ``InvalidConversation`` for an id the store did not make."""
         self.flush()
@@ -101,9 +189,34 @@ class ConversationStore:
     def _read(self, path: Path) -> Conversation:
         if not is_conversation_id(path.stem):
             raise InvalidConversation("the file name is not a conversation id")
-        conversation = Conversation.from_json(json.loads(path.read_text("utf-8")))
+        conversation = Conversation.from_json(parse_conversation_json(path.read_text("utf-8")))  # type: ignore[arg-type]
         conversation.id = path.stem  # the name the store gave it, not what the file claims
         return conversation
+
+    def _read_header(self, path: Path) -> ConversationHeader:
+        """The fields before ``messages`` (the order ``Conversation.to_json`` writes), read
+        from the start of the file. A file in another order, or whose header is longer than
+        ``HEADER_MAX_BYTES``, is listed with what was found (its modification time as its
+        date) and corrected once its content is read; the whole file is never read here."""
+        if not is_conversation_id(path.stem):
+            raise InvalidConversation("the file name is not a conversation id")
+        stat = path.stat()
+        limit = HEADER_READ_BYTES
+        while True:
+            with path.open("rb") as f:
+                head = f.read(min(limit, HEADER_MAX_BYTES))
+            complete = len(head) >= stat.st_size
+            fields = _header_fields(_decode_head(head, complete), complete)
+            if fields is not None or limit >= HEADER_MAX_BYTES:
+                break
+            limit *= 2
+        fields = dict(_replace_surrogates(fields or {}))  # type: ignore[call-overload]
+        fields.setdefault("updated", stat.st_mtime)  # not written first: the file's date until read
+        try:
+            data = Conversation.from_json({**fields, "id": path.stem, "messages": []})
+        except (KeyError, TypeError) as e:
+            raise InvalidConversation(str(e)) from e
+        return ConversationHeader(path.stem, data.title, data.system_prompt, data.created, data.updated, stat.st_size)
 
     def _remove_orphaned_tmp_files(self) -> None:
         """``.<id>.<random>.tmp`` files (from ``_write``) older than a save could take."""
@@ -117,6 +230,8 @@ class ConversationStore:
 
     def _write(self, target: Path, text: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():  # keep the link: replace what it points at, in that folder
+            target = Path(os.path.realpath(target))
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -127,3 +242,52 @@ class ConversationStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _header_fields(head: str, complete: bool) -> dict[str, object] | None:
+    """The top-level fields of the JSON object in ``head`` up to ``"messages"``; None when
+    ``head`` ends before it (read more). Raises ValueError for what is not such an object."""
+    decoder = json.JSONDecoder(object_pairs_hook=dict)
+    fields: dict[str, object] = {}
+    whitespace = re.compile(r"\s*")
+    i = whitespace.match(head, 0).end()  # type: ignore[union-attr]
+    if not head[i : i + 1]:
+        if complete:
+            raise InvalidConversation("the file is empty")
+        return None
+    if head[i] != "{":
+        raise InvalidConversation("the file is not a JSON object")
+    i += 1
+    try:
+        while True:
+            i = whitespace.match(head, i).end()  # type: ignore[union-attr]
+            if head[i : i + 1] == "}":
+                return fields
+            key, i = decoder.raw_decode(head, i)
+            i = whitespace.match(head, i).end()  # type: ignore[union-attr]
+            if head[i : i + 1] != ":":
+                raise json.JSONDecodeError("expected ':'", head, i)
+            i = whitespace.match(head, i + 1).end()  # type: ignore[union-attr]
+            if key == "messages":
+                return fields
+            value, i = decoder.raw_decode(head, i)
+            fields[str(key)] = value
+            i = whitespace.match(head, i).end()  # type: ignore[union-attr]
+            if head[i : i + 1] == ",":
+                i += 1
+            elif head[i : i + 1] != "}":
+                raise json.JSONDecodeError("expected ',' or '}'", head, i)
+    except (json.JSONDecodeError, IndexError):
+        if complete:
+            raise
+        return None  # cut inside a field: read more
+
+
+def _decode_head(head: bytes, complete: bool) -> str:
+    """UTF-8, strictly; the start of a file may end inside a character (up to 3 bytes cut)."""
+    for cut in range(0 if complete else 4):
+        try:
+            return head[: len(head) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return head.decode("utf-8")  # raises: not UTF-8

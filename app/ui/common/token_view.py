@@ -16,6 +16,7 @@ from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QToolTip, QWidget
 
 from app.ui.common.conversation import TokenRecord
+from app.ui.common.formatting import decimal
 from app.ui.common.token_style import TOKEN_INDEX, token_format
 
 LINE_SEPARATOR = "\u2028"
@@ -129,12 +130,12 @@ def token_tooltip(record: TokenRecord) -> str:
         QCoreApplication.translate("TokenTextView", "Text: {0}").format(repr(record.text)),
     ]
     if record.p_target is not None:
-        lines.append(QCoreApplication.translate("TokenTextView", "Target probability: {0:.3f}").format(record.p_target))
+        lines.append(QCoreApplication.translate("TokenTextView", "Target probability: {0}").format(decimal(record.p_target, 3)))
     if record.p_draft is not None:
-        lines.append(QCoreApplication.translate("TokenTextView", "Draft probability: {0:.3f}").format(record.p_draft))
+        lines.append(QCoreApplication.translate("TokenTextView", "Draft probability: {0}").format(decimal(record.p_draft, 3)))
     if record.margin is not None:
         lines.append(
-            QCoreApplication.translate("TokenTextView", "Target top-1 margin (logits): {0:.2f}").format(record.margin)
+            QCoreApplication.translate("TokenTextView", "Target top-1 margin (logits): {0}").format(decimal(record.margin, 2))
         )
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
+    QDialogButtonBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -24,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.explanation import Explanation, explain, format_percent, format_ratio, format_tokens
+from app.engine.analysis.explanation import Explanation, explain
 from app.engine.config import DRAFT_MODEL, LOOKUP
+from app.ui.common.formatting import decimal, percent
 
 if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
     from app.ui.compare.charts import SweepChart
@@ -134,6 +136,10 @@ class SweepDialog(QDialog):
         self._layout.addLayout(controls)
         self._layout.addWidget(self.status)
         self._layout.addWidget(self.table)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.buttons.setToolTip(self.tr("Close the experiment (a run in progress stops)"))
+        self.buttons.rejected.connect(self.reject)  # finished: the window cancels a running sweep
+        self._layout.addWidget(self.buttons)
         self.run_button.clicked.connect(self._on_run)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.resize(860, 640)
@@ -154,15 +160,15 @@ class SweepDialog(QDialog):
             else self.tr("differs from token {0}").format(row.first_difference)
         )
         alpha = explanation.alpha if explanation is not None else None
-        accepted = "—" if row.arm.drafter == NONE else format_percent(stats.drafts_accepted_share)
+        accepted = "—" if row.arm.drafter == NONE else percent(stats.drafts_accepted_share)
         cells = (
             self._arm_label(row),
-            f"{stats.tokens_per_s:.1f}",
-            format_ratio(row.decode_speedup),  # the chart's y, the Why panel's measured speed-up
-            format_ratio(row.whole_run_speedup),
-            "—" if alpha is None else format_percent(alpha),  # the Why panel's α, the chart's x
+            decimal(stats.tokens_per_s, 1),
+            decimal(row.decode_speedup, 2) + "×",  # the chart's y, the Why panel's measured speed-up
+            decimal(row.whole_run_speedup, 2) + "×",
+            "—" if alpha is None else percent(alpha),  # the Why panel's α, the chart's x
             accepted,
-            format_tokens(stats.tokens_per_pass),
+            decimal(stats.tokens_per_pass, 2),
             same,
         )
         for c, text in enumerate(cells):

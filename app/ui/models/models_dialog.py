@@ -30,15 +30,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.analysis.probe import PROBE_TOKENS, DraftProbe, best_probe
 from app.engine.config import LOOKUP
 from app.engine.models.catalog import (
     DRAFT_MIN_RATIO,
     ModelEntry,
     PairCheck,
-    format_parameters,
-    format_size,
     suggest_draft,
 )
+from app.ui.common.engine_words import model_label
+from app.ui.common.formatting import byte_size, decimal, integer, parameter_count, percent
 from app.ui.settings.store import ModelPair, ModelSettings, SettingsStore
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class ModelsDialog(QDialog):
         self.target: ModelEntry | None = None
         self.checks: dict[str, PairCheck] = {}  # draft source -> verdict for self.target
         self.suggestion: str | None = None  # draft source (or LOOKUP) once all are checked
+        self.probes: dict[str, DraftProbe] = {}  # draft source (or LOOKUP) -> its measured run
+        self._probing = False
         # (target, draft) to select once that target's drafts are checked: a recent pair;
         # otherwise the suggestion is selected
         self._pending: tuple[str, str] | None = None
@@ -142,7 +145,19 @@ class ModelsDialog(QDialog):
         )
         form = QFormLayout()
         form.addRow(self.tr("Target:"), self.target_label)
-        form.addRow(self.tr("Draft:"), self.draft_combo)
+        self.measure_button = QPushButton(self.tr("Measure drafts"), self)
+        self.measure_button.setToolTip(
+            self.tr(
+                "Answer a short question ({0} tokens) with the target alone, then with prompt lookup "
+                "and each compatible draft, on this computer, and rank them by the speed-up they "
+                "predict. Loads each model once, in the background; takes seconds to minutes."
+            ).format(PROBE_TOKENS)
+        )
+        self.measure_button.setEnabled(False)
+        draft_row = QHBoxLayout()
+        draft_row.addWidget(self.draft_combo, 1)
+        draft_row.addWidget(self.measure_button)
+        form.addRow(self.tr("Draft:"), draft_row)
         form.addRow(self.tr("Recent pairs:"), self.recent_combo)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
@@ -164,6 +179,10 @@ class ModelsDialog(QDialog):
         c.scanned.connect(self._on_scanned)
         c.pair_checked.connect(self._on_pair_checked)
         c.pairings_done.connect(self._on_pairings_done)
+        c.probed.connect(self._on_probed)
+        c.probes_done.connect(self._on_probes_done)
+        self.measure_button.clicked.connect(self.measure_drafts)
+        self.finished.connect(lambda _result: c.cancel_probe())  # nobody will read the answers
         c.failed.connect(self._on_failed)
         self.table.itemSelectionChanged.connect(self._on_selection_changed)
         self.draft_combo.currentIndexChanged.connect(self._explain_draft)
@@ -221,6 +240,21 @@ class ModelsDialog(QDialog):
             draft_kind, draft_path = _kind_and_path(self._entry(draft))
         return ModelPair(*_kind_and_path(self.target), draft_kind, draft_path)
 
+    def measure_drafts(self) -> bool:
+        """Rank prompt lookup and the compatible drafts by a short measured run (on the
+        library's thread); False when there is nothing to measure yet."""
+        if self.target is None or self.suggestion is None or not self.target.usable:
+            return False
+        drafts = [LOOKUP] + [source for source, check in self.checks.items() if check.compatible]
+        self.probes = {}
+        self._probing = True
+        self.measure_button.setEnabled(False)
+        self.explanation.setText(
+            self.tr("Measuring {0} drafter(s) on this computer: a short answer with each…").format(len(drafts))
+        )
+        self._catalog.request_probe(self.target, drafts)
+        return True
+
     def draft_cell(self, source: str) -> QTableWidgetItem | None:
         row = self._row_of(source)
         return None if row is None else self.table.item(row, DRAFT)
@@ -247,13 +281,13 @@ class ModelsDialog(QDialog):
             self.table.selectRow(0)
 
     def _fill_row(self, row: int, entry: ModelEntry) -> None:
-        context = f"{entry.context_length:,}" if entry.context_length else "?"
-        vocab = f", {entry.vocab_size:,}" if entry.vocab_size else ""
+        context = integer(entry.context_length) if entry.context_length else "?"
+        vocab = f", {integer(entry.vocab_size)}" if entry.vocab_size else ""
         cells = [
-            entry.name,
+            model_label(entry.name),
             entry.architecture or "?",
-            format_parameters(entry.parameters),
-            format_size(entry.size_bytes),
+            parameter_count(entry.parameters),
+            byte_size(entry.size_bytes),
             entry.dtype or "?",
             context,
             (entry.tokenizer or "?") + vocab,
@@ -280,9 +314,11 @@ class ModelsDialog(QDialog):
             self._choose(self.entries[rows[0].row()])
 
     def _choose(self, target: ModelEntry) -> None:
-        self.target, self.checks, self.suggestion = target, {}, None
+        self.target, self.checks, self.suggestion, self.probes = target, {}, None, {}
+        self._probing = False
+        self.measure_button.setEnabled(False)
         self._wanted_target = target.source
-        self.target_label.setText(f"{target.name} · {format_parameters(target.parameters)}")
+        self.target_label.setText(f"{model_label(target.name)} · {parameter_count(target.parameters)}")
         self._reset_draft_combo()
         self.details.setText("")
         self.use_button.setEnabled(target.usable)
@@ -295,7 +331,7 @@ class ModelsDialog(QDialog):
                 self._set_draft_cell(entry.source, "● " + self.tr("Target"), "", None)
             elif entry.usable:
                 self._set_draft_cell(entry.source, "… " + self.tr("Checking"), "", MUTED_COLOUR)
-        self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(target.name))
+        self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(model_label(target.name)))
         self._catalog.request_pairings(target, drafts)
         if not drafts:
             self._on_pairings_done(target.source)
@@ -306,9 +342,10 @@ class ModelsDialog(QDialog):
         self.checks[check.draft] = check
         plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
         if check.compatible:
-            self._set_draft_cell(check.draft, "✓ " + self.tr("Compatible"), plain, COMPATIBLE_COLOUR)
             entry = self._entry(check.draft)
-            self.draft_combo.addItem(entry.name, entry.source)
+            self._paint_draft(entry.source)
+            if self.draft_combo.findData(entry.source) < 0:  # a verdict can come twice (A, B, A)
+                self.draft_combo.addItem(model_label(entry.name), entry.source)
         else:
             tip = plain + "\n\n" + self.tr("Technical detail: {0}").format(check.detail)
             short = QCoreApplication.translate("catalog", check.short)  # i18n: noop
@@ -319,11 +356,8 @@ class ModelsDialog(QDialog):
             return
         pairs = [(self._entry(s), c) for s, c in self.checks.items()]
         self.suggestion = suggest_draft(self.target, pairs)
-        if self.suggestion != LOOKUP:
-            plain = QCoreApplication.translate("catalog", self.checks[self.suggestion].plain)  # i18n: noop
-            self._set_draft_cell(self.suggestion, "★ " + self.tr("Suggested draft"), plain, COMPATIBLE_COLOUR)
-        index = self.draft_combo.findData(self.suggestion)
-        self.draft_combo.setItemText(index, self.draft_combo.itemText(index) + " " + self.tr("(suggested)"))
+        self._mark_suggestion()
+        self.measure_button.setEnabled(not self._probing)
         wanted = self._pending[1] if self._pending and self._pending[0] == target else self.suggestion
         if not self.choose_draft(wanted):
             self.choose_draft(self.suggestion)
@@ -331,6 +365,121 @@ class ModelsDialog(QDialog):
         incompatible = [c for c in self.checks.values() if not c.compatible]
         self.details.setText("\n".join(f"{self._entry(c.draft).name}: {c.detail}" for c in incompatible))
         self._explain_draft()
+
+    def _on_probed(self, probe: DraftProbe) -> None:
+        if self.target is None or probe.target != self.target.source or not self._probing:
+            return
+        self.probes[probe.draft] = probe
+        if probe.draft in self.checks:
+            self._paint_draft(probe.draft)
+
+    def _on_probes_done(self, target: str) -> None:
+        if self.target is None or target != self.target.source or not self._probing:
+            return
+        self._probing = False
+        self.measure_button.setEnabled(True)
+        if not self.probes:
+            self.explanation.setText(self.tr("The measurement was stopped."))
+            return
+        best = best_probe(list(self.probes.values()))
+        self.suggestion = best.draft if best is not None else NO_DRAFTER
+        self._mark_suggestion()
+        self._rank_draft_combo()
+        self.choose_draft(self.suggestion)
+        ranked = sorted(self.probes.values(), key=lambda p: p.rank_key, reverse=True)
+        lines = [self._probe_summary(p) for p in ranked]
+        text = self.tr("Measured on this computer, {0} tokens each:").format(PROBE_TOKENS) + " " + "; ".join(lines)
+        if best is None:
+            text += " " + self.tr("None was faster than the target alone: no drafter is suggested.")
+        self.explanation.setText(text)
+
+    def _probe_summary(self, probe: DraftProbe) -> str:
+        name = self._combo_label_base(probe.draft)
+        if probe.error:
+            return self.tr("{0}: could not be measured ({1})").format(name, probe.error)
+        return f"{name} {self._probe_figures(probe)}"
+
+    def _probe_figures(self, probe: DraftProbe) -> str:
+        """ "1.8× (α 72%)": the predicted speed-up and the acceptance measured."""
+        speedup = "?" if probe.rank_key < 0 else decimal(probe.rank_key, 1)
+        alpha = "?" if probe.acceptance_rate is None else percent(probe.acceptance_rate)
+        return self.tr("{0}× (α {1})").format(speedup, alpha)
+
+    def _rank_draft_combo(self) -> None:
+        """The measured drafters, fastest first, after the fixed choices."""
+        current = self.draft_combo.currentData()
+        sources = [str(self.draft_combo.itemData(i)) for i in range(self.draft_combo.count())]
+        models = [s for s in sources if s not in (LOOKUP, NO_DRAFTER)]
+        models.sort(key=lambda s: self.probes[s].rank_key if s in self.probes else -2.0, reverse=True)
+        self.draft_combo.blockSignals(True)
+        self.draft_combo.clear()
+        for source in [LOOKUP, NO_DRAFTER] + models:
+            self.draft_combo.addItem(self._combo_label(source), source)
+        self.draft_combo.blockSignals(False)
+        self.choose_draft(str(current))
+
+    def _paint_draft(self, source: str) -> None:
+        """A compatible draft's cell: compatible or suggested, a shorter context, its measurement."""
+        check = self.checks.get(source)
+        if check is None or not check.compatible:
+            return
+        entry = self._entry(source)
+        plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
+        star = "★ " + self.tr("Suggested draft") if source == self.suggestion else "✓ " + self.tr("Compatible")
+        parts, tips = [star], [plain]
+        note = self._context_note(entry)
+        if note:
+            parts.append("⚠ " + self.tr("shorter context"))
+            tips.append(note)
+        probe = self.probes.get(source)
+        if probe is not None:
+            parts.append(self._probe_figures(probe) if not probe.error else self.tr("not measured"))
+            tips.append(
+                self.tr(
+                    "Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens."
+                ).format(
+                    "?" if probe.rank_key < 0 else decimal(probe.rank_key, 2),
+                    "?" if probe.acceptance_rate is None else percent(probe.acceptance_rate),
+                    integer(probe.new_tokens),
+                )
+                if not probe.error
+                else probe.error
+            )
+        self._set_draft_cell(source, " · ".join(parts), "\n\n".join(tips), COMPATIBLE_COLOUR)
+
+    def _mark_suggestion(self) -> None:
+        """The suggested draft: starred in the table, "(suggested)" once in the draft box."""
+        if self.suggestion is None:
+            return
+        for source in self.checks:
+            self._paint_draft(source)
+        for index in range(self.draft_combo.count()):
+            self.draft_combo.setItemText(index, self._combo_label(str(self.draft_combo.itemData(index))))
+
+    def _combo_label(self, source: str) -> str:
+        label = self._combo_label_base(source)
+        return label + " " + self.tr("(suggested)") if source == self.suggestion else label
+
+    def _combo_label_base(self, source: str) -> str:
+        if source == LOOKUP:
+            label = self.tr("Prompt lookup (no draft model)")
+        elif source == NO_DRAFTER:
+            label = self.tr("No drafter")
+        else:
+            label = model_label(self._entry(source).name)
+        return label
+
+    def _context_note(self, draft: ModelEntry) -> str:
+        """Why a draft built for a shorter context than the target's is a worse fit ("" if not)."""
+        target = self.target
+        if target is None or not draft.context_length or not target.context_length:
+            return ""
+        if draft.context_length >= target.context_length:
+            return ""
+        return self.tr(
+            "Its context is {0} tokens, shorter than the target's {1}: in longer conversations its "
+            "guesses get poor, so speculation gains less (answers stay the same)."
+        ).format(integer(draft.context_length), integer(target.context_length))
 
     def _reset_draft_combo(self) -> None:
         self.draft_combo.blockSignals(True)
@@ -348,8 +497,8 @@ class ModelsDialog(QDialog):
         if draft == LOOKUP:
             text = self.tr("Prompt lookup drafts by copying from the conversation; it needs no second model.")
             if self.suggestion == LOOKUP:
-                none_fits = self.tr("No compatible model is at least {0:g}× smaller than the target.")
-                text += " " + none_fits.format(DRAFT_MIN_RATIO)
+                none_fits = self.tr("No compatible model is at least {0}× smaller than the target.")
+                text += " " + none_fits.format(decimal(DRAFT_MIN_RATIO, 0))
         elif draft == NO_DRAFTER:
             text = self.tr("Without a drafter the target writes every token itself.")
         else:
@@ -357,7 +506,13 @@ class ModelsDialog(QDialog):
             text = QCoreApplication.translate("catalog", self.checks[entry.source].plain)  # i18n: noop
             if entry.parameters and self.target.parameters:
                 ratio = self.target.parameters / entry.parameters
-                text += " " + self.tr("It has {0:.1f}× fewer parameters than the target.").format(ratio)
+                text += " " + self.tr("It has {0}× fewer parameters than the target.").format(decimal(ratio, 1))
+            note = self._context_note(entry)
+            if note:
+                text += " " + note
+        probe = self.probes.get(str(draft))
+        if probe is not None and not probe.error:
+            text += " " + self.tr("Measured here: {0}.").format(self._probe_figures(probe))
         self.explanation.setText(text + " " + counts)
 
     # ---- recent pairs and adding models -------------------------------------------------
@@ -392,7 +547,7 @@ class ModelsDialog(QDialog):
             return self.tr("no drafter")
         source = "default" if kind == "default" else path
         entry = next((e for e in self.entries if e.source == source), None)
-        return entry.name if entry else path.rstrip("/").rsplit("/", 1)[-1] or source
+        return model_label(entry.name) if entry else path.rstrip("/").rsplit("/", 1)[-1] or source
 
     def _on_add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, self.tr("Add a model folder"))

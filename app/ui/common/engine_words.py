@@ -1,0 +1,56 @@
+"""The engine's own words, in the interface's language: the loading messages it reports, the
+drafter names it gives ("prompt lookup", "draft model: NAME") and the bundled model's name.
+
+The engine words them in English (one wording for the CLI and the GUI, and the JSON keeps
+them so); the window translates them here. A message this module does not know is shown as
+the engine wrote it."""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import QCoreApplication
+
+BUNDLED_SUFFIX = " (bundled)"  # app/engine/models/catalog.py BUNDLED_NAME ends with it
+DRAFT_MODEL_PREFIX = "draft model: "  # app/engine/decoding/drafters.py ModelDrafter.name
+
+
+def model_label(name: str) -> str:
+    """A model's name; the bundled model's "(bundled)" translated."""
+    if name.endswith(BUNDLED_SUFFIX):
+        return name.removesuffix(BUNDLED_SUFFIX) + " " + QCoreApplication.translate("Engine", "(bundled)")
+    return name
+
+
+def drafter_label(drafter: str) -> str:
+    """ "prompt lookup", "draft model: NAME" or "none", as the engine names drafters."""
+    if drafter == "prompt lookup":
+        return QCoreApplication.translate("Engine", "prompt lookup")
+    if drafter == "none":
+        return QCoreApplication.translate("Engine", "none")
+    if drafter.startswith(DRAFT_MODEL_PREFIX):
+        name = model_label(drafter.removeprefix(DRAFT_MODEL_PREFIX))
+        return QCoreApplication.translate("Engine", "draft model: {0}").format(name)
+    return drafter
+
+
+def loading_message(message: str) -> str:
+    """A progress message of ``load_model`` (app/engine/models/loading.py) in the interface's
+    language: the English template matched, its argument kept."""
+    templates = (
+        (
+            "Converting GGUF (first load only)…",
+            QCoreApplication.translate("Engine", "Converting GGUF (first load only)…"),
+        ),
+        ("Loading tokenizer…", QCoreApplication.translate("Engine", "Loading tokenizer…")),
+        ("Loading weights…", QCoreApplication.translate("Engine", "Loading weights…")),
+        ("Ready", QCoreApplication.translate("Engine", "Ready")),
+        ("Preparing the model on {0}…", QCoreApplication.translate("Engine", "Preparing the model on {0}…")),
+        ("Opening {0}…", QCoreApplication.translate("Engine", "Opening {0}…")),
+    )
+    for english, translated in templates:
+        pattern = re.escape(english).replace(re.escape("{0}"), "(.+)")
+        found = re.fullmatch(pattern, message, flags=re.DOTALL)
+        if found is not None:
+            return translated.format(*(model_label(group) for group in found.groups()))
+    return message
