@@ -130,13 +130,14 @@ def token_tooltip(record: TokenRecord) -> str:
         QCoreApplication.translate("TokenTextView", "Text: {0}").format(repr(record.text)),
     ]
     if record.p_target is not None:
-        lines.append(QCoreApplication.translate("TokenTextView", "Target probability: {0}").format(decimal(record.p_target, 3)))
+        target = QCoreApplication.translate("TokenTextView", "Target probability: {0}")
+        lines.append(target.format(decimal(record.p_target, 3)))
     if record.p_draft is not None:
-        lines.append(QCoreApplication.translate("TokenTextView", "Draft probability: {0}").format(decimal(record.p_draft, 3)))
+        draft = QCoreApplication.translate("TokenTextView", "Draft probability: {0}")
+        lines.append(draft.format(decimal(record.p_draft, 3)))
     if record.margin is not None:
-        lines.append(
-            QCoreApplication.translate("TokenTextView", "Target top-1 margin (logits): {0}").format(decimal(record.margin, 2))
-        )
+        margin = QCoreApplication.translate("TokenTextView", "Target top-1 margin (logits): {0}")
+        lines.append(margin.format(decimal(record.margin, 2)))
     return "\n".join(lines)
 
 

@@ -201,7 +201,7 @@ class SweepDialog(QDialog):
             if best is not None:
                 self.status.setText(
                     self.tr("Done. Fastest: {0} (decode speed-up {1}).").format(
-                        self._arm_label(best), format_ratio(best.decode_speedup)
+                        self._arm_label(best), decimal(best.decode_speedup, 2) + "×"
                     )
                 )
 
