@@ -13,6 +13,7 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,10 +21,12 @@ from typing import Any
 
 import torch
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from app.engine.decoding.suffix_drafter import SuffixDrafter
+from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError
 from app.engine.events import RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
@@ -47,8 +50,10 @@ def _timed_pass(runner: CachedModel, size: int) -> float:
 
 
 class Engine:
-    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False) -> None:
-        if target.dtype == "int8" and (draft is not None or lookup):
+    def __init__(
+        self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False, suffix: bool = False
+    ) -> None:
+        if target.dtype == "int8" and (draft is not None or lookup or suffix):
             # dynamic int8 scales activations per tensor, i.e. over the whole verified block,
             # so a block's logits differ from one-token decoding: speculation would be lossy
             raise InvalidSettingError(
@@ -64,12 +69,19 @@ class Engine:
         self._target_kv = CachedModel(target.model, vocab)
         self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
-        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
+        # what the app has seen (prompts and answers, by conversation): the suffix drafter's corpus
+        self.history = SuffixIndex()
+        self.remembering = True  # False: nothing is recorded (a privacy setting)
+        self._runs = itertools.count(1)  # names answers given without a conversation id
+        self._suffix = SuffixDrafter(self.history, eos_ids)
+        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids), SUFFIX: self._suffix}
         # what passes cost on these models and how often drafts pass: kept across answers
         self.chooser = KChooser()
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
+        elif suffix:
+            self._drafter = self._suffix
         elif lookup:
             self._drafter = self._drafters[LOOKUP]
 
@@ -87,7 +99,7 @@ class Engine:
         threads: str | int | None = AUTO_THREADS,
         progress: ProgressFn | None = None,
     ) -> Engine:
-        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
+        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or None.
         ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
@@ -99,8 +111,8 @@ class Engine:
             )
 
         loaded = load_one(target, dtype)
-        if draft is None or draft == LOOKUP:
-            return cls(loaded, lookup=draft == LOOKUP)
+        if draft is None or draft in (LOOKUP, SUFFIX):
+            return cls(loaded, lookup=draft == LOOKUP, suffix=draft == SUFFIX)
         draft_model = load_one(draft, draft_dtype or dtype)
         return cls(loaded, draft_model)
 
@@ -148,8 +160,8 @@ class Engine:
 
     @property
     def drafter_choices(self) -> list[str]:
-        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` always,
-        ``DRAFT_MODEL`` when a draft model is loaded."""
+        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` and ``SUFFIX``
+        always, ``DRAFT_MODEL`` when a draft model is loaded."""
         return list(self._drafters)
 
     def _pick_drafter(self, choice: str | None) -> Drafter | None:
@@ -216,6 +228,45 @@ class Engine:
         for drafter in self._drafters.values():
             drafter.reset()
 
+    # ---- what the app has seen (the suffix drafter's corpus) ------------------------------
+    def remember(self, owner: str, conversation: Conversation) -> None:
+        """Index a saved conversation (its prompts and answers) under ``owner``, its id; the
+        answers made here are indexed as they are emitted. Nothing when remembering is off,
+        or for a conversation the chat template cannot render."""
+        if not self.remembering:
+            return
+        ids = self._conversation_ids(conversation)
+        if ids:
+            self.history.record(owner, ids)
+
+    def forget(self, owner: str) -> None:
+        """Drop everything indexed under ``owner`` (a deleted conversation)."""
+        self.history.forget(owner)
+
+    def set_remembering(self, on: bool) -> None:
+        """Off: forget every conversation and record none until it is on again."""
+        self.remembering = on
+        if not on:
+            self.history.clear()
+
+    def _conversation_ids(self, conversation: Conversation) -> list[int]:
+        from jinja2 import TemplateError
+
+        messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
+        if not messages:
+            return []
+        tokenizer = self.target.tokenizer
+        if not tokenizer.chat_template:
+            return [int(i) for i in tokenizer.encode("\n\n".join(m["content"] for m in messages))]
+        try:
+            encoded: Any = tokenizer.apply_chat_template(
+                [dict(m) for m in messages], tokenize=True, add_generation_prompt=messages[-1]["role"] != "assistant"
+            )
+        except (TemplateError, ValueError, TypeError, KeyError):  # a template that refuses this chat
+            return []
+        ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
+        return [int(i) for i in ids]
+
     @property
     def context_length(self) -> int:
         """Tokens the target can hold: prompt and answer together."""
@@ -228,15 +279,24 @@ class Engine:
         cancel: threading.Event | None = None,
         continue_answer: bool = False,
         drafter_choice: str | None = None,
+        history_id: str | None = None,
+        record: bool = True,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
         ``continue_answer`` go on with the cut answer that ends the conversation.
-        ``drafter_choice`` overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``)."""
+        ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
+        ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
+        conversation's id; None: a name of their own) unless ``record`` is False."""
         prompt = self.prompt_ids(conversation, continue_answer)
         chosen = self._pick_drafter(drafter_choice)
         drafter = chosen if config.speculative else None
+        owner = history_id or f"run {next(self._runs)}"
+        recording = record and self.remembering
+        if recording:
+            self.history.record(owner, prompt)
+        self._suffix.owner = owner
         try:
-            yield from decode(
+            for step in decode(
                 self._target_kv,
                 drafter,
                 prompt,
@@ -246,7 +306,10 @@ class Engine:
                 self.target.context_length,
                 cancel,
                 self.chooser,
-            )
+            ):
+                if recording:
+                    self.history.extend(owner, [t.id for t in step.tokens])
+                yield step
         except torch.OutOfMemoryError as exc:
             self.reset()
             raise SpecChatError(
@@ -267,10 +330,12 @@ class Engine:
         on_step: Callable[[StepEvent], None] | None = None,
         continue_answer: bool = False,
         drafter_choice: str | None = None,
+        history_id: str | None = None,
+        record: bool = True,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice):
+        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice, history_id, record):
             steps.append(step)
             if on_step is not None:
                 on_step(step)

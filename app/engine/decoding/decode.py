@@ -163,6 +163,7 @@ def _verify_step(
         info = out.push(
             drafts[j],
             source="draft",
+            origin=proposal.origin,
             p_target=seen.p_at_draft[j],
             p_draft=proposal.p_draft[j],
             margin=seen.margin[j],
@@ -184,6 +185,7 @@ def _verify_step(
             source="draft",
             p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
+            origin=proposal.origin,
         )
         for j, d in enumerate(drafts[n:])
     ]
@@ -217,7 +219,7 @@ def _propose(
         if not proposal.tokens:
             return proposal, None
         choice = chooser.choose(
-            lookup_key(proposal.ngram), len(proposal.tokens), drafts_ready=True, prefill=prefill
+            _evidence_key(drafter, proposal), len(proposal.tokens), drafts_ready=True, prefill=prefill
         )
         return proposal.first(choice.k), choice
     choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
@@ -243,6 +245,8 @@ def _drafter_for_answer(
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+    if proposal.key is not None:
+        return proposal.key
     return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
 
 

@@ -13,6 +13,7 @@ from typing import Protocol
 import torch
 
 from app.engine.decoding.acceptance import Rule
+from app.engine.events import THIS_CONVERSATION, TokenOrigin
 from app.engine.runners.kv import CachedModel
 
 
@@ -23,13 +24,15 @@ class Proposal:
     p_draft: list[float | None]  # draft probability of each proposed token (for display)
     passes: int  # draft forward passes spent
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
+    key: str | None = None  # the evidence kind for the k chooser; None: lookup_key(ngram) / model
+    origin: TokenOrigin | None = None  # where the drafts were copied from; None: a draft model
 
     def first(self, k: int) -> Proposal:
         """Only the first ``k`` drafts."""
         if k >= len(self.tokens):
             return self
         q = self.q[:k] if self.q is not None and k > 0 else None
-        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram)
+        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram, self.key, self.origin)
 
 
 class Drafter(Protocol):
@@ -114,7 +117,9 @@ class PromptLookupDrafter:
             limit = min(k, self.single_token_match_drafts) if n == 1 else k
             continuation = _until_eos(self.index.continuation(tokens, n, limit), self.eos_ids)
             if continuation:
-                return Proposal(continuation, None, [None] * len(continuation), passes=0, ngram=n)
+                return Proposal(
+                    continuation, None, [None] * len(continuation), passes=0, ngram=n, origin=THIS_CONVERSATION
+                )
         return Proposal([], None, [], passes=0)
 
     def unseen(self, tokens: list[int]) -> int:
