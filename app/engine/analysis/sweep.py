@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult
 
@@ -26,12 +26,17 @@ if TYPE_CHECKING:  # torch-free at run time: the GUI imports the arms and rows
     from app.engine.session import Conversation, Engine
 
 NONE = "none"
-DRAFTER_LABELS = {NONE: "no speculation", LOOKUP: "prompt lookup", DRAFT_MODEL: "draft model"}
+DRAFTER_LABELS = {
+    NONE: "no speculation",
+    LOOKUP: "prompt lookup",
+    SUFFIX: "suffix index",  # prompt lookup + every earlier conversation
+    DRAFT_MODEL: "draft model",
+}
 
 
 @dataclass(frozen=True)
 class SweepArm:
-    """One way to answer: a drafter (``none``, ``lookup`` or ``model``) and a draft length
+    """One way to answer: a drafter (``none``, ``lookup``, ``suffix`` or ``model``) and a draft length
     (``None``: the engine chooses k each step, when the engine supports it)."""
 
     drafter: str
@@ -118,7 +123,8 @@ def run_sweep(
             return
         engine.reset()
         choice = None if arm.drafter == NONE else arm.drafter
-        run = engine.generate(conversation, arm.config(base), cancel, drafter_choice=choice)
+        # no arm records its answer: the suffix arm drafts from earlier conversations, never from another arm
+        run = engine.generate(conversation, arm.config(base), cancel, drafter_choice=choice, record=False)
         if run.stop_reason == "cancelled":
             return
         reference = reference or run
