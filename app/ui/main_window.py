@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import SpecChatError
 from app.ui.chat.chat_controller import ChatController, CompareOutcome
 from app.ui.chat.chat_view import ChatView
@@ -192,6 +192,7 @@ class MainWindow(QMainWindow):
         w.sweep_row.connect(self._on_sweep_row)
         w.sweep_done.connect(self._on_sweep_done)
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
+        self.conversation_panel.restored.connect(self._on_conversation_restored)
         self.conversation_panel.error.connect(self.show_error)
         self.new_chat_action.triggered.connect(self._on_new_chat)
         self.settings_action.triggered.connect(self._on_open_settings)
@@ -215,6 +216,7 @@ class MainWindow(QMainWindow):
         self._mirror_settings()
         saved = self._conversations.load_all()
         self.conversation_panel.set_conversations(saved)
+        self._hand_history()
         if saved:
             self._open(saved[0])
         self._report_skipped_files()
@@ -230,9 +232,12 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, settings: AppSettings) -> None:
         """Save ``settings``; they apply to the next message. Model changes reload now."""
+        remembered = self.settings.remember_conversations
         self.settings = settings
         self._settings_store.save(settings)
         self._mirror_settings()
+        if settings.remember_conversations != remembered:
+            self._hand_history()
         if settings.models != self._requested_models:
             self._request_load(settings.models)
 
@@ -361,7 +366,7 @@ class MainWindow(QMainWindow):
             self.sweep_dialog.close()
         in_use = self.models_in_use
         draft = in_use.drafter if in_use is not None and in_use.drafter.startswith("draft model") else None
-        available = [LOOKUP] + ([DRAFT_MODEL] if draft else [])
+        available = [LOOKUP, SUFFIX] + ([DRAFT_MODEL] if draft else [])
         dialog = SweepDialog(available, draft.removeprefix("draft model: ") if draft else None, self)
         self._remember_geometry(dialog, "sweep_dialog")
         dialog.run_requested.connect(lambda drafters, ks: self._start_sweep(dialog, answer, drafters, ks))
@@ -417,8 +422,20 @@ class MainWindow(QMainWindow):
             self._open(conversation)
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
+        self._worker.forget_conversation(conversation.id)  # its file is gone: so is what was learned from it
         if conversation.id == self.controller.conversation.id:
             self._open(Conversation())
+
+    def _on_conversation_restored(self, conversation: Conversation) -> None:
+        if self.settings.remember_conversations:
+            self._worker.remember_conversation(conversation.id, conversation.prompt())
+
+    def _hand_history(self) -> None:
+        """What the "earlier conversations" drafter may learn from: every saved conversation,
+        oldest first (so the cap drops the oldest), or nothing when the setting is off."""
+        on = self.settings.remember_conversations
+        saved = sorted(self.conversation_panel.conversations, key=lambda c: c.updated) if on else []
+        self._worker.set_history(on, [(c.id, c.prompt()) for c in saved if c.messages])
 
     def _on_devices_found(self, devices: list[str]) -> None:
         self.devices = list(devices)

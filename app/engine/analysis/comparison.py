@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
 from app.engine.config import GenerationConfig
@@ -54,7 +54,7 @@ def run_comparison(
     if warm_up:
         engine.warm_up()
     runs: dict[str, RunResult] = {}
-    more = {} if history_id is None else {"history_id": history_id}
+    more: dict[str, Any] = {} if history_id is None else {"history_id": history_id}  # stand-in engines take none
     for arm in ORDER:
         engine.reset()
         runs[arm] = engine.generate(

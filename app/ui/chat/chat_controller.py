@@ -123,7 +123,10 @@ class ChatController(QObject):
         self._continuing = (answer.content, answer.run_stats)
         answer.stop_reason = answer.error = None
         run_id = self._worker.request_generate(
-            self.conversation.prompt(), GenerationConfig.from_dict(answer.config), continue_answer=True
+            self.conversation.prompt(),
+            GenerationConfig.from_dict(answer.config),
+            continue_answer=True,
+            history_id=self.conversation.id,
         )
         self._answer_run = (run_id, answer)
         self._refresh(answer)
@@ -146,7 +149,7 @@ class ChatController(QObject):
             speculative=config.speculative and self.drafter_name not in ("none", ""),
             drafter=self.drafter_name if config.speculative else "none",
         )
-        run_id = self._worker.request_generate(conversation.prompt(), config)
+        run_id = self._worker.request_generate(conversation.prompt(), config, history_id=conversation.id)
         conversation.messages.append(answer)
         self._view.add_message(answer)
         widget = self._view.answer_for(answer)
@@ -172,7 +175,9 @@ class ChatController(QObject):
         index = self.conversation.messages.index(answer)
         config = GenerationConfig.from_dict(answer.config)
         stored = answer.run_result()
-        run_id = self._worker.request_compare(self.conversation.prompt(upto=index), config, stored)
+        run_id = self._worker.request_compare(
+            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id
+        )
         self._compare_run = (run_id, answer)
         self._set_busy()
         return True

@@ -97,7 +97,12 @@ class TokenTextView(QTextEdit):
             head = self.tr("Draft token proposed before pass {0}, rejected by the target").format(record.step)
         else:
             head = self.tr("Target token, from target pass {0}").format(record.step)
-        lines = [head, self.tr("Text: {0}").format(repr(record.text))]
+        lines = [head]
+        if record.origin == "earlier":
+            lines.append(self.tr("Guessed from an earlier conversation"))
+        elif record.origin == "conversation":
+            lines.append(self.tr("Guessed from this conversation"))
+        lines.append(self.tr("Text: {0}").format(repr(record.text)))
         if record.p_target is not None:
             lines.append(self.tr("Target probability: {0:.3f}").format(record.p_target))
         if record.p_draft is not None:
