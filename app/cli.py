@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("prompts", "repeat", "edits"),
         default="prompts",
         help="prompts: each prompt once, ours vs Hugging Face (default); repeat: each prompt, then again in a "
-        "new conversation; edits: a function written then edited three times. repeat and edits compare "
+        "new conversation; edits: a function written then edited three times (or one turn per line of "
+        "--prompts-file). repeat and edits compare "
         "the target alone, prompt lookup and the suffix index, greedy",
     )
     sweep = commands.add_parser(
@@ -570,8 +571,9 @@ def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out:
         else:
             prompts = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
         report = bench_sessions.run_repeat(engine, prompts, config, args.repeat)
-    else:
-        report = bench_sessions.run_edits(engine, config, args.repeat)
+    else:  # the turns: one per line of --prompts-file, else the built-in session
+        turns = read_prompts_file(args.prompts_file) if args.prompts_file else bench_sessions.EDIT_SESSION
+        report = bench_sessions.run_edits(engine, config, args.repeat, tuple(turns))
     if args.json:
         _print_json(report, out)
     else:
