@@ -53,6 +53,11 @@ class Timed:
     def passes_per_token(self) -> float:
         return self.run.stats.target_passes / max(1, self.run.stats.new_tokens)
 
+    @property
+    def draft_ms_per_pass(self) -> float:
+        """What proposing cost per target pass (the index's query included): the per-step overhead."""
+        return 1000.0 * statistics.fmean(s.draft_s for s in self.run.steps) if self.run.steps else 0.0
+
 
 def _timed(engine: Engine, messages: Conversation, config: GenerationConfig, arm: str, owner: str) -> Timed:
     engine.reset()
@@ -99,6 +104,7 @@ def run_repeat(engine: Engine, prompts: list[str], config: GenerationConfig, rep
                             "speedup_again": _ratio(again[arm].tokens_per_s, again[PLAIN].tokens_per_s),
                             "identical": first[arm].run.token_ids == reference == again[arm].run.token_ids,
                             "tokens": again[arm].run.stats.new_tokens,
+                            "draft_ms_per_pass": again[arm].draft_ms_per_pass,
                         }
                         for arm in ARMS
                     },
@@ -135,6 +141,7 @@ def run_edits(
                             "acceptance_rate": timed[arm].run.stats.acceptance_rate,
                             "identical": timed[arm].run.token_ids == reference,
                             "tokens": timed[arm].run.stats.new_tokens,
+                            "draft_ms_per_pass": timed[arm].draft_ms_per_pass,
                         }
                         for arm in ARMS
                     },
@@ -185,7 +192,8 @@ def format_report(report: dict[str, Any]) -> str:
                 lines.append(
                     f"   {ARM_LABELS[arm]:<30} {a['tokens_per_s']:6.1f} tok/s  {_times(a['speedup'])}  "
                     f"{a['passes_per_token']:4.2f} passes/token  acceptance {a['acceptance_rate']:4.0%}  "
-                    f"{a['tokens']} tokens  same text: {'yes' if a['identical'] else 'NO'}"
+                    f"{a['tokens']} tokens  drafting {a['draft_ms_per_pass']:.2f} ms/pass  "
+                    f"same text: {'yes' if a['identical'] else 'NO'}"
                 )
     s = report["summary"]
     lines.append(
