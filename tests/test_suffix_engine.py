@@ -11,6 +11,7 @@ import pytest
 from test_sampling_engine import PROMPT, RUNS, TOP_K, chi2_critical, chi2_statistic, exact_pair_probs
 
 from app.engine import Engine, GenerationConfig
+from app.engine.analysis.explanation import explain
 from app.engine.config import SUFFIX
 from app.engine.events import RunResult, TokenInfo
 
@@ -54,6 +55,10 @@ def test_the_same_question_in_a_new_conversation_takes_far_fewer_target_passes(l
     assert first.stats.target_passes >= 2.5 * again.stats.target_passes  # same tokens: passes per token
     origins = Counter(t.origin for t in again.tokens if t.source == "draft")
     assert origins["earlier"] > 0.5 * again.stats.new_tokens, origins
+    why = explain(again, first)  # the Why panel says where the drafts came from
+    assert why.accepted_from_earlier == origins["earlier"] and why.accepted_drafts == sum(origins.values())
+    assert f"{origins['earlier']} of the {sum(origins.values())} accepted drafts came from an earlier" in why.summary
+    assert explain(first).accepted_from_earlier == 0 and "earlier conversation" not in explain(first).summary
 
 
 def test_without_remembering_nothing_is_recorded_nor_learned(load_tiny):
