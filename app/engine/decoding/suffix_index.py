@@ -90,6 +90,7 @@ class SuffixIndex:
                 kept.add(fingerprint)
                 self._new_document(owner, tail)
         self.extend(owner, tokens[common:])
+        self._evict()
 
     def extend(self, owner: str, tokens: Sequence[int]) -> None:
         """Append ``tokens`` (emitted ones) to the owner's growing document."""
