@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-DEFAULT_CAPACITY = 200_000  # tokens held at most (~40 MB with the tables)
+DEFAULT_CAPACITY = 100_000  # tokens held at most: ~25 MB with the tables, ~1 s to index on one core
 ANCHORS = (4, 16)  # n-gram lengths that are hashed; a match shorter than the shortest is not sought
 MAX_MATCH = 32  # the longest suffix compared: evidence enough, and a bounded cost per candidate
 PER_KEY = 16  # latest positions kept per anchor n-gram
