@@ -55,6 +55,8 @@ def test_the_same_question_in_a_new_conversation_takes_far_fewer_target_passes(l
     assert first.stats.target_passes >= 2.5 * again.stats.target_passes  # same tokens: passes per token
     origins = Counter(t.origin for t in again.tokens if t.source == "draft")
     assert origins["earlier"] > 0.5 * again.stats.new_tokens, origins
+    # auto k learned how far to trust the index under its own evidence keys
+    assert any(key.startswith("suffix") for key in engine.chooser.acceptance.evidence)
     why = explain(again, first)  # the Why panel says where the drafts came from
     assert why.accepted_from_earlier == origins["earlier"] and why.accepted_drafts == sum(origins.values())
     assert f"{origins['earlier']} of the {sum(origins.values())} accepted drafts came from an earlier" in why.summary
