@@ -16,7 +16,8 @@ from app.engine.config import SUFFIX
 from app.engine.events import RunResult, TokenInfo
 
 QUESTIONS = ["The quick brown fox jumps over the lazy dog. The quick brown", "def add(a, b):\n    return"]
-GREEDY = GenerationConfig(max_new_tokens=40, k=6)  # auto k: the suffix evidence is learned
+# a fixed k: auto k decides from measured pass times, so pass counts would depend on the machine
+GREEDY = GenerationConfig(max_new_tokens=40, k=6, auto_k=False)
 
 
 def _drafted(run: RunResult) -> tuple[int, int]:
