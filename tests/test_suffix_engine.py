@@ -123,3 +123,19 @@ def test_standard_sampling_with_suffix_drafts_keeps_the_target_distribution(load
     assert 0 < pairs[(a, b)] < RUNS
     stat, df = chi2_statistic(pairs, exact, RUNS)
     assert stat < chi2_critical(df), (stat, df, pairs)
+
+
+def test_the_drafter_experiment_records_nothing_and_knows_this_conversation(load_tiny):
+    from app.engine.analysis.sweep import plan_arms, run_sweep
+
+    engine = Engine(load_tiny("qwen2"), suffix=True)
+    answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), record=False)
+    engine.history.record("this chat", engine.prompt_ids(QUESTIONS[0]) + answer.token_ids)  # the answer tried again
+    size = engine.history.size
+    arms = plan_arms([SUFFIX], [6], engine.drafter_choices)
+    plain, suffix = run_sweep(engine, QUESTIONS[0], GREEDY, arms, history_id="this chat")
+    assert engine.history.size == size  # no arm left its answer behind for another
+    assert suffix.identical and suffix.arm.label == "suffix index, k=6"
+    drafted = [t for t in suffix.run.tokens if t.source == "draft"]
+    assert drafted and all(t.origin == "conversation" for t in drafted)
+    assert suffix.run.stats.target_passes < plain.run.stats.target_passes

@@ -87,6 +87,7 @@ class SweepRequest:
     drafters: tuple[str, ...]  # LOOKUP / DRAFT_MODEL
     ks: tuple[int | None, ...]  # None: auto k
     cancel: threading.Event = field(default_factory=threading.Event)
+    history_id: str | None = None  # the conversation's id (the suffix arm's "this conversation")
 
 
 @dataclass(frozen=True)
@@ -227,11 +228,14 @@ class EngineWorker(QObject):
         config: GenerationConfig,
         drafters: list[str],
         ks: list[int | None],
+        history_id: str | None = None,
     ) -> int:
         """Queue a drafter experiment; ``sweep_row`` brings each arm as it finishes and
         ``sweep_done`` ends it (also after ``cancel(run_id)``). Returns its id."""
         self.start()
-        request = SweepRequest(next(self._run_ids), conversation, config, tuple(drafters), tuple(ks))
+        request = SweepRequest(
+            next(self._run_ids), conversation, config, tuple(drafters), tuple(ks), history_id=history_id
+        )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
@@ -443,7 +447,10 @@ class EngineWorker(QObject):
         else:
             try:
                 arms = plan_arms(request.drafters, request.ks, self._engine.drafter_choices)
-                rows = run_sweep(self._engine, request.conversation, request.config, arms, request.cancel)
+                rows = run_sweep(
+                    self._engine, request.conversation, request.config, arms, request.cancel,
+                    history_id=request.history_id,
+                )
                 for row in rows:
                     self.sweep_row.emit(request.run_id, row)
             except Exception as e:  # noqa: BLE001 - every failure must reach the person

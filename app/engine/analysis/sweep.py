@@ -113,9 +113,11 @@ def run_sweep(
     arms: Sequence[SweepArm],
     cancel: threading.Event | None = None,
     on_row: Callable[[int, SweepRow], None] | None = None,
+    history_id: str | None = None,
 ) -> Iterator[SweepRow]:
     """Run each arm from empty caches, the plain arm first; yield one row per finished arm.
-    Stops early (without a row for the interrupted arm) when ``cancel`` is set."""
+    Stops early (without a row for the interrupted arm) when ``cancel`` is set. ``history_id``:
+    the conversation's id, so the suffix arm tells its drafts from this conversation apart."""
     ordered = sorted(arms, key=lambda arm: arm.drafter != NONE)
     reference: RunResult | None = None
     for index, arm in enumerate(ordered):
@@ -124,7 +126,9 @@ def run_sweep(
         engine.reset()
         choice = None if arm.drafter == NONE else arm.drafter
         # no arm records its answer: the suffix arm drafts from earlier conversations, never from another arm
-        run = engine.generate(conversation, arm.config(base), cancel, drafter_choice=choice, record=False)
+        run = engine.generate(
+            conversation, arm.config(base), cancel, drafter_choice=choice, history_id=history_id, record=False
+        )
         if run.stop_reason == "cancelled":
             return
         reference = reference or run

@@ -189,7 +189,9 @@ class ChatController(QObject):
             return None
         index = self.conversation.messages.index(answer)
         config = GenerationConfig.from_dict(answer.config)
-        run_id = self._worker.request_sweep(self.conversation.prompt(upto=index), config, drafters, ks)
+        run_id = self._worker.request_sweep(
+            self.conversation.prompt(upto=index), config, drafters, ks, history_id=self.conversation.id
+        )
         self._sweep_run = run_id
         self._set_busy()
         return run_id
