@@ -129,6 +129,7 @@ class LoopFigures:
 
 def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) -> Timing:
     engine.reset()  # prefill the whole prompt, as HF does
+    engine.history.clear()  # no run drafts from another's answer (bench_sessions measures that)
     forward_before = engine.forward_seconds
     start = time.perf_counter()
     result = engine.generate(messages, config)

@@ -4,6 +4,7 @@
     python -m app compare --draft SRC --prompt "Hi"      # with and without speculation, diffed
     python -m app bench --prompts-file F --json          # ours vs Hugging Face generate(), interleaved
     python -m app sweep --drafters none,lookup,SRC --k-values 1,2,4 --prompt "Hi"   # drafter experiment
+    python -m app bench --scenario edits                 # suffix index vs prompt lookup, multi-turn
 
 Every failure the engine can describe (``SpecChatError``) and every bad option ends as one line
 on stderr and exit code 2; Ctrl-C ends quietly with 130. torch is imported only once a command
@@ -147,6 +148,12 @@ def _common_options() -> argparse.ArgumentParser:
         "--lookup",
         action="store_true",
         help="draft by prompt lookup (n-gram copy from the conversation); the default",
+    )
+    models.add_argument(
+        "--suffix",
+        action="store_true",
+        help="draft by prompt lookup and from every earlier answer of this run (a suffix index over "
+        "all conversations seen; in memory only)",
     )
     models.add_argument(
         "--device", type=_non_empty, default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)"
@@ -298,6 +305,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run llama.cpp (llama-bench, llama-speculative-simple in DIR) on the same GGUF files, "
         "interleaved with ours, and print decode tokens/s side by side (--repeat rounds, one prompt)",
     )
+    bench.add_argument(
+        "--scenario",
+        choices=("prompts", "repeat", "edits"),
+        default="prompts",
+        help="prompts: each prompt once, ours vs Hugging Face (default); repeat: each prompt, then again in a "
+        "new conversation; edits: a function written then edited three times (or one turn per line of "
+        "--prompts-file). repeat and edits compare "
+        "the target alone, prompt lookup and the suffix index, greedy",
+    )
     sweep = commands.add_parser(
         "sweep",
         parents=[common],
@@ -311,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_drafter_list,
         default=None,
         metavar="LIST",
-        help="comma-separated: none, lookup, and at most one draft model source "
+        help="comma-separated: none, lookup, suffix, and at most one draft model source "
         "(default: none,lookup plus --draft when given)",
     )
     sweep.add_argument(
@@ -348,8 +364,8 @@ def _k_list(text: str) -> list[int | None]:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    if args.draft is not None and args.lookup:
-        raise UsageError("give --draft or --lookup, not both")
+    if sum((args.draft is not None, args.lookup, args.suffix)) > 1:
+        raise UsageError("give one of --draft, --lookup and --suffix")
     return args
 
 
@@ -449,8 +465,9 @@ def read_prompts_file(path: Path) -> list[str]:
 
 def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
     from app.engine import LOOKUP, Engine
+    from app.engine.config import SUFFIX
 
-    draft = (args.draft or LOOKUP) if drafter else None
+    draft = (args.draft or (SUFFIX if args.suffix else LOOKUP)) if drafter else None
     return Engine.load(
         args.target,
         draft,
@@ -618,6 +635,8 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     from app import bench
 
     config = generation_config(args, speculative=True)
+    if args.scenario != "prompts":
+        return _run_bench_scenario(args, config, out)
     if args.prompt is not None and args.prompts_file is not None:
         raise UsageError("give --prompt or --prompts-file, not both")
     if args.peer is not None:
@@ -672,6 +691,30 @@ def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: Text
     return 0
 
 
+def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out: TextIO) -> int:
+    from app import bench_sessions
+
+    if config.temperature > 0:
+        raise UsageError(f"the {args.scenario} scenario is greedy: leave --temperature at 0")
+    engine = load_engine(args, drafter=True)
+    _clear_progress(sys.stderr)
+    engine.warm_up()
+    if args.scenario == "repeat":
+        if args.prompt is not None:
+            prompts = [read_prompt(args)]
+        else:
+            prompts = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
+        report = bench_sessions.run_repeat(engine, prompts, config, args.repeat)
+    else:  # the turns: one per line of --prompts-file, else the built-in session
+        turns = read_prompts_file(args.prompts_file) if args.prompts_file else bench_sessions.EDIT_SESSION
+        report = bench_sessions.run_edits(engine, config, args.repeat, tuple(turns))
+    if args.json:
+        _print_json(report, out)
+    else:
+        out.write(bench_sessions.format_report(report))
+    return 0
+
+
 def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
         if stream.isatty():
@@ -687,10 +730,10 @@ def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
 def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
     """The drafter choices and the draft model source to load (``model`` stands for it)."""
     from app.engine.analysis.sweep import NONE
-    from app.engine.config import DRAFT_MODEL, LOOKUP
+    from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
 
     items = args.drafters or [NONE, LOOKUP] + ([args.draft] if args.draft else [])
-    sources = [item for item in items if item not in (NONE, LOOKUP, DRAFT_MODEL)]
+    sources = [item for item in items if item not in (NONE, LOOKUP, SUFFIX, DRAFT_MODEL)]
     if len(set(sources)) > 1:
         raise UsageError("a sweep can load one draft model at a time: give one model source in --drafters")
     source = sources[0] if sources else args.draft

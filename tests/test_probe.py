@@ -19,9 +19,9 @@ def test_a_matched_draft_ranks_above_an_unrelated_one_with_the_same_tokenizer(ti
 
     assert [p.draft for p in probes] == drafts and not any(p.error for p in probes)
     matched, unrelated, _lookup = probes
-    assert matched.acceptance_rate is not None and unrelated.acceptance_rate is not None
-    assert matched.acceptance_rate > 0.5 > unrelated.acceptance_rate
-    assert matched.new_tokens == 24 and matched.predicted_speedup is not None
+    assert matched.alpha is not None and unrelated.alpha is not None
+    assert matched.alpha > 0.5 > unrelated.alpha
+    assert matched.new_tokens == 24 and matched.predicted_decode_speedup is not None
     assert matched.rank_key > unrelated.rank_key
 
 

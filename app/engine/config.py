@@ -14,6 +14,7 @@ SamplingMode = Literal["standard", "seed-invariant"]
 SAMPLING_MODES = ("standard", "seed-invariant")
 
 LOOKUP = "lookup"  # the draft source meaning prompt lookup (no draft model)
+SUFFIX = "suffix"  # prompt lookup plus the suffix index over every conversation seen (no draft model)
 DRAFT_MODEL = "model"  # the loaded draft model, when an experiment picks a drafter by name
 
 MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts

@@ -14,6 +14,11 @@ TokenSource = Literal["draft", "target"]
 # prefill: the first token, from the prompt's pass; plain: no drafter ran;
 # correction: the target's token at the first rejected draft; bonus: all drafts accepted.
 TargetKind = Literal["prefill", "plain", "correction", "bonus"]
+# where a draft token was copied from: this conversation (prompt lookup, or the suffix index
+# matching it) or an earlier one (the suffix index); None: a draft model's guess, or no draft
+TokenOrigin = Literal["conversation", "earlier"]
+THIS_CONVERSATION: TokenOrigin = "conversation"
+EARLIER: TokenOrigin = "earlier"
 StopReason = Literal["eos", "max_new_tokens", "stop_string", "cancelled", "context_full"]
 
 
@@ -30,6 +35,7 @@ class TokenInfo:
     p_draft: float | None = None  # draft probability (None for prompt lookup / no drafter)
     margin: float | None = None  # target's top-1 minus top-2 logit at this position
     top_logit: float | None = None  # target's top-1 logit there: sets the dtype's resolution of ``margin``
+    origin: TokenOrigin | None = None  # a draft token: where it was copied from (None: a model / not a draft)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,11 +46,15 @@ class TokenInfo:
             "p_draft": _finite(self.p_draft),
             "margin": _finite(self.margin),
             "top_logit": _finite(self.top_logit),
+            "origin": self.origin,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenInfo:
-        return cls(**_known(cls, data))
+        values = _known(cls, data)  # files written before ``origin`` have none: None
+        if values.get("origin") not in (None, THIS_CONVERSATION, EARLIER):
+            values["origin"] = None
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -234,7 +244,7 @@ class RunProvenance:
     run so that two runs are only compared as "the same models" when they were."""
 
     target: str  # the target's name
-    drafter: str  # "draft model: NAME", "prompt lookup" or "none" (this run drafted nothing)
+    drafter: str  # "draft model: NAME", "prompt lookup", "suffix index" or "none" (this run drafted nothing)
     dtype: str  # the target's dtype: "float32", "bfloat16", "float16"
     device: str  # "cpu", "cuda:0", "mps"
     draft_dtype: str | None = None  # the draft model's dtype; None without a draft model

@@ -14,6 +14,7 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 from __future__ import annotations
 
 import gc
+import itertools
 import statistics
 import threading
 import time
@@ -23,10 +24,12 @@ from typing import Any, Literal
 
 import torch
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from app.engine.decoding.suffix_drafter import SuffixDrafter
+from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
@@ -116,8 +119,10 @@ def _timed_pass(runner: CachedModel, size: int) -> float:
 
 
 class Engine:
-    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False) -> None:
-        if target.dtype == "int8" and (draft is not None or lookup):
+    def __init__(
+        self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False, suffix: bool = False
+    ) -> None:
+        if target.dtype == "int8" and (draft is not None or lookup or suffix):
             # dynamic int8 scales activations per tensor, i.e. over the whole verified block,
             # so a block's logits differ from one-token decoding: speculation would be lossy
             raise InvalidSettingError(
@@ -133,7 +138,12 @@ class Engine:
         self._target_kv = CachedModel(target.model, vocab)
         self._eos_ids = eos_ids = frozenset(target.eos_token_ids)
         self._drafter: Drafter | None = None
-        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids)}  # by DrafterChoice
+        # what the app has seen (prompts and answers, by conversation): the suffix drafter's corpus
+        self.history = SuffixIndex()
+        self.remembering = True  # False: nothing is recorded (a privacy setting)
+        self._runs = itertools.count(1)  # names answers given without a conversation id
+        self._suffix = SuffixDrafter(self.history, eos_ids)
+        self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids), SUFFIX: self._suffix}
         # what passes cost on these models and how often drafts pass: kept across answers
         self.chooser = KChooser()
         self._answers = 0  # answers started: a stream resumed after another started is stale
@@ -145,6 +155,8 @@ class Engine:
         if draft is not None:
             runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
+        elif suffix:
+            self._drafter = self._suffix
         elif lookup:
             self._drafter = self._drafters[LOOKUP]
 
@@ -163,7 +175,7 @@ class Engine:
         progress: ProgressFn | None = None,
         draft_probe: DraftProbe | None = None,
     ) -> Engine:
-        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, or None.
+        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or None.
         ``draft_dtype``: ``"auto"`` (on the CPU, the cheaper of the target's dtype and int8 by a
         short measured probe, ``draft_probe``; elsewhere the target's dtype), None (the
         target's dtype) or a dtype. The draft never needs to be exact: the target verifies.
@@ -195,8 +207,8 @@ class Engine:
         progress: ProgressFn | None,
         draft_probe: DraftProbe | None,
     ) -> Engine:
-        if draft is None or draft == LOOKUP:
-            return cls(loaded, lookup=draft == LOOKUP)
+        if draft is None or draft in (LOOKUP, SUFFIX):
+            return cls(loaded, lookup=draft == LOOKUP, suffix=draft == SUFFIX)
         auto = (draft_dtype or "").strip().lower() == DRAFT_AUTO
         if not auto:
             draft_model = load_one(draft, draft_dtype or dtype)
@@ -287,8 +299,8 @@ class Engine:
 
     @property
     def drafter_choices(self) -> list[str]:
-        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` always,
-        ``DRAFT_MODEL`` when a draft model is loaded."""
+        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` and ``SUFFIX``
+        always, ``DRAFT_MODEL`` when a draft model is loaded."""
         return list(self._drafters)
 
     def _pick_drafter(self, choice: str | None) -> Drafter | None:
@@ -390,6 +402,45 @@ class Engine:
         for drafter in self._drafters.values():
             drafter.reset()
 
+    # ---- what the app has seen (the suffix drafter's corpus) ------------------------------
+    def remember(self, owner: str, conversation: Conversation) -> None:
+        """Index a saved conversation (its prompts and answers) under ``owner``, its id; the
+        answers made here are indexed as they are emitted. Nothing when remembering is off,
+        or for a conversation the chat template cannot render."""
+        if not self.remembering:
+            return
+        ids = self._conversation_ids(conversation)
+        if ids:
+            self.history.record(owner, ids)
+
+    def forget(self, owner: str) -> None:
+        """Drop everything indexed under ``owner`` (a deleted conversation)."""
+        self.history.forget(owner)
+
+    def set_remembering(self, on: bool) -> None:
+        """Off: forget every conversation and record none until it is on again."""
+        self.remembering = on
+        if not on:
+            self.history.clear()
+
+    def _conversation_ids(self, conversation: Conversation) -> list[int]:
+        from jinja2 import TemplateError
+
+        messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
+        if not messages:
+            return []
+        tokenizer = self.target.tokenizer
+        if not tokenizer.chat_template:
+            return [int(i) for i in tokenizer.encode("\n\n".join(m["content"] for m in messages))]
+        try:
+            encoded: Any = tokenizer.apply_chat_template(
+                [dict(m) for m in messages], tokenize=True, add_generation_prompt=messages[-1]["role"] != "assistant"
+            )
+        except (TemplateError, ValueError, TypeError, KeyError):  # a template that refuses this chat
+            return []
+        ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
+        return [int(i) for i in ids]
+
     @property
     def context_length(self) -> int:
         """Tokens the target can hold: prompt and answer together."""
@@ -403,11 +454,15 @@ class Engine:
         continue_answer: bool = False,
         drafter_choice: str | None = None,
         answer_ids: Sequence[int] | None = None,
+        history_id: str | None = None,
+        record: bool = True,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
         ``continue_answer`` go on with the cut answer that ends the conversation (from its
         exact ``answer_ids`` when given, see ``prompt_ids``).
-        ``drafter_choice`` overrides the configured drafter (``LOOKUP`` or ``DRAFT_MODEL``).
+        ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
+        ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
+        conversation's id; None: a name of their own) unless ``record`` is False.
 
         The caches follow one answer at a time: once another ``stream`` or ``generate`` has
         started on this engine, resuming this one raises ``StaleStreamError``."""
@@ -419,6 +474,11 @@ class Engine:
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
+        owner = history_id or f"run {next(self._runs)}"
+        recording = record and self.remembering
+        if recording:
+            self.history.record(owner, prompt)
+        self._suffix.owner = owner
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
@@ -452,6 +512,8 @@ class Engine:
                 raise
             if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
                 self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+            if recording:
+                self.history.extend(owner, [t.id for t in step.tokens])
             yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
             if self._answers != answer:
                 steps.close()
@@ -469,10 +531,15 @@ class Engine:
         continue_answer: bool = False,
         drafter_choice: str | None = None,
         answer_ids: Sequence[int] | None = None,
+        history_id: str | None = None,
+        record: bool = True,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
-        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice, answer_ids):
+        stream = self.stream(
+            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record
+        )
+        for step in stream:
             steps.append(step)
             if on_step is not None:
                 on_step(step)

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import SpecChatError
 from app.ui.chat.chat_controller import ChatController, CompareOutcome
 from app.ui.chat.chat_view import ChatView
@@ -207,6 +207,7 @@ class MainWindow(QMainWindow):
         w.sweep_row.connect(self._on_sweep_row)
         w.sweep_done.connect(self._on_sweep_done)
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
+        self.conversation_panel.restored.connect(self._on_conversation_restored)
         self.conversation_panel.error.connect(self.show_error)
         self.conversation_panel.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
         self.loader.loaded.connect(self._on_conversation_read)
@@ -245,6 +246,7 @@ class MainWindow(QMainWindow):
             )
         self.loader.read([h.id for h in listed])  # newest first; search then covers messages
         if not listed:
+            self._hand_history()
             self._report_skipped_files()
 
     @property
@@ -263,9 +265,12 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, settings: AppSettings) -> None:
         """Save ``settings``; they apply to the next message. Model changes reload now."""
+        remembered = self.settings.remember_conversations
         self.settings = settings
         self._settings_store.save(settings)
         self._mirror_settings()
+        if settings.remember_conversations != remembered:
+            self._hand_history()
         if settings.models != self._requested_models:
             self._request_load(settings.models)
 
@@ -394,7 +399,7 @@ class MainWindow(QMainWindow):
             self.sweep_dialog.close()
         in_use = self.models_in_use
         draft = in_use.drafter if in_use is not None and in_use.drafter.startswith("draft model") else None
-        available = [LOOKUP] + ([DRAFT_MODEL] if draft else [])
+        available = [LOOKUP, SUFFIX] + ([DRAFT_MODEL] if draft else [])
         dialog = SweepDialog(available, draft.removeprefix("draft model: ") if draft else None, self)
         self._remember_geometry(dialog, "sweep_dialog")
         dialog.run_requested.connect(lambda drafters, ks: self._start_sweep(dialog, answer, drafters, ks))
@@ -489,11 +494,25 @@ class MainWindow(QMainWindow):
             if conversation is not None:
                 self._open(conversation)
         self._open_latest_once_read = False
+        self._hand_history()  # every saved conversation is read: the suffix drafter may learn from them
         self._report_skipped_files()
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
+        self._worker.forget_conversation(conversation.id)  # its file is gone: so is what was learned from it
         if conversation.id == self.controller.conversation.id:
             self._open(Conversation())
+
+    def _on_conversation_restored(self, conversation: Conversation) -> None:
+        if self.settings.remember_conversations:
+            self._worker.remember_conversation(conversation.id, conversation.prompt())
+
+    def _hand_history(self) -> None:
+        """What the "earlier conversations" drafter may learn from: every saved conversation,
+        oldest first (so the cap drops the oldest), or nothing when the setting is off."""
+        on = self.settings.remember_conversations
+        read = [c for c in self.conversation_panel.conversations if isinstance(c, Conversation)]
+        saved = sorted(read, key=lambda c: c.updated) if on else []
+        self._worker.set_history(on, [(c.id, c.prompt()) for c in saved if c.messages])
 
     def _on_devices_found(self, devices: list[str]) -> None:
         self.devices = list(devices)

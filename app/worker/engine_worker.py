@@ -63,6 +63,7 @@ class GenerateRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     continue_answer: bool = False  # go on with the cut answer that ends the conversation
     answer_ids: tuple[int, ...] | None = None  # that answer's exact token ids, when known
+    history_id: str | None = None  # the conversation's id: its prompt and answer are indexed under it
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class CompareRequest:
     config: GenerationConfig
     stored: RunResult | None = None  # the stored answer being compared, if any
     cancel: threading.Event = field(default_factory=threading.Event)
+    history_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,22 @@ class SweepRequest:
     drafters: tuple[str, ...]  # LOOKUP / DRAFT_MODEL
     ks: tuple[int | None, ...]  # None: auto k
     cancel: threading.Event = field(default_factory=threading.Event)
+    history_id: str | None = None  # the conversation's id (the suffix arm's "this conversation")
 
 
-Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest
+@dataclass(frozen=True)
+class HistoryRequest:
+    """What the suffix drafter may learn from: every saved conversation (id, messages; oldest
+    first), or nothing when ``enabled`` is off. Kept by the engine thread and handed to every
+    engine it loads; ``forget`` / ``remember`` change one conversation."""
+
+    enabled: bool
+    conversations: tuple[tuple[str, Conversation], ...] = ()
+    forget: str | None = None  # a deleted conversation's id (the other fields are ignored)
+    remember: tuple[str, Conversation] | None = None  # one conversation back (Undo)
+
+
+Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest | HistoryRequest
 
 
 def _load_engine(**kwargs: Any) -> Any:
@@ -140,6 +155,8 @@ class EngineWorker(QObject):
         # owned by the worker thread
         self._engine: Any = None
         self._load_error: str | None = None
+        self._remembering = True
+        self._remembered: dict[str, Conversation] = {}  # conversation id -> messages, oldest first
         self.finished.connect(self._on_finished)
         self.failed.connect(self._on_failed)
         self.loaded.connect(self._on_loaded)
@@ -177,12 +194,19 @@ class EngineWorker(QObject):
         config: GenerationConfig,
         continue_answer: bool = False,
         answer_ids: tuple[int, ...] | None = None,
+        history_id: str | None = None,
     ) -> int:
         """Queue a run (after any queued load); returns its id for the signals. ``answer_ids``:
-        with ``continue_answer``, the cut answer's exact token ids (it goes on from them)."""
+        with ``continue_answer``, the cut answer's exact token ids (it goes on from them).
+        ``history_id``: the conversation's id, under which the suffix drafter's memory indexes it."""
         self.start()
         request = GenerateRequest(
-            next(self._run_ids), conversation, config, continue_answer=continue_answer, answer_ids=answer_ids
+            next(self._run_ids),
+            conversation,
+            config,
+            continue_answer=continue_answer,
+            answer_ids=answer_ids,
+            history_id=history_id,
         )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
@@ -191,12 +215,16 @@ class EngineWorker(QObject):
         return request.run_id
 
     def request_compare(
-        self, conversation: Conversation, config: GenerationConfig, stored: RunResult | None = None
+        self,
+        conversation: Conversation,
+        config: GenerationConfig,
+        stored: RunResult | None = None,
+        history_id: str | None = None,
     ) -> int:
         """Queue a comparison of both arms (``compared`` or ``failed`` answers it); returns its
         id. ``stored``: the answer the person asked to compare, checked against the rerun."""
         self.start()
-        request = CompareRequest(next(self._run_ids), conversation, config, stored)
+        request = CompareRequest(next(self._run_ids), conversation, config, stored, history_id=history_id)
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
@@ -208,15 +236,34 @@ class EngineWorker(QObject):
         config: GenerationConfig,
         drafters: list[str],
         ks: list[int | None],
+        history_id: str | None = None,
     ) -> int:
         """Queue a drafter experiment; ``sweep_row`` brings each arm as it finishes and
         ``sweep_done`` ends it (also after ``cancel(run_id)``). Returns its id."""
         self.start()
-        request = SweepRequest(next(self._run_ids), conversation, config, tuple(drafters), tuple(ks))
+        request = SweepRequest(
+            next(self._run_ids), conversation, config, tuple(drafters), tuple(ks), history_id=history_id
+        )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._jobs.put(request)
         return request.run_id
+
+    def set_history(self, enabled: bool, conversations: list[tuple[str, Conversation]]) -> None:
+        """What the suffix drafter may learn from: these saved conversations (oldest first), or,
+        ``enabled`` off, nothing at all (the engine forgets what it held). Kept for later loads."""
+        self.start()
+        self._jobs.put(HistoryRequest(enabled, tuple(conversations)))
+
+    def forget_conversation(self, conversation_id: str) -> None:
+        """A conversation was deleted: the engine drops everything it indexed from it."""
+        self.start()
+        self._jobs.put(HistoryRequest(True, forget=conversation_id))
+
+    def remember_conversation(self, conversation_id: str, conversation: Conversation) -> None:
+        """A conversation came back (Undo): index it again."""
+        self.start()
+        self._jobs.put(HistoryRequest(True, remember=(conversation_id, conversation)))
 
     def cancel(self, run_id: int | None = None) -> None:
         """Stop one run (or all) before its next target pass; the partial answer is kept."""
@@ -310,6 +357,9 @@ class EngineWorker(QObject):
             if isinstance(job, SweepRequest):
                 self._sweep(job)
                 continue
+            if isinstance(job, HistoryRequest):
+                self._history(job)
+                continue
             result, error = self._generate(job)
             with self._lock:
                 self._cancels.pop(job.run_id, None)
@@ -351,6 +401,7 @@ class EngineWorker(QObject):
             self.load_failed.emit(self._load_error, request.load_id)
             return
         self._engine, self._load_error = engine, None
+        self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
         self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
         self.loaded.emit(engine.target_name, engine.drafter_name, request.load_id)
 
@@ -367,6 +418,8 @@ class EngineWorker(QObject):
             more: dict[str, Any] = (
                 {"continue_answer": True, "answer_ids": request.answer_ids} if request.continue_answer else {}
             )
+            if request.history_id is not None:
+                more["history_id"] = request.history_id
             result = self._engine.generate(
                 request.conversation, request.config, cancel=request.cancel, on_step=on_step, **more
             )
@@ -387,6 +440,7 @@ class EngineWorker(QObject):
                     request.config,
                     stored=request.stored,
                     cancel=request.cancel,
+                    history_id=request.history_id,
                 )
             except Exception as e:  # noqa: BLE001 - every failure must reach the person
                 error = _describe(e)
@@ -403,7 +457,10 @@ class EngineWorker(QObject):
         else:
             try:
                 arms = plan_arms(request.drafters, request.ks, self._engine.drafter_choices)
-                rows = run_sweep(self._engine, request.conversation, request.config, arms, request.cancel)
+                rows = run_sweep(
+                    self._engine, request.conversation, request.config, arms, request.cancel,
+                    history_id=request.history_id,
+                )
                 for row in rows:
                     self.sweep_row.emit(request.run_id, row)
             except Exception as e:  # noqa: BLE001 - every failure must reach the person
@@ -413,6 +470,40 @@ class EngineWorker(QObject):
         with self._lock:
             self._cancels.pop(request.run_id, None)
         self.sweep_done.emit(request.run_id, error, request.cancel.is_set())
+
+
+    # ---- the suffix drafter's memory (engine thread) ---------------------------------------
+    def _history(self, request: HistoryRequest) -> None:
+        engine = self._engine if hasattr(self._engine, "remember") else None  # stand-ins have none
+        if request.forget is not None:
+            self._remembered.pop(request.forget, None)
+            if engine is not None:
+                engine.forget(request.forget)
+            return
+        if request.remember is not None:
+            conversation_id, messages = request.remember
+            self._remembered[conversation_id] = messages
+            if engine is not None:
+                self._index(engine, [(conversation_id, messages)])
+            return
+        self._remembering = request.enabled
+        self._remembered = dict(request.conversations) if request.enabled else {}
+        if engine is not None:
+            self._feed_history(engine)
+
+    def _feed_history(self, engine: Any) -> None:
+        if not hasattr(engine, "remember"):
+            return
+        engine.set_remembering(self._remembering)
+        engine.history.clear()
+        self._index(engine, list(self._remembered.items()))
+
+    def _index(self, engine: Any, conversations: list[tuple[str, Conversation]]) -> None:
+        for conversation_id, messages in conversations:
+            try:
+                engine.remember(conversation_id, messages)
+            except Exception:  # a conversation that cannot be indexed is only not drafted from
+                log.exception("could not index conversation %s", conversation_id)
 
 
 def _probe_devices_list() -> list[str]:

@@ -498,6 +498,10 @@
         <translation>Jetons par passe du modèle cible</translation>
     </message>
     <message>
+        <source>Accepted drafts from an earlier conversation</source>
+        <translation>Brouillons acceptés venus d’une conversation antérieure</translation>
+    </message>
+    <message>
         <source>Cost of drafting one token, c (× a plain pass)</source>
         <translation>Coût de génération d’un jeton brouillon, c (× une passe simple)</translation>
     </message>
@@ -611,6 +615,10 @@
     <message>
         <source>held back most by the cost of verifying several tokens at once</source>
         <translation>freinée surtout par le coût de la vérification de plusieurs jetons à la fois</translation>
+    </message>
+    <message>
+        <source>{count} of the {total} accepted drafts came from an earlier conversation.</source>
+        <translation>{count} des {total} brouillons acceptés venaient d’une conversation antérieure.</translation>
     </message>
 </context>
 <context>
@@ -809,12 +817,20 @@
         <translation>Recherche dans le prompt (sans modèle)</translation>
     </message>
     <message>
+        <source>Earlier conversations + prompt lookup (no model)</source>
+        <translation>Conversations antérieures + recherche dans le prompt (sans modèle)</translation>
+    </message>
+    <message>
         <source>None</source>
         <translation>Aucun</translation>
     </message>
     <message>
         <source>No second model: guesses the next words by copying what followed the same words earlier in the conversation. Costs nothing; best when the answer repeats text or code.</source>
         <translation>Sans second modèle : devine les mots suivants en copiant ce qui suivait les mêmes mots plus tôt dans la conversation. Ne coûte rien ; idéal quand la réponse reprend du texte ou du code.</translation>
+    </message>
+    <message>
+        <source>No second model: copies what followed the same words in this conversation or in an earlier one (every saved chat, the answers being regenerated or compared). Costs nothing; best when questions, answers or code come back.</source>
+        <translation>Pas de second modèle : recopie ce qui suivait les mêmes mots dans cette conversation ou dans une conversation antérieure (toutes les discussions enregistrées, les réponses régénérées ou comparées). Ne coûte rien ; idéal quand des questions, des réponses ou du code reviennent.</translation>
     </message>
     <message>
         <source>No drafting: the target model writes one token at a time.</source>
@@ -1050,8 +1066,16 @@
         <translation>Compatible</translation>
     </message>
     <message>
+        <source>Earlier conversations + prompt lookup (no draft model)</source>
+        <translation>Conversations antérieures + recherche dans le prompt (sans modèle de brouillon)</translation>
+    </message>
+    <message>
         <source>No compatible model is at least {0}× smaller than the target.</source>
         <translation>Aucun modèle compatible n’est au moins {0}× plus petit que le modèle cible.</translation>
+    </message>
+    <message>
+        <source>Drafts by copying from this conversation and from earlier ones (kept in memory on this computer only); it needs no second model.</source>
+        <translation>Rédige ses brouillons en recopiant cette conversation et les précédentes (gardées en mémoire sur cet ordinateur seulement) ; aucun second modèle n’est nécessaire.</translation>
     </message>
     <message>
         <source>It has {0}× fewer parameters than the target.</source>
@@ -1124,6 +1148,10 @@
     <message>
         <source>prompt lookup</source>
         <translation>recherche dans le prompt</translation>
+    </message>
+    <message>
+        <source>earlier conversations + prompt lookup</source>
+        <translation>conversations antérieures + recherche dans le prompt</translation>
     </message>
     <message>
         <source>no drafter</source>
@@ -1251,6 +1279,14 @@
     <message>
         <source>Adapt the draft length (grow on success, shrink on rejection)</source>
         <translation>Adapter la longueur du brouillon (plus long en cas de succès, plus court en cas de rejet)</translation>
+    </message>
+    <message>
+        <source>Learn from earlier conversations</source>
+        <translation>Apprendre des conversations antérieures</translation>
+    </message>
+    <message>
+        <source>The “earlier conversations” drafter indexes the saved chats in memory, on this computer only; a deleted chat is forgotten with it. Off: it learns from none and forgets what it held.</source>
+        <translation>Le brouillon « conversations antérieures » indexe en mémoire les discussions enregistrées, sur cet ordinateur seulement ; une discussion supprimée est oubliée avec elle. Désactivé : il n’apprend d’aucune et oublie ce qu’il gardait.</translation>
     </message>
     <message>
         <source>A fast drafter guesses the next few tokens and the target model checks them all in one step, keeping those it would have written itself. Same answer, usually sooner.</source>
@@ -1551,6 +1587,14 @@
         <translation>Acceptation α</translation>
     </message>
     <message>
+        <source>Earlier conversations</source>
+        <translation>Conversations antérieures</translation>
+    </message>
+    <message>
+        <source>Prompt lookup plus what followed the same words in earlier conversations</source>
+        <translation>La recherche dans le prompt, plus ce qui suivait les mêmes mots dans les conversations antérieures</translation>
+    </message>
+    <message>
         <source>Drafts accepted</source>
         <translation>Brouillons acceptés</translation>
     </message>
@@ -1597,6 +1641,10 @@
     <message>
         <source>prompt lookup</source>
         <translation>recherche dans le prompt</translation>
+    </message>
+    <message>
+        <source>earlier conversations</source>
+        <translation>conversations antérieures</translation>
     </message>
     <message>
         <source>draft model</source>
@@ -1663,6 +1711,14 @@
     <message>
         <source>Target token, from target pass {0}</source>
         <translation>Jeton du modèle cible, issu de la passe {0}</translation>
+    </message>
+    <message>
+        <source>Guessed from an earlier conversation</source>
+        <translation>Deviné d’après une conversation antérieure</translation>
+    </message>
+    <message>
+        <source>Guessed from this conversation</source>
+        <translation>Deviné d’après cette conversation</translation>
     </message>
     <message>
         <source>Text: {0}</source>

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
 from app.engine.config import GenerationConfig
@@ -42,20 +42,23 @@ def run_comparison(
     stored: RunResult | None = None,
     cancel: threading.Event | None = None,
     warm_up: bool = True,
+    history_id: str | None = None,
 ) -> ComparisonReport:
     """Run both arms fresh and compare them. ``stored``: an earlier answer to the same
     conversation that the person asked to compare; the report says whether the models that
-    made it are the ones used now and whether the rerun reproduced it."""
+    made it are the ones used now and whether the rerun reproduced it. ``history_id``: the
+    conversation the answers are indexed under (the suffix drafter's memory)."""
     if stored is not None and _cut_or_continued(stored, config):
         config = replace(config, max_new_tokens=stored.stats.new_tokens)  # rerun at its own length
     spec_config, base_config = arm_configs(config)
     if warm_up:
         engine.warm_up()
     runs: dict[str, RunResult] = {}
+    more: dict[str, Any] = {} if history_id is None else {"history_id": history_id}  # stand-in engines take none
     for arm in ORDER:
         engine.reset()
         runs[arm] = engine.generate(
-            conversation, spec_config if arm == "speculative" else base_config, cancel
+            conversation, spec_config if arm == "speculative" else base_config, cancel, **more
         )
     engine.reset()  # leave no cache that only one of the arms built
     speculative, baseline = runs["speculative"], runs["baseline"]

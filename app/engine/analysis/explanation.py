@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-from app.engine.events import RunResult, StepEvent
+from app.engine.events import EARLIER, RunResult, StepEvent
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
 PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
@@ -153,6 +153,8 @@ class Explanation:
     timeline: tuple[PassBar, ...]
     has_steps: bool  # False for a run without its passes (an answer saved before they were kept)
     summary: str = ""
+    accepted_drafts: int = 0  # draft tokens the target kept
+    accepted_from_earlier: int = 0  # … of them copied from an earlier conversation (the suffix index)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -172,6 +174,8 @@ class Explanation:
             "plain_cost_source": self.plain_cost_source,
             "cause": self.cause,
             "summary": self.summary,
+            "accepted_drafts": self.accepted_drafts,
+            "accepted_from_earlier": self.accepted_from_earlier,
             "acceptance_by_position": [p.to_dict() for p in self.acceptance_by_position],
             "tokens_per_pass_histogram": [
                 {"tokens": t, "passes": n} for t, n in self.tokens_per_pass_histogram
@@ -467,6 +471,8 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         what_if=what_if_curves(c, v, k, drafts) if c is not None and decode else (),
         timeline=timeline(speculative, "speculative") + (timeline(baseline, "baseline") if baseline else ()),
         has_steps=bool(passes),
+        accepted_drafts=sum(t.source == "draft" for t in speculative.tokens),
+        accepted_from_earlier=sum(t.source == "draft" and t.origin == EARLIER for t in speculative.tokens),
     )
     return replace(result, summary=summary_sentence(result))
 
@@ -523,13 +529,27 @@ CAUSES = {
 }
 
 
+FROM_EARLIER = QT_TRANSLATE_NOOP(
+    "Explanation", "{count} of the {total} accepted drafts came from an earlier conversation."
+)
+
+
 def _identity(text: str) -> str:
     return text
 
 
 def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity) -> str:
-    """One plain sentence: what the draft achieved, what it cost, what came of it, and why.
+    """One plain sentence: what the draft achieved, what it cost, what came of it, and why;
+    then, when some drafts were copied from an earlier conversation, how many.
     ``translate`` maps each English template (marked above) to the reader's language."""
+    sentence = _main_sentence(e, translate)
+    if e.accepted_from_earlier:
+        earlier = translate(FROM_EARLIER).format(count=e.accepted_from_earlier, total=e.accepted_drafts)
+        sentence = f"{sentence} {earlier}"
+    return sentence
+
+
+def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
     if not e.has_steps:
         return translate(NO_STEPS)
     if e.alpha is None:

@@ -27,18 +27,18 @@ class DraftProbe:
 
     target: str  # sources, as the library lists them
     draft: str  # a model source, or LOOKUP
-    predicted_speedup: float | None  # from α and the measured pass costs (``explain``)
-    measured_speedup: float | None  # decode tokens/s ÷ the target alone's, on this short run
-    acceptance_rate: float | None  # α
+    predicted_decode_speedup: float | None  # from α and the measured pass costs (``explain``)
+    decode_speedup: float | None  # decode tokens/s ÷ the target alone's, on this short run
+    alpha: float | None  # acceptance α
     new_tokens: int = 0
     error: str = ""  # why it could not be measured (the engine's message)
 
     @property
     def rank_key(self) -> float:
         """Higher is better; a candidate that could not be measured ranks last."""
-        if self.predicted_speedup is not None:
-            return self.predicted_speedup
-        return self.measured_speedup if self.measured_speedup is not None else -1.0
+        if self.predicted_decode_speedup is not None:
+            return self.predicted_decode_speedup
+        return self.decode_speedup if self.decode_speedup is not None else -1.0
 
 
 def best_probe(probes: Sequence[DraftProbe]) -> DraftProbe | None:

@@ -2,7 +2,7 @@
 answers ``PROBE_PROMPT`` with the target alone and then with each candidate drafting.
 
     for probe in probe_drafts("default", ["lookup", "/models/small"]):
-        print(probe.draft, probe.predicted_speedup, probe.acceptance_rate)
+        print(probe.draft, probe.predicted_decode_speedup, probe.alpha)
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def probe_drafts(
         yield DraftProbe(
             target,
             draft,
-            explanation.predicted_speedup,
-            explanation.measured_speedup,
-            explanation.acceptance_rate,
+            explanation.predicted_decode_speedup,
+            explanation.decode_speedup,
+            explanation.alpha,
             run.stats.new_tokens,
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app.engine.analysis.explanation import alpha_of, decode_speedup, whole_run_speedup
-from app.engine.config import DRAFT_MODEL, LOOKUP, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult
 
@@ -29,12 +29,17 @@ if TYPE_CHECKING:  # torch-free at run time: the GUI imports the arms and rows
     from app.engine.session import Conversation, Engine
 
 NONE = "none"
-DRAFTER_LABELS = {NONE: "no speculation", LOOKUP: "prompt lookup", DRAFT_MODEL: "draft model"}
+DRAFTER_LABELS = {
+    NONE: "no speculation",
+    LOOKUP: "prompt lookup",
+    SUFFIX: "suffix index",  # prompt lookup + every earlier conversation
+    DRAFT_MODEL: "draft model",
+}
 
 
 @dataclass(frozen=True)
 class SweepArm:
-    """One way to answer: a drafter (``none``, ``lookup`` or ``model``) and a draft length
+    """One way to answer: a drafter (``none``, ``lookup``, ``suffix`` or ``model``) and a draft length
     (``None``: the engine chooses k each step, when the engine supports it)."""
 
     drafter: str
@@ -114,9 +119,11 @@ def run_sweep(
     arms: Sequence[SweepArm],
     cancel: threading.Event | None = None,
     on_row: Callable[[int, SweepRow], None] | None = None,
+    history_id: str | None = None,
 ) -> Iterator[SweepRow]:
     """Run each arm from empty caches, the plain arm first; yield one row per finished arm.
-    Stops early (without a row for the interrupted arm) when ``cancel`` is set."""
+    Stops early (without a row for the interrupted arm) when ``cancel`` is set. ``history_id``:
+    the conversation's id, so the suffix arm tells its drafts from this conversation apart."""
     ordered = sorted(arms, key=lambda arm: arm.drafter != NONE)
     reference: RunResult | None = None
     for index, arm in enumerate(ordered):
@@ -124,7 +131,10 @@ def run_sweep(
             return
         engine.reset()
         choice = None if arm.drafter == NONE else arm.drafter
-        run = engine.generate(conversation, arm.config(base), cancel, drafter_choice=choice)
+        # no arm records its answer: the suffix arm drafts from earlier conversations, never from another arm
+        run = engine.generate(
+            conversation, arm.config(base), cancel, drafter_choice=choice, history_id=history_id, record=False
+        )
         if run.stop_reason == "cancelled":
             return
         reference = reference or run

@@ -53,6 +53,10 @@ PRIORS: dict[str, tuple[float, float]] = {
     "lookup2": (0.45, 2.0),
     "lookup3": (0.6, 2.0),  # three or more tokens matched
     "model": (0.6, 2.0),
+    "suffix4": (0.5, 2.0),  # the suffix index: 4-7 tokens of context matched
+    "suffix8": (0.65, 2.0),
+    "suffix16": (0.8, 2.0),  # 16-31: the same passage seen before
+    "suffix32": (0.9, 2.0),  # 32, the most compared: the same context, as when a question comes back
 }
 DEFAULT_PRIOR = (0.5, 2.0)
 CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinary step
@@ -278,6 +282,14 @@ class AcceptanceModel:
 
 def lookup_key(ngram: int) -> str:
     return f"lookup{min(max(ngram, 1), 3)}"
+
+
+def suffix_key(matched: int) -> str:
+    """The suffix index's evidence: how much context matched (bands 4-7, 8-15, 16-31, 32+)."""
+    for band in (32, 16, 8):
+        if matched >= band:
+            return f"suffix{band}"
+    return "suffix4"
 
 
 MODEL_KEY = "model"

@@ -175,6 +175,7 @@ def _verify_step(
         info = out.push(
             drafts[j],
             source="draft",
+            origin=proposal.origin,
             p_target=seen.p_at_draft[j],
             p_draft=proposal.p_draft[j],
             margin=seen.margin[j],
@@ -196,6 +197,7 @@ def _verify_step(
             source="draft",
             p_target=seen.p_at_draft[n] if j == 0 else None,
             p_draft=proposal.p_draft[n + j],
+            origin=proposal.origin,
         )
         for j, d in enumerate(drafts[n:])
     ]
@@ -238,7 +240,7 @@ def _propose(
         proposal = drafter.propose(tokens, k_cap, rule, threshold, new_turn)
         if not proposal.tokens:
             return proposal, None, None
-        key = lookup_key(proposal.ngram)
+        key = _evidence_key(drafter, proposal)
         choice = chooser.choose(key, len(proposal.tokens), drafts_ready=True, prefill=prefill)
         shadow = (key, proposal.tokens[0]) if choice.k == 0 else None
         return proposal.first(choice.k), choice, shadow
@@ -269,6 +271,8 @@ def _drafter_for_answer(
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+    if proposal.key is not None:
+        return proposal.key
     return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
 
 

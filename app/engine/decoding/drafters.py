@@ -13,6 +13,7 @@ from typing import Protocol
 import torch
 
 from app.engine.decoding.acceptance import Rule
+from app.engine.events import THIS_CONVERSATION, TokenOrigin
 from app.engine.runners.kv import CachedModel
 
 
@@ -25,13 +26,17 @@ class Proposal:
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
     stopped: bool = False  # a draft model's confidence threshold ended the block before k
     fed: int = 0  # tokens a draft model fed in its first pass (its catch-up; 0: unknown or none)
+    key: str | None = None  # the evidence kind for the k chooser; None: lookup_key(ngram) / model
+    origin: TokenOrigin | None = None  # where the drafts were copied from; None: a draft model
 
     def first(self, k: int) -> Proposal:
         """Only the first ``k`` drafts."""
         if k >= len(self.tokens):
             return self
         q = self.q[:k] if self.q is not None and k > 0 else None
-        return Proposal(self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram, self.stopped, self.fed)
+        return Proposal(
+            self.tokens[:k], q, self.p_draft[:k], self.passes, self.ngram, self.stopped, self.fed, self.key, self.origin
+        )
 
 
 class Drafter(Protocol):
@@ -116,7 +121,9 @@ class PromptLookupDrafter:
             limit = min(k, self.single_token_match_drafts) if n == 1 else k
             continuation = _until_eos(self.index.continuation(tokens, n, limit), self.eos_ids)
             if continuation:
-                return Proposal(continuation, None, [None] * len(continuation), passes=0, ngram=n)
+                return Proposal(
+                    continuation, None, [None] * len(continuation), passes=0, ngram=n, origin=THIS_CONVERSATION
+                )
         return Proposal([], None, [], passes=0)
 
     def unseen(self, tokens: list[int]) -> int:

@@ -127,6 +127,7 @@ class ChatController(QObject):
             GenerationConfig.from_dict(answer.config),
             continue_answer=True,
             answer_ids=answer.token_ids(),  # exact: its text cannot hold a cut character
+            history_id=self.conversation.id,
         )
         self._answer_run = (run_id, answer)
         self._refresh(answer)
@@ -150,7 +151,7 @@ class ChatController(QObject):
             # "": no model loaded yet, so no drafter either way (the result will say which)
             drafter=self.drafter_name if config.speculative or not self.drafter_name else "none",
         )
-        run_id = self._worker.request_generate(conversation.prompt(), config)
+        run_id = self._worker.request_generate(conversation.prompt(), config, history_id=conversation.id)
         conversation.messages.append(answer)
         self._view.add_message(answer)
         widget = self._view.answer_for(answer)
@@ -176,7 +177,9 @@ class ChatController(QObject):
         index = self.conversation.messages.index(answer)
         config = GenerationConfig.from_dict(answer.config)
         stored = answer.run_result()
-        run_id = self._worker.request_compare(self.conversation.prompt(upto=index), config, stored)
+        run_id = self._worker.request_compare(
+            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id
+        )
         self._compare_run = (run_id, answer)
         self._set_busy()
         return True
@@ -188,7 +191,9 @@ class ChatController(QObject):
             return None
         index = self.conversation.messages.index(answer)
         config = GenerationConfig.from_dict(answer.config)
-        run_id = self._worker.request_sweep(self.conversation.prompt(upto=index), config, drafters, ks)
+        run_id = self._worker.request_sweep(
+            self.conversation.prompt(upto=index), config, drafters, ks, history_id=self.conversation.id
+        )
         self._sweep_run = run_id
         self._set_busy()
         return run_id

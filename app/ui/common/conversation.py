@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from app.engine.analysis.compare import ComparisonReport
-from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
+from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo, TokenOrigin
 
 RecordKind = Literal["draft", "target", "rejected"]
 Role = Literal["system", "user", "assistant"]
@@ -43,15 +43,18 @@ class TokenRecord:
     p_target: float | None = None
     p_draft: float | None = None
     margin: float | None = None
+    origin: TokenOrigin | None = None  # a draft: copied from this conversation or an earlier one
 
     def to_json(self) -> list[Any]:
-        return [self.text, self.kind, self.step, self.id, self.p_target, self.p_draft, self.margin]
+        values = [self.text, self.kind, self.step, self.id, self.p_target, self.p_draft, self.margin]
+        return values + [self.origin] if self.origin is not None else values
 
     @classmethod
     def from_json(cls, data: list[Any]) -> TokenRecord:
-        if not isinstance(data, list) or len(data) != 7:
-            raise InvalidConversation("a token record is not a list of 7 values")
-        text, kind, step, id_, p_target, p_draft, margin = data
+        if not isinstance(data, list) or len(data) not in (7, 8):  # 7: written before the origin was kept
+            raise InvalidConversation("a token record is not a list of 7 or 8 values")
+        text, kind, step, id_, p_target, p_draft, margin = data[:7]
+        origin = data[7] if len(data) == 8 else None
         return cls(
             _check(text, str, "token text"),
             _check_choice(kind, get_args(RecordKind), "token kind"),
@@ -60,11 +63,12 @@ class TokenRecord:
             _number_or_none(p_target, "target probability"),
             _number_or_none(p_draft, "draft probability"),
             _number_or_none(margin, "margin"),
+            None if origin is None else _check_choice(origin, get_args(TokenOrigin), "token origin"),
         )
 
     def token_info(self) -> TokenInfo:
         source = "draft" if self.kind == "draft" else "target"
-        return TokenInfo(self.id, self.text, source, self.p_target, self.p_draft, self.margin)
+        return TokenInfo(self.id, self.text, source, self.p_target, self.p_draft, self.margin, origin=self.origin)
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ def records_from_step(step: StepEvent) -> list[TokenRecord]:
     own token that replaced them."""
 
     def record(t: TokenInfo, kind: RecordKind) -> TokenRecord:
-        return TokenRecord(t.text, kind, step.index, t.id, t.p_target, t.p_draft, t.margin)
+        return TokenRecord(t.text, kind, step.index, t.id, t.p_target, t.p_draft, t.margin, t.origin)
 
     records = [record(t, "draft" if t.source == "draft" else "target") for t in step.accepted]
     records += [record(t, "rejected") for t in step.rejected]

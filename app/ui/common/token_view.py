@@ -125,10 +125,12 @@ def token_tooltip(record: TokenRecord) -> str:
         )
     else:
         head = QCoreApplication.translate("TokenTextView", "Target token, from target pass {0}")
-    lines = [
-        head.format(record.step),
-        QCoreApplication.translate("TokenTextView", "Text: {0}").format(repr(record.text)),
-    ]
+    lines = [head.format(record.step)]
+    if record.origin == "earlier":
+        lines.append(QCoreApplication.translate("TokenTextView", "Guessed from an earlier conversation"))
+    elif record.origin == "conversation":
+        lines.append(QCoreApplication.translate("TokenTextView", "Guessed from this conversation"))
+    lines.append(QCoreApplication.translate("TokenTextView", "Text: {0}").format(repr(record.text)))
     if record.p_target is not None:
         target = QCoreApplication.translate("TokenTextView", "Target probability: {0}")
         lines.append(target.format(decimal(record.p_target, 3)))

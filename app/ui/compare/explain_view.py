@@ -95,6 +95,11 @@ class ExplainDialog(QDialog):
             ),
             ("tokens_per_pass", self.tr("Tokens per target pass"), format_tokens(e.tokens_per_pass)),
             (
+                "from_earlier",
+                self.tr("Accepted drafts from an earlier conversation"),
+                f"{e.accepted_from_earlier} / {e.accepted_drafts}",
+            ),
+            (
                 "draft_cost",
                 self.tr("Cost of drafting one token, c (× a plain pass)"),
                 _ratio(e.draft_cost_ratio),

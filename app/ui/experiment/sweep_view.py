@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.analysis.explanation import Explanation, explain
-from app.engine.config import DRAFT_MODEL, LOOKUP
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
 from app.ui.common.formatting import decimal, percent
 
 if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
@@ -55,7 +55,7 @@ class SweepDialog(QDialog):
     """Asks for drafters and k values, shows one table row per finished arm and each arm's
     point (acceptance, speed-up) over the what-if curves of the first drafting arm."""
 
-    run_requested = Signal(list, list)  # drafter choices (LOOKUP / DRAFT_MODEL), k values (None: auto)
+    run_requested = Signal(list, list)  # drafter choices (LOOKUP / SUFFIX / DRAFT_MODEL), k values (None: auto)
     cancel_requested = Signal()
 
     COLUMNS = (
@@ -87,6 +87,12 @@ class SweepDialog(QDialog):
         self.lookup_box = QCheckBox(self.tr("Prompt lookup"))
         self.lookup_box.setChecked(LOOKUP in available)
         self.lookup_box.setEnabled(LOOKUP in available)
+        self.suffix_box = QCheckBox(self.tr("Earlier conversations"))
+        self.suffix_box.setToolTip(
+            self.tr("Prompt lookup plus what followed the same words in earlier conversations")
+        )
+        self.suffix_box.setChecked(False)
+        self.suffix_box.setEnabled(SUFFIX in available)
         label = (
             self.tr("Draft model: {0}").format(draft_name)
             if draft_name
@@ -124,6 +130,7 @@ class SweepDialog(QDialog):
         controls = QHBoxLayout()
         for widget in (
             self.lookup_box,
+            self.suffix_box,
             self.model_box,
             QLabel(self.tr("k:")),
             self.ks_edit,
@@ -212,6 +219,7 @@ class SweepDialog(QDialog):
         names = {
             NONE: self.tr("no speculation"),
             LOOKUP: self.tr("prompt lookup"),
+            SUFFIX: self.tr("earlier conversations"),
             DRAFT_MODEL: self.tr("draft model"),
         }
         name = names.get(row.arm.drafter, row.arm.drafter)
@@ -223,7 +231,7 @@ class SweepDialog(QDialog):
     def selected(self) -> tuple[list[str], list[int | None]] | None:
         drafters = [
             name
-            for name, box in ((LOOKUP, self.lookup_box), (DRAFT_MODEL, self.model_box))
+            for name, box in ((LOOKUP, self.lookup_box), (SUFFIX, self.suffix_box), (DRAFT_MODEL, self.model_box))
             if box.isChecked() and box.isEnabled()
         ]
         ks = parse_ks(self.ks_edit.text())

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.analysis.probe import PROBE_TOKENS, DraftProbe, best_probe
-from app.engine.config import LOOKUP
+from app.engine.config import LOOKUP, SUFFIX
 from app.engine.models.catalog import (
     DRAFT_MIN_RATIO,
     ModelEntry,
@@ -234,7 +234,7 @@ class ModelsDialog(QDialog):
         if self.target is None or not self.target.usable:
             return None
         draft = str(self.draft_combo.currentData() or LOOKUP)
-        if draft in (LOOKUP, NO_DRAFTER):
+        if draft in (LOOKUP, SUFFIX, NO_DRAFTER):
             draft_kind, draft_path = draft, ""
         else:
             draft_kind, draft_path = _kind_and_path(self._entry(draft))
@@ -402,7 +402,7 @@ class ModelsDialog(QDialog):
     def _probe_figures(self, probe: DraftProbe) -> str:
         """ "1.8× (α 72%)": the predicted speed-up and the acceptance measured."""
         speedup = "?" if probe.rank_key < 0 else decimal(probe.rank_key, 1)
-        alpha = "?" if probe.acceptance_rate is None else percent(probe.acceptance_rate)
+        alpha = "?" if probe.alpha is None else percent(probe.alpha)
         return self.tr("{0}× (α {1})").format(speedup, alpha)
 
     def _rank_draft_combo(self) -> None:
@@ -439,7 +439,7 @@ class ModelsDialog(QDialog):
                     "Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens."
                 ).format(
                     "?" if probe.rank_key < 0 else decimal(probe.rank_key, 2),
-                    "?" if probe.acceptance_rate is None else percent(probe.acceptance_rate),
+                    "?" if probe.alpha is None else percent(probe.alpha),
                     integer(probe.new_tokens),
                 )
                 if not probe.error
@@ -485,6 +485,7 @@ class ModelsDialog(QDialog):
         self.draft_combo.blockSignals(True)
         self.draft_combo.clear()
         self.draft_combo.addItem(self.tr("Prompt lookup (no draft model)"), LOOKUP)
+        self.draft_combo.addItem(self.tr("Earlier conversations + prompt lookup (no draft model)"), SUFFIX)
         self.draft_combo.addItem(self.tr("No drafter"), NO_DRAFTER)
         self.draft_combo.blockSignals(False)
 
@@ -499,6 +500,11 @@ class ModelsDialog(QDialog):
             if self.suggestion == LOOKUP:
                 none_fits = self.tr("No compatible model is at least {0}× smaller than the target.")
                 text += " " + none_fits.format(decimal(DRAFT_MIN_RATIO, 0))
+        elif draft == SUFFIX:
+            text = self.tr(
+                "Drafts by copying from this conversation and from earlier ones (kept in memory on this "
+                "computer only); it needs no second model."
+            )
         elif draft == NO_DRAFTER:
             text = self.tr("Without a drafter the target writes every token itself.")
         else:
@@ -532,7 +538,7 @@ class ModelsDialog(QDialog):
         if not isinstance(pair, ModelPair):
             return
         target = pair.target_path if pair.target_kind != "default" else "default"
-        draft = pair.draft_path if pair.draft_kind not in ("default", LOOKUP, NO_DRAFTER) else pair.draft_kind
+        draft = pair.draft_path if pair.draft_kind not in ("default", LOOKUP, SUFFIX, NO_DRAFTER) else pair.draft_kind
         if self.target is not None and self.target.source == target and self.suggestion is not None:
             self.choose_draft(draft)
             return
@@ -543,6 +549,8 @@ class ModelsDialog(QDialog):
     def _describe(self, kind: str, path: str) -> str:
         if kind == LOOKUP:
             return self.tr("prompt lookup")
+        if kind == SUFFIX:
+            return self.tr("earlier conversations + prompt lookup")
         if kind == NO_DRAFTER:
             return self.tr("no drafter")
         source = "default" if kind == "default" else path

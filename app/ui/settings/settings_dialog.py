@@ -42,11 +42,20 @@ class ModelSourcePicker(QWidget):
             ("hub", self.tr("Model in the local Hugging Face cache")),
         ]
         if draft:
-            kinds = [("lookup", self.tr("Prompt lookup (no model)")), ("none", self.tr("None"))] + kinds
+            kinds = [
+                ("lookup", self.tr("Prompt lookup (no model)")),
+                ("suffix", self.tr("Earlier conversations + prompt lookup (no model)")),
+                ("none", self.tr("None")),
+            ] + kinds
         kind_tips = {
             "lookup": self.tr(
                 "No second model: guesses the next words by copying what followed the same words "
                 "earlier in the conversation. Costs nothing; best when the answer repeats text or code."
+            ),
+            "suffix": self.tr(
+                "No second model: copies what followed the same words in this conversation or in an "
+                "earlier one (every saved chat, the answers being regenerated or compared). Costs "
+                "nothing; best when questions, answers or code come back."
             ),
             "none": self.tr("No drafting: the target model writes one token at a time."),
             "default": self.tr("The small model that comes with SpecChat."),
@@ -262,6 +271,14 @@ class SettingsDialog(QDialog):
         )
         self.k_max = _spin(page, 1, 64)
         self.confidence = _double(page, 0.0, 0.99, 0.05, 2)
+        self.remember_conversations = QCheckBox(self.tr("Learn from earlier conversations"), page)
+        self.remember_conversations.setToolTip(
+            self.tr(
+                "The “earlier conversations” drafter indexes the saved chats in memory, on this computer "
+                "only; a deleted chat is forgotten with it. Off: it learns from none and forgets what "
+                "it held."
+            )
+        )
         self.speculative.setToolTip(
             self.tr(
                 "A fast drafter guesses the next few tokens and the target model checks them all in one "
@@ -310,6 +327,7 @@ class SettingsDialog(QDialog):
                 page,
             )
         )
+        form.addRow("", self.remember_conversations)
         return page
 
     def _decoding_tab(self) -> QWidget:
@@ -435,6 +453,7 @@ class SettingsDialog(QDialog):
         self.adaptive_k.setChecked(s.adaptive_k)
         self.k_max.setValue(s.k_max)
         self.confidence.setValue(s.confidence_threshold)
+        self.remember_conversations.setChecked(s.remember_conversations)
         (self.sampling if s.sampling else self.greedy).setChecked(True)
         self.temperature.setValue(s.temperature)
         self.top_p.setValue(s.top_p)
@@ -470,6 +489,7 @@ class SettingsDialog(QDialog):
             adaptive_k=self.adaptive_k.isChecked(),
             k_max=self.k_max.value(),
             confidence_threshold=self.confidence.value(),
+            remember_conversations=self.remember_conversations.isChecked(),
             sampling=self.sampling.isChecked(),
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),

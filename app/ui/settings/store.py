@@ -13,13 +13,13 @@ from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from app.engine.config import LOOKUP, GenerationConfig
+from app.engine.config import LOOKUP, SUFFIX, GenerationConfig
 
 ORGANIZATION = "SpecChat"
 APPLICATION = "SpecChat"
 
 TargetKind = Literal["default", "folder", "gguf", "hub"]
-DraftKind = Literal["lookup", "none", "default", "folder", "gguf", "hub"]
+DraftKind = Literal["lookup", "suffix", "none", "default", "folder", "gguf", "hub"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 # The draft may also run in int8 (CPU): a cheaper drafter; the target cannot (not lossless).
@@ -67,14 +67,14 @@ class ModelSettings:
 
     @property
     def draft_source(self) -> str | None:
-        """What ``Engine.load(draft=...)`` takes: "lookup", None (no drafter) or a source."""
+        """What ``Engine.load(draft=...)`` takes: "lookup", "suffix", None (no drafter) or a source."""
         return model_source(self.draft_kind, self.draft_path)
 
 
 def model_source(kind: str, path: str) -> str | None:
     if kind == "none":
         return None
-    if kind in ("default", LOOKUP):
+    if kind in ("default", LOOKUP, SUFFIX):
         return kind
     return path
 
@@ -120,6 +120,9 @@ class AppSettings:
     max_new_tokens: int = 256
     repetition_penalty: float = 1.0  # 1.0: off; the same for target and draft
     show_rejected: bool = False
+    # the suffix drafter may learn from every saved conversation (in memory only, forgotten with
+    # a deleted conversation); off: it learns from none and the engine forgets what it held
+    remember_conversations: bool = True
     language: str = "auto"  # "auto" (system locale), "en" or "fr"; applied at the next start
 
     def generation_config(self) -> GenerationConfig:
