@@ -180,8 +180,9 @@ def format_report(report: dict[str, Any]) -> str:
                 a = row["arms"][arm]
                 lines.append(
                     f"   {ARM_LABELS[arm]:<30} {a['first_passes_per_token']:5.2f} -> {a['again_passes_per_token']:5.2f}"
-                    f"  ({a['fewer_passes_again']:4.2f}x fewer)  again {_times(a['whole_run_speedup_again'])} the target "
-                    f"alone's speed  same text: {'yes' if a['identical'] else 'NO'}"
+                    f"  ({a['fewer_passes_again']:4.2f}x fewer)  again "
+                    f"{_times(a['whole_run_speedup_again'])} the target alone's speed  "
+                    f"same text: {'yes' if a['identical'] else 'NO'}"
                 )
     else:
         lines.append("edit session: tokens per second by turn, speed-up over the target alone on the same turn")

@@ -143,7 +143,7 @@ class KnownSpeedEngine:
     def reset(self) -> None:
         self.resets += 1
 
-    def generate(self, conversation, config, cancel=None, drafter_choice=None):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, drafter_choice=None, **indexing):  # type: ignore[no-untyped-def]
         self.calls.append((drafter_choice, config))
         if not config.speculative:
             return _known_run(self.plain_ids, 20, 0.5, 1.5, "none")
