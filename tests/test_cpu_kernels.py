@@ -101,7 +101,7 @@ def test_prepacked_and_stock_paths_give_identical_greedy_answers(tiny_models, ar
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_kernels_apply_to_float32_and_bfloat16_on_the_cpu_target_and_draft(tiny_models, dtype):
-    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype=dtype)
+    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype=dtype, draft_dtype=dtype)
     for model in (engine.target.model, engine.draft.model):
         assert not any(type(m) is nn.Linear for m in model.modules())
         assert any(isinstance(m, PrepackedLinear) for m in model.modules())

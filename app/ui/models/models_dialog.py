@@ -409,11 +409,11 @@ class ModelsDialog(QDialog):
         """The measured drafters, fastest first, after the fixed choices."""
         current = self.draft_combo.currentData()
         sources = [str(self.draft_combo.itemData(i)) for i in range(self.draft_combo.count())]
-        models = [s for s in sources if s not in (LOOKUP, NO_DRAFTER)]
+        models = [s for s in sources if s not in (LOOKUP, SUFFIX, NO_DRAFTER)]
         models.sort(key=lambda s: self.probes[s].rank_key if s in self.probes else -2.0, reverse=True)
         self.draft_combo.blockSignals(True)
         self.draft_combo.clear()
-        for source in [LOOKUP, NO_DRAFTER] + models:
+        for source in [LOOKUP, SUFFIX, NO_DRAFTER] + models:
             self.draft_combo.addItem(self._combo_label(source), source)
         self.draft_combo.blockSignals(False)
         self.choose_draft(str(current))
@@ -463,6 +463,8 @@ class ModelsDialog(QDialog):
     def _combo_label_base(self, source: str) -> str:
         if source == LOOKUP:
             label = self.tr("Prompt lookup (no draft model)")
+        elif source == SUFFIX:
+            label = self.tr("Earlier conversations + prompt lookup (no draft model)")
         elif source == NO_DRAFTER:
             label = self.tr("No drafter")
         else:
