@@ -15,7 +15,13 @@ Two swaps, applied once at load to an fp32 or bf16 model on the CPU (``apply_cpu
   the same logits whether it also verifies the first drafts or not.
 
 Together, a position's logits are bit-identical whether verified in a block or decoded alone.
-Sliding-window layers and batches > 1 keep plain SDPA (not exact, never worse than before).
+Sliding-window layers stay row-wise while their window covers the keys; where it cuts, and for
+batches > 1, plain SDPA runs (not exact, never worse than before). GPT-2's ``Conv1D`` layers are
+packed like linears; an eager model with an SDPA form is switched to row-wise attention.
+
+What the CPU can pack is asked once (``cpu_probe.probe``): bf16 weights on a CPU that cannot
+pack bf16 (AVX2 only) are computed in fp32. ``apply_cpu_kernels`` leaves a ``CpuKernels`` on
+the model saying what was applied, per part, with a note for whatever fell back.
 
 ``choose_threads`` / ``apply_threads`` pick torch's CPU thread count ("auto": physical cores
 minus one): oversubscribed OpenMP threads collapse speed on a busy machine.
