@@ -468,7 +468,7 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
     from app.engine.config import SUFFIX
 
     draft = (args.draft or (SUFFIX if args.suffix else LOOKUP)) if drafter else None
-    return Engine.load(
+    engine = Engine.load(
         args.target,
         draft,
         device=args.device,
@@ -479,6 +479,11 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
         threads=args.threads,
         progress=_progress_printer(sys.stderr),
     )
+    for loaded in (engine.target, engine.draft):  # e.g. bf16 computed in fp32 on a CPU without bf16
+        if loaded is not None and loaded.note:
+            _clear_progress(sys.stderr)
+            sys.stderr.write(f"specchat: note: {loaded.name}: {loaded.note}\n")
+    return engine
 
 
 @contextmanager

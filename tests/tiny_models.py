@@ -10,7 +10,9 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     AutoModelForCausalLM,
+    GPT2Config,
     LlamaConfig,
+    MistralConfig,
     PreTrainedModel,
     PreTrainedTokenizerFast,
     Qwen2Config,
@@ -52,11 +54,12 @@ def build_tokenizer(vocab_size: int = 384) -> PreTrainedTokenizerFast:
     return fast
 
 
-def _config(arch: str, vocab_size: int, layers: int, hidden: int, eos_id: int):
+def tiny_config(arch: str, vocab_size: int, layers: int, hidden: int, eos_id: int, intermediate: int | None = None):
+    """A config of ``arch``: llama, qwen2, mistral (sliding window) or gpt2 (Conv1D layers)."""
     common = dict(
         vocab_size=vocab_size,
         hidden_size=hidden,
-        intermediate_size=hidden * 2,
+        intermediate_size=intermediate or hidden * 2,
         num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
@@ -70,6 +73,13 @@ def _config(arch: str, vocab_size: int, layers: int, hidden: int, eos_id: int):
         return LlamaConfig(**common)
     if arch == "qwen2":
         return Qwen2Config(**common)
+    if arch == "mistral":  # a sliding window on every layer, longer than the tests' contexts
+        return MistralConfig(**common, sliding_window=4096)
+    if arch == "gpt2":  # Conv1D layers (weights [in, out]), learned positions, a tied head
+        return GPT2Config(
+            vocab_size=vocab_size, n_embd=hidden, n_inner=common["intermediate_size"], n_layer=layers,
+            n_head=4, n_positions=512, eos_token_id=eos_id, bos_token_id=eos_id - 1, pad_token_id=0,
+        )
     raise ValueError(arch)
 
 
@@ -84,7 +94,7 @@ def build_model(
     """A random model. ``scale`` > 1 sharpens the output distribution (random models are
     otherwise nearly uniform, and every argmax a near-tie)."""
     torch.manual_seed(seed)
-    config = _config(arch, len(tokenizer), layers, hidden, tokenizer.eos_token_id)
+    config = tiny_config(arch, len(tokenizer), layers, hidden, tokenizer.eos_token_id)
     model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
         model.lm_head.weight.mul_(scale)

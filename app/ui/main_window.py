@@ -48,8 +48,10 @@ from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore
 
 if TYPE_CHECKING:
     from app.engine.analysis.sweep import SweepRow
+    from app.engine.runners.cpu_probe import CpuProbe
     from app.worker import EngineWorker
     from app.worker.catalog_worker import CatalogWorker
+    from app.worker.engine_worker import ComputePath
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
@@ -64,6 +66,7 @@ class ModelsInUse:
     models: ModelSettings
     target: str  # the engine's name for it
     drafter: str
+    path: ComputePath | None = None  # the target's dtype and kernels, when the engine says
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class MainWindow(QMainWindow):
         self.sweep_dialog: SweepDialog | None = None
         self._sweep_run = -1  # the experiment the dialog shows; -1: none
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
+        self.cpu: CpuProbe | None = None  # what this CPU prepacks, once the worker knows
+        self._next_path: ComputePath | None = None  # sent by the worker just before ``loaded``
+        self._banner_is_load_error = False  # a successful load clears it
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
@@ -194,6 +200,8 @@ class MainWindow(QMainWindow):
         w.load_failed.connect(self._on_load_failed)
         w.context_length_known.connect(self.context_meter.set_limit)
         w.devices_found.connect(self._on_devices_found)
+        w.cpu_probed.connect(self._on_cpu_probed)
+        w.compute_path_known.connect(self._on_compute_path_known)
         c = self.controller
         c.busy_changed.connect(self._on_busy_changed)
         c.error.connect(self._on_error)
@@ -295,6 +303,7 @@ class MainWindow(QMainWindow):
     def show_error(self, text: str) -> None:
         self.banner_text.setText(text)
         self.banner.show()
+        self._banner_is_load_error = False
 
     # ---- handlers ----------------------------------------------------------------------
     def _on_send(self) -> None:
@@ -338,7 +347,7 @@ class MainWindow(QMainWindow):
         model_error = (
             failure.message if failure is not None and failure.models == self.settings.models else None
         )
-        dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices)
+        dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices, cpu=self.cpu)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -373,13 +382,17 @@ class MainWindow(QMainWindow):
         models = self._loads.pop(load_id, None)
         if models is None:
             return  # not a request of this window
-        self.models_in_use = ModelsInUse(models, target, drafter)  # the engine serves these now
+        path, self._next_path = self._next_path, None
+        self.models_in_use = ModelsInUse(models, target, drafter, path)  # the engine serves these now
         self.controller.drafter_name = drafter
         self.controller.model_ready = True
         if load_id == self._latest_load:
             self.load_failure = None
             self.progress.hide()
             self._show_models()
+            if self._banner_is_load_error:  # the models it complained about load now
+                self.banner.hide()
+                self._banner_is_load_error = False
 
     def _on_load_failed(self, message: str, load_id: int) -> None:
         models = self._loads.pop(load_id, None)
@@ -392,6 +405,7 @@ class MainWindow(QMainWindow):
         if self.models_in_use is not None:
             text += " " + self.tr("Still using the models loaded before.")
         self.show_error(text + " " + self.tr("Fix them in Settings."))
+        self._banner_is_load_error = True
 
     def open_sweep(self, answer: Message) -> SweepDialog:
         """"Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
@@ -517,6 +531,12 @@ class MainWindow(QMainWindow):
     def _on_devices_found(self, devices: list[str]) -> None:
         self.devices = list(devices)
 
+    def _on_cpu_probed(self, cpu: CpuProbe) -> None:
+        self.cpu = cpu
+
+    def _on_compute_path_known(self, path: ComputePath) -> None:
+        self._next_path = path
+
     # ---- helpers -----------------------------------------------------------------------
     def _generation_config(self) -> GenerationConfig | None:
         try:
@@ -558,9 +578,24 @@ class MainWindow(QMainWindow):
             )
         else:
             text = self.tr("Target: {0} · Speculation off").format(model_label(in_use.target))
+        if in_use is not None and in_use.path is not None:
+            text += " · " + self._path_text(in_use.path)
         if self.load_failure is not None:
             text += " · " + self.tr("the requested models could not be loaded (see Settings)")
         self.model_label.setText(text)
+        self.model_label.setToolTip(in_use.path.note if in_use is not None and in_use.path is not None else "")
+
+    def _path_text(self, path: ComputePath) -> str:
+        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""
+        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+        dtype, compute = short.get(path.dtype, path.dtype), short.get(path.compute, path.compute)
+        if path.kernels == "oneDNN" and path.compute != path.dtype:
+            return self.tr("{0} weights, {1} compute").format(dtype, compute)
+        if path.kernels == "oneDNN":
+            return self.tr("{0} · oneDNN kernels").format(dtype)
+        if path.kernels == "stock":
+            return self.tr("{0} · stock kernels").format(dtype)
+        return dtype
 
     def _mirror_settings(self) -> None:
         for box, value in (

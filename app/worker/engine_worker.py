@@ -56,6 +56,16 @@ class LoadRequest:
 
 
 @dataclass(frozen=True)
+class ComputePath:
+    """How the loaded target computes, for the status bar (readable without torch)."""
+
+    dtype: str  # the weights' dtype: "float32", "bfloat16", "float16", "int8"
+    compute: str  # the dtype its matrix products run in (bf16 weights on a CPU without bf16: "float32")
+    kernels: str  # "oneDNN" (prepacked CPU kernels), "stock" (a CPU fp32 / bf16 model without them), ""
+    note: str = ""  # one line when it is not the designed path, from the engine (English)
+
+
+@dataclass(frozen=True)
 class GenerateRequest:
     run_id: int
     conversation: Conversation
@@ -128,6 +138,8 @@ class EngineWorker(QObject):
     loaded = Signal(str, str, int)  # target name, drafter name, load id
     load_failed = Signal(str, int)  # readable message, load id; the previous models stay loaded
     context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
+    compute_path_known = Signal(object)  # ComputePath of the loaded target (sent before ``loaded``)
+    cpu_probed = Signal(object)  # CpuProbe: what this CPU's oneDNN prepacks (fp32, bf16), once
     devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
     compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
     sweep_row = Signal(int, object)  # run id, SweepRow: one finished arm of a drafter experiment
@@ -372,6 +384,12 @@ class EngineWorker(QObject):
             log.exception("could not list the devices")
             return
         self.devices_found.emit(devices)
+        try:
+            cpu = _probe_cpu()
+        except Exception:
+            log.exception("could not probe the CPU")
+            return
+        self.cpu_probed.emit(cpu)
 
     def _load(self, request: LoadRequest) -> None:
         self.load_started.emit(request.target, request.load_id)
@@ -403,6 +421,9 @@ class EngineWorker(QObject):
         self._engine, self._load_error = engine, None
         self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
         self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
+        path = _compute_path(engine)
+        if path is not None:
+            self.compute_path_known.emit(path)
         self.loaded.emit(engine.target_name, engine.drafter_name, request.load_id)
 
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
@@ -510,6 +531,26 @@ def _probe_devices_list() -> list[str]:
     from app.engine.runners.devices import available_devices  # imports torch, on the worker thread
 
     return available_devices()
+
+
+def _probe_cpu() -> Any:
+    from app.engine.runners.cpu_probe import probe  # imports torch, on the worker thread
+
+    return probe()
+
+
+def _compute_path(engine: Any) -> ComputePath | None:
+    """The target's dtype and kernels (None for an engine without a loaded target, e.g. a stub)."""
+    target = getattr(engine, "target", None)
+    dtype = getattr(target, "dtype", None)
+    if not isinstance(dtype, str):
+        return None
+    kernels = getattr(target, "kernels", None)
+    note = str(getattr(target, "note", "") or "")
+    if kernels is not None and kernels.applied:
+        return ComputePath(dtype, kernels.compute, "oneDNN", note)
+    on_cpu = str(getattr(target, "device", "")) == "cpu" and dtype in ("float32", "bfloat16")
+    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note)
 
 
 def _describe(error: Exception) -> str:

@@ -767,6 +767,18 @@
         <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
     </message>
     <message>
+        <source>{0} weights, {1} compute</source>
+        <translation>poids {0}, calcul en {1}</translation>
+    </message>
+    <message>
+        <source>{0} · oneDNN kernels</source>
+        <translation>{0} · noyaux oneDNN</translation>
+    </message>
+    <message>
+        <source>{0} · stock kernels</source>
+        <translation>{0} · noyaux standard</translation>
+    </message>
+    <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
         <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
     </message>
@@ -1191,6 +1203,18 @@
     <message>
         <source>Settings apply to the next message.</source>
         <translation>Les réglages s’appliquent au prochain message.</translation>
+    </message>
+    <message>
+        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32&apos;s.</source>
+        <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
+    </message>
+    <message>
+        <source>On this CPU ({0}) bfloat16 gains nothing: it has no bf16 matrix instructions, so the weights are computed in fp32, as fast and about as large as float32.</source>
+        <translation>Sur ce processeur ({0}), bfloat16 n&apos;apporte rien : il n&apos;a pas d&apos;instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu&apos;en float32.</translation>
+    </message>
+    <message>
+        <source>On this CPU ({0}) the fast kernels cannot run: bfloat16 halves the memory but runs on slow stock kernels.</source>
+        <translation>Sur ce processeur ({0}), les noyaux rapides ne peuvent pas tourner : bfloat16 divise la mémoire par deux mais passe par les noyaux standard, lents.</translation>
     </message>
     <message>
         <source>same as target</source>

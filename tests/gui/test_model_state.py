@@ -27,6 +27,7 @@ class StubLoader:
 
     def __init__(self) -> None:
         self.held: dict[str, threading.Event] = {}
+        self.target: SimpleNamespace | None = None  # the loaded target's dtype and kernels, if set
 
     def __call__(self, target: str, draft: str | None, **_options: object) -> SimpleNamespace:
         name = Path(target).name
@@ -35,7 +36,7 @@ class StubLoader:
         if name == "broken":
             raise ModelLoadError(f"No model found at {target}")
         drafter = "prompt lookup" if draft == "lookup" else "none"
-        return SimpleNamespace(target_name=name, drafter_name=drafter)
+        return SimpleNamespace(target_name=name, drafter_name=drafter, target=self.target)
 
 
 def models(name: str) -> ModelSettings:
@@ -113,3 +114,34 @@ def test_speculation_off_shows_no_drafter_and_no_draft_swatch(stub_window, qtbot
     window.speculation_switch.click()
     assert window.legend.shown_kinds() == ["draft", "target", "rejected"]
     assert "Drafter: prompt lookup" in window.model_label.text()
+
+
+def test_a_successful_load_clears_the_load_error_banner_but_not_other_notices(stub_window, qtbot):
+    window, _loader = stub_window("a")
+    with qtbot.waitSignal(window.worker.load_failed, timeout=TIMEOUT_MS):
+        apply_models(window, "broken")
+    assert window.banner.isVisible() and "Could not load the models" in window.banner_text.text()
+    with qtbot.waitSignal(window.worker.loaded, timeout=TIMEOUT_MS):
+        apply_models(window, "b")
+    assert window.banner.isHidden()  # the models it complained about are replaced by ones that load
+    window.show_error("Some conversation files could not be read.")
+    with qtbot.waitSignal(window.worker.loaded, timeout=TIMEOUT_MS):
+        apply_models(window, "c")
+    assert window.banner.isVisible()  # not about loading: a load does not clear it
+
+
+def test_the_status_bar_names_the_dtype_and_kernel_path_the_engine_reports(stub_window, qtbot):
+    window, loader = stub_window("a")
+    native = SimpleNamespace(applied=True, compute="bfloat16")
+    fallback = SimpleNamespace(applied=True, compute="float32")
+    for target, shown, tip in (
+        (SimpleNamespace(dtype="bfloat16", device="cpu", note="bf16 in fp32", kernels=fallback),
+         "bf16 weights, fp32 compute", "bf16 in fp32"),
+        (SimpleNamespace(dtype="bfloat16", device="cpu", note="", kernels=native), "bf16 · oneDNN kernels", ""),
+        (SimpleNamespace(dtype="float32", device="cpu", note="", kernels=None), "fp32 · stock kernels", ""),
+        (SimpleNamespace(dtype="float16", device="cuda:0", note="", kernels=None), "fp16", ""),
+    ):
+        loader.target = target
+        with qtbot.waitSignal(window.worker.loaded, timeout=TIMEOUT_MS):
+            apply_models(window, f"m-{shown}")
+        assert window.model_label.text().endswith(" · " + shown) and window.model_label.toolTip() == tip

@@ -37,9 +37,9 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
+from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
-from app.engine.runners.cpu_kernels import apply_cpu_kernels
+from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
@@ -71,6 +71,13 @@ class LoadedModel:
     eos_token_ids: tuple[int, ...]  # generation config + tokenizer EOS ids, deduped, sorted
     context_length: int  # config.max_position_embeddings (fallback 2048)
     vocab_size: int  # len(tokenizer); embedding rows may exceed it (padding)
+    kernels: CpuKernels | None = None  # what the CPU kernels applied (None: not an fp32 / bf16 CPU model, or off)
+
+    @property
+    def note(self) -> str:
+        """One line on how this model computes when it is not the designed path ("" when it is),
+        e.g. "bf16 weights computed in fp32: this CPU has no bf16 matrix instructions." """
+        return self.kernels.note if self.kernels is not None else ""
 
 
 # ---------------------------------------------------------------- places and names
@@ -439,8 +446,7 @@ def load_model(
         if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
             raise _out_of_memory(source, dev, dtype_name) from exc
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
-    if cpu_kernels:
-        apply_cpu_kernels(model)
+    kernels = _apply_kernels(model, source, dev, dtype_name) if cpu_kernels else None
     progress("Ready", 1.0)
     return LoadedModel(
         name=describe_source(source),
@@ -452,7 +458,26 @@ def load_model(
         eos_token_ids=_eos_token_ids(model, tokenizer),
         context_length=_context_length(model),
         vocab_size=len(tokenizer),
+        kernels=kernels,
     )
+
+
+def _apply_kernels(model: PreTrainedModel, source: str, device: torch.device, dtype: str) -> CpuKernels | None:
+    """The CPU kernels, or a ``ModelLoadError`` that names the way out: whatever goes wrong
+    while packing (an instruction the CPU lacks, memory) must not reach the person raw."""
+    try:
+        return apply_cpu_kernels(model)
+    except SpecChatError:
+        raise
+    except OUT_OF_MEMORY as exc:
+        raise _out_of_memory(source, device, dtype) from exc
+    except Exception as exc:
+        if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
+            raise _out_of_memory(source, device, dtype) from exc
+        raise ModelLoadError(
+            f"The fast CPU kernels could not be prepared for '{source}' as {dtype} on this CPU: untick "
+            "\"Fast exact CPU kernels\" in Settings (--no-cpu-kernels in the command line) or choose float32."
+        ) from exc
 
 
 # ---------------------------------------------------------------- compatibility

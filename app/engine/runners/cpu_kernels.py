@@ -15,7 +15,13 @@ Two swaps, applied once at load to an fp32 or bf16 model on the CPU (``apply_cpu
   the same logits whether it also verifies the first drafts or not.
 
 Together, a position's logits are bit-identical whether verified in a block or decoded alone.
-Sliding-window layers and batches > 1 keep plain SDPA (not exact, never worse than before).
+Sliding-window layers stay row-wise while their window covers the keys; where it cuts, and for
+batches > 1, plain SDPA runs (not exact, never worse than before). GPT-2's ``Conv1D`` layers are
+packed like linears; an eager model with an SDPA form is switched to row-wise attention.
+
+What the CPU can pack is asked once (``cpu_probe.probe``): bf16 weights on a CPU that cannot
+pack bf16 (AVX2 only) are computed in fp32. ``apply_cpu_kernels`` leaves a ``CpuKernels`` on
+the model saying what was applied, per part, with a note for whatever fell back.
 
 ``choose_threads`` / ``apply_threads`` pick torch's CPU thread count ("auto": physical cores
 minus one): oversubscribed OpenMP threads collapse speed on a busy machine.
@@ -39,8 +45,10 @@ from torch import nn
 from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+from transformers.pytorch_utils import Conv1D
 
 from app.engine.errors import InvalidSettingError
+from app.engine.runners.cpu_probe import CpuProbe, probe
 
 ROWWISE = "specchat_rowwise"
 ROWWISE_MAX_ROWS = 16  # longer blocks (a prompt) run as one SDPA call
@@ -54,45 +62,90 @@ _kept_rows: contextvars.ContextVar[int] = contextvars.ContextVar("specchat_kept_
 
 
 class PrepackedLinear(nn.Module):
-    """``y = x Wᵀ + b`` on a weight reordered once for oneDNN.  x [..., in] → y [..., out]"""
+    """``y = x Wᵀ + b`` on a weight reordered once for oneDNN.  x [..., in] → y [..., out]
 
-    def __init__(self, linear: nn.Linear) -> None:
+    ``compute``: the dtype oneDNN multiplies in. A bf16 weight on a CPU that cannot prepack bf16
+    is upcast once to fp32 (exactly: every bf16 is an fp32) and its bf16 inputs with it; the
+    output is rounded back to the input's dtype, so the rest of the model still runs in bf16."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, compute: torch.dtype) -> None:
         super().__init__()
-        self.in_features = linear.in_features
-        self.out_features = linear.out_features
-        weight = linear.weight.detach()
-        self.register_buffer("packed_weight", torch.ops.mkldnn._reorder_linear_weight(weight, None), persistent=False)
-        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
+        self.out_features, self.in_features = weight.shape
+        self.compute = compute
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(compute), None)
+        self.register_buffer("packed_weight", packed, persistent=False)
+        self.bias = None if bias is None else nn.Parameter(bias.detach().to(compute), requires_grad=False)
+
+    @classmethod
+    def of(cls, layer: nn.Module, compute: torch.dtype) -> PrepackedLinear:
+        """From an ``nn.Linear`` (weight [out, in]) or a GPT-2 ``Conv1D`` (weight [in, out])."""
+        weight, bias = _weight(layer), layer.bias
+        assert bias is None or isinstance(bias, torch.Tensor)
+        return cls(weight.t().contiguous() if isinstance(layer, Conv1D) else weight, bias, compute)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.to(self.compute)
         if x.numel() == self.in_features:
             # oneDNN takes a GEMV path for one row that sums K (> ~1k) in another order than its
             # GEMM; fed as two equal rows, a single token gets the GEMM's bits (~2% slower)
             pair = x.reshape(1, -1).expand(2, -1).contiguous()  # [2, in]
             y: torch.Tensor = torch.ops.mkldnn._linear_pointwise(pair, self.packed_weight, self.bias, "none", [], "")
-            return y[:1].reshape(*x.shape[:-1], self.out_features)
+            return y[:1].reshape(*x.shape[:-1], self.out_features).to(dtype)
         out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
-        return out
+        return out.to(dtype)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        compute = str(self.compute).removeprefix("torch.")
+        shape = f"in_features={self.in_features}, out_features={self.out_features}"
+        return f"{shape}, bias={self.bias is not None}, compute={compute}"
 
 
-def _prepack_linears(model: PreTrainedModel) -> int:
-    """Swap every fp32 / bf16 ``nn.Linear`` for a ``PrepackedLinear``; return how many.
-
-    A tied LM head keeps its weight for the embedding and gains a packed copy (the largest matrix
-    once more in memory: 113 MB for SmolLM2-135M); an untied one gives its weight up."""
-    swaps = [
+def _linear_layers(model: PreTrainedModel) -> list[tuple[nn.Module, str, nn.Module]]:
+    """(parent, name, layer) for every plain ``nn.Linear`` and GPT-2 ``Conv1D`` on the CPU."""
+    return [
         (parent, name, child)
         for parent in model.modules()
         for name, child in parent.named_children()
-        if type(child) is nn.Linear and child.weight.dtype in PACKED_DTYPES and child.weight.device.type == "cpu"
+        if type(child) in (nn.Linear, Conv1D) and _weight(child).device.type == "cpu"
     ]
-    for parent, name, child in swaps:
-        setattr(parent, name, PrepackedLinear(child))
-    _own_remaining_weights(model)
-    return len(swaps)
+
+
+def _weight(layer: nn.Module) -> torch.Tensor:
+    weight = layer.weight
+    assert isinstance(weight, torch.Tensor)
+    return weight.detach()
+
+
+def _compute_dtype(weight: torch.dtype, cpu: CpuProbe) -> torch.dtype | None:
+    """The dtype a linear with ``weight`` is prepacked in here: its own, else fp32 (for bf16),
+    else None (left stock)."""
+    if weight not in PACKED_DTYPES:
+        return None
+    if cpu.can_pack(weight):
+        return weight
+    return torch.float32 if cpu.can_pack(torch.float32) else None
+
+
+def _prepack_linears(model: PreTrainedModel, cpu: CpuProbe) -> tuple[int, int, set[torch.dtype]]:
+    """Swap every fp32 / bf16 linear layer this CPU can prepack for a ``PrepackedLinear``;
+    return (swapped, linear layers in all, the dtypes they compute in).
+
+    A tied LM head keeps its weight for the embedding and gains a packed copy (the largest matrix
+    once more in memory: 113 MB for SmolLM2-135M); an untied one gives its weight up."""
+    layers = _linear_layers(model)
+    computes: set[torch.dtype] = set()
+    swapped = 0
+    for parent, name, child in layers:
+        compute = _compute_dtype(_weight(child).dtype, cpu)
+        if compute is None:
+            continue
+        setattr(parent, name, PrepackedLinear.of(child, compute))
+        computes.add(compute)
+        swapped += 1
+    if swapped:
+        _own_remaining_weights(model)
+    return swapped, len(layers), computes
 
 
 def _own_remaining_weights(model: PreTrainedModel) -> None:
@@ -168,13 +221,20 @@ def rowwise_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers attention interface.  query [B, H, q, D], key/value [B, Hkv, kv, D] → [B, q, H, D]"""
-    # sliding-window layers (Mistral, Gemma) pass their window as a keyword, older ones as an attribute
-    sliding = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
-    plain = query.shape[0] != 1 or sliding or dropout or query.shape[2] == 1
+    plain = query.shape[0] != 1 or dropout or query.shape[2] == 1 or _window_cuts(module, key.shape[2], kwargs)
     if plain:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     out = _attend(module, query, key, value, attention_mask, _kept_rows.get(), scaling=scaling, **kwargs)
     return out, None
+
+
+def _window_cuts(module: nn.Module, kv_len: int, kwargs: dict[str, Any]) -> bool:
+    """Whether a sliding window hides some of these ``kv_len`` keys from some row. Mistral-style
+    layers pass their window as a keyword on every layer, older ones as an attribute; a window
+    at least as long as the keys hides nothing (row i reaches back i - j < kv_len ≤ window), so
+    those layers stay row-wise and exact."""
+    window = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
+    return isinstance(window, int) and 0 < window < kv_len
 
 
 def _register_rowwise() -> None:
@@ -184,43 +244,137 @@ def _register_rowwise() -> None:
         ALL_MASK_ATTENTION_FUNCTIONS.register(ROWWISE, sdpa_mask)
 
 
-def _use_rowwise_attention(model: PreTrainedModel) -> bool:
-    if model.config._attn_implementation != "sdpa" or not model._can_set_attn_implementation():
-        return False  # eager / flash / a model with its own attention: left as it is
+def _use_rowwise_attention(model: PreTrainedModel) -> tuple[str, str | None]:
+    """Switch the model's attention to ``ROWWISE``; (attention it runs now, why not if not).
+
+    An eager model whose class supports SDPA is switched too (row-wise attention is SDPA, one
+    row at a time); one with soft-capped logits (Gemma 2) or without SDPA keeps eager."""
+    current = model.config._attn_implementation
+    config = model.config.get_text_config()
+    if current not in ("sdpa", "eager"):
+        return current, f"its {current} attention is kept (row-wise attention replaces only SDPA and eager)"
+    if not model._can_set_attn_implementation() or not getattr(model, "_supports_sdpa", False):
+        return current, f"its {current} attention is kept (this architecture cannot switch to row-wise attention)"
+    if current == "eager" and getattr(config, "attn_logit_softcapping", None) is not None:
+        return current, "its eager attention is kept (soft-capped attention logits have no SDPA form)"
     _register_rowwise()
-    model.set_attn_implementation(ROWWISE)
+    try:
+        model.set_attn_implementation(ROWWISE)
+    except (ValueError, ImportError) as exc:
+        return current, f"its {current} attention is kept ({_first_line(exc)})"
     model.register_forward_pre_hook(_set_kept_rows, with_kwargs=True)
-    return True
+    return ROWWISE, None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__).rstrip(".")[:160]
 
 
 # ---------------------------------------------------------------- applying
 
+SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8"}
+
+
+@dataclass(frozen=True)
+class CpuKernels:
+    """What ``apply_cpu_kernels`` did to a model, per part (the model's marker)."""
+
+    dtype: str  # the weights' dtype as loaded: "float32", "bfloat16"
+    linears: int  # linear layers (nn.Linear, GPT-2 Conv1D) in the model
+    packed: int  # of which prepacked for oneDNN
+    compute: str  # the dtype the prepacked linears multiply in ("" when none is packed)
+    attention: str  # what the attention layers run: "specchat_rowwise", "sdpa", "eager", ...
+    notes: tuple[str, ...] = ()  # plain sentences: what fell back or was left out, and why
+    cpu: str = ""  # CpuProbe.describe() of the CPU that decided
+
+    @property
+    def applied(self) -> bool:
+        return self.packed > 0
+
+    @property
+    def exact(self) -> bool:
+        """Every linear prepacked and the attention row-wise: block logits = one-at-a-time."""
+        return self.packed == self.linears and self.attention == ROWWISE
+
+    @property
+    def path(self) -> str:
+        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""
+        dtype = SHORT.get(self.dtype, self.dtype)
+        if not self.applied:
+            return f"{dtype} · stock kernels"
+        if self.compute != self.dtype:
+            return f"{dtype} weights, {SHORT.get(self.compute, self.compute)} compute"
+        return f"{dtype} · oneDNN kernels"
+
+    @property
+    def note(self) -> str:
+        """The notes as one line ("" when everything applied as designed)."""
+        return " ".join(self.notes)
+
 
 def cpu_kernels_apply(model: PreTrainedModel) -> bool:
-    """Whether ``apply_cpu_kernels`` would change this model: fp32 / bf16 weights on the CPU,
-    oneDNN present. (bf16 packed: ~15-40× faster than bf16 ``F.linear`` on an AVX2 CPU.)"""
+    """Whether ``apply_cpu_kernels`` looks at this model: fp32 / bf16 weights on the CPU, with
+    linear layers. (bf16 packed: ~15-40× faster than bf16 ``F.linear`` on an AVX2 CPU.)"""
     return (
-        torch.backends.mkldnn.is_available()
-        and model.device.type == "cpu"
+        model.device.type == "cpu"
         and model.dtype in PACKED_DTYPES
-        and any(type(m) is nn.Linear for m in model.modules())
+        and any(type(m) in (nn.Linear, Conv1D) for m in model.modules())
     )
 
 
-def apply_cpu_kernels(model: PreTrainedModel, *, rowwise: bool = True) -> bool:
-    """Prepacked linears and (``rowwise``) row-wise attention where they apply; True if the
-    model changed. Without row-wise attention a block's logits still differ (~5e-5)."""
+def apply_cpu_kernels(
+    model: PreTrainedModel, *, rowwise: bool = True, cpu: CpuProbe | None = None
+) -> CpuKernels | None:
+    """Prepacked linears and (``rowwise``) row-wise attention where this CPU (``cpu``: the
+    probe's answer, asked when None) allows; what was applied (also left on the model, see
+    ``cpu_kernels_of``), or None when the model is not an fp32 / bf16 CPU model. Without
+    row-wise attention a block's logits still differ (~5e-5)."""
     if not cpu_kernels_apply(model):
-        return False
-    _prepack_linears(model)
-    if rowwise:
-        _use_rowwise_attention(model)
-    setattr(model, "specchat_cpu_kernels", True)  # noqa: B010 - a marker transformers does not declare
-    return True
+        return None
+    cpu = cpu or probe()
+    dtype = str(model.dtype).removeprefix("torch.")
+    packed, linears, computes = _prepack_linears(model, cpu)
+    compute = str(max(computes, key=lambda d: d.itemsize)).removeprefix("torch.") if computes else ""
+    notes: list[str] = []
+    attention = model.config._attn_implementation
+    if not packed:
+        notes.append(
+            f"This CPU's oneDNN cannot prepack {dtype} linears, so the stock kernels run: a verified block's "
+            "logits can differ from one-token decoding in the last bits."
+        )
+    else:
+        if compute != dtype:
+            notes.append(
+                f"{SHORT[dtype]} weights computed in {SHORT[compute]}: "
+                f"this CPU has no {SHORT[dtype]} matrix instructions."
+            )
+        if packed < linears:
+            notes.append(f"{linears - packed} of {linears} linear layers are not prepacked (not exact in a block).")
+        if rowwise:
+            attention, why_not = _use_rowwise_attention(model)
+            if why_not:
+                notes.append(f"Attention is not row-wise: {why_not}, so a verified block is not exact.")
+            elif isinstance(getattr(model.config.get_text_config(), "sliding_window", None), int):
+                window = model.config.get_text_config().sliding_window
+                notes.append(
+                    f"Sliding-window attention is exact up to {window} tokens of context; beyond, plain attention runs."
+                )
+    report = CpuKernels(dtype, linears, packed, compute, attention, tuple(notes), cpu.describe())
+    setattr(model, "specchat_cpu_kernels", report)  # noqa: B010 - a marker transformers does not declare
+    return report
+
+
+def cpu_kernels_of(model: PreTrainedModel) -> CpuKernels | None:
+    """The marker ``apply_cpu_kernels`` left on ``model`` (None: never applied)."""
+    report = getattr(model, "specchat_cpu_kernels", None)
+    return report if isinstance(report, CpuKernels) else None
 
 
 def has_cpu_kernels(model: PreTrainedModel) -> bool:
-    return bool(getattr(model, "specchat_cpu_kernels", False))
+    """Whether prepacked linears run in ``model``."""
+    report = cpu_kernels_of(model)
+    return report is not None and report.applied
 
 
 # ---------------------------------------------------------------- threads

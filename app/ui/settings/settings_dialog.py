@@ -4,6 +4,7 @@ settings apply to the next message, model changes reload in the background."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -27,6 +28,9 @@ from PySide6.QtWidgets import (
 from app.engine.errors import InvalidSettingError
 from app.ui.models.model_sources import cached_hub_models
 from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
+
+if TYPE_CHECKING:
+    from app.engine.runners.cpu_probe import CpuProbe
 
 
 class ModelSourcePicker(QWidget):
@@ -134,11 +138,14 @@ class SettingsDialog(QDialog):
         parent: QWidget | None = None,
         model_error: str | None = None,
         devices: list[str] | None = None,
+        cpu: CpuProbe | None = None,
     ) -> None:
         """``model_error``: why ``settings.models`` could not be loaded, shown beside them;
-        ``devices``: the worker's probe, only what this machine has."""
+        ``devices``: the worker's probe, only what this machine has; ``cpu``: the worker's CPU
+        probe, which says what bfloat16 costs or gains here."""
         super().__init__(parent)
         self._devices = list(devices or DEVICES)  # the worker's probe: only what this machine has
+        self._cpu = cpu
         self.setWindowTitle(self.tr("Settings"))
         self._initial = settings
         tabs = QTabWidget(self)
@@ -168,6 +175,26 @@ class SettingsDialog(QDialog):
         self._show(settings)
         self._show_model_error(model_error)
 
+    def _bf16_on_this_cpu(self) -> str:
+        """What bfloat16 costs or gains on this CPU, from the worker's probe ("" before it)."""
+        cpu = self._cpu
+        if cpu is None:
+            return ""
+        if cpu.bf16_packed:
+            return self.tr(
+                "On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 "
+                "and faster, with answers slightly different from float32's."
+            ).format(cpu.capability)
+        if cpu.can_pack("float32"):
+            return self.tr(
+                "On this CPU ({0}) bfloat16 gains nothing: it has no bf16 matrix instructions, so the "
+                "weights are computed in fp32, as fast and about as large as float32."
+            ).format(cpu.capability)
+        return self.tr(
+            "On this CPU ({0}) the fast kernels cannot run: bfloat16 halves the memory but runs on "
+            "slow stock kernels."
+        ).format(cpu.capability)
+
     # ---- tabs --------------------------------------------------------------------------
     def _models_tab(self) -> QWidget:
         page = QWidget(self)
@@ -190,12 +217,14 @@ class SettingsDialog(QDialog):
                 "there is one."
             )
         )
-        self.dtype.setToolTip(
-            self.tr(
-                "How precisely the weights are held in memory. auto: the usual choice for the device; "
-                "float16 and bfloat16 use half the memory of float32."
-            )
+        dtype_help = self.tr(
+            "How precisely the weights are held in memory. auto: the usual choice for the device; "
+            "float16 and bfloat16 use half the memory of float32."
         )
+        bf16_help = self._bf16_on_this_cpu()
+        self.dtype.setToolTip(dtype_help + (" " + bf16_help if bf16_help else ""))
+        if bf16_help:
+            self.dtype.setItemData(self.dtype.findText("bfloat16"), bf16_help, Qt.ItemDataRole.ToolTipRole)
         self.draft_dtype.setToolTip(
             self.tr(
                 "The draft model's number type. int8 makes the draft smaller and faster on the CPU; "
