@@ -37,7 +37,7 @@ def test_bf16_saved_loads_after_a_restart_and_the_status_bar_says_how_it_compute
     assert window.settings.models.dtype == "bfloat16"
     label = window.model_label.text()
     assert "Target: llama · Drafter: prompt lookup · bf16 weights, fp32 compute" == label
-    assert window.model_label.toolTip() == FALLBACK
+    assert FALLBACK in window.model_label.toolTip()  # as it is, or wrapped as rich text
     assert window.banner.isHidden()
     result = send_and_wait(qtbot, window)
     assert result.stats.new_tokens > 0 and window.banner.isHidden()
