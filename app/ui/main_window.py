@@ -36,7 +36,7 @@ from app.ui.chat.conversation_list import ConversationPanel
 from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.engine_words import drafter_label, loading_message, model_label
-from app.ui.common.formatting import byte_size
+from app.ui.common.formatting import byte_size, decimal
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
 from app.ui.common.tooltips import install_tooltip_wrapping
@@ -590,12 +590,22 @@ class MainWindow(QMainWindow):
         short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
         dtype, compute = short.get(path.dtype, path.dtype), short.get(path.compute, path.compute)
         if path.kernels == "oneDNN" and path.compute != path.dtype:
-            return self.tr("{0} weights, {1} compute").format(dtype, compute)
-        if path.kernels == "oneDNN":
-            return self.tr("{0} · oneDNN kernels").format(dtype)
-        if path.kernels == "stock":
-            return self.tr("{0} · stock kernels").format(dtype)
-        return dtype
+            text = self.tr("{0} weights, {1} compute").format(dtype, compute)
+        elif path.kernels == "oneDNN":
+            text = self.tr("{0} · oneDNN kernels").format(dtype)
+        elif path.kernels == "stock":
+            text = self.tr("{0} · stock kernels").format(dtype)
+        else:
+            text = dtype
+        if path.draft_dtype:
+            draft = short.get(path.draft_dtype, path.draft_dtype)
+            if path.draft_measured and path.draft_step_ratio is not None:
+                text += " · " + self.tr("draft {0} (measured cheapest: a step {1}× the other form's)").format(
+                    draft, decimal(path.draft_step_ratio, 2)
+                )
+            else:
+                text += " · " + self.tr("draft {0}").format(draft)
+        return text
 
     def _mirror_settings(self) -> None:
         for box, value in (

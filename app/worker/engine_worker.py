@@ -63,6 +63,9 @@ class ComputePath:
     compute: str  # the dtype its matrix products run in (bf16 weights on a CPU without bf16: "float32")
     kernels: str  # "oneDNN" (prepacked CPU kernels), "stock" (a CPU fp32 / bf16 model without them), ""
     note: str = ""  # one line when it is not the designed path, from the engine (English)
+    draft_dtype: str = ""  # the draft model's form ("int8", "float32", …); "" without a draft model
+    draft_measured: bool = False  # chosen by ``auto``: the cheaper form, timed at load
+    draft_step_ratio: float | None = None  # measured: its draft step ÷ the other form's
 
 
 @dataclass(frozen=True)
@@ -547,10 +550,22 @@ def _compute_path(engine: Any) -> ComputePath | None:
         return None
     kernels = getattr(target, "kernels", None)
     note = str(getattr(target, "note", "") or "")
+    draft = _draft_form(engine)
     if kernels is not None and kernels.applied:
-        return ComputePath(dtype, kernels.compute, "oneDNN", note)
+        return ComputePath(dtype, kernels.compute, "oneDNN", note, *draft)
     on_cpu = str(getattr(target, "device", "")) == "cpu" and dtype in ("float32", "bfloat16")
-    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note)
+    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note, *draft)
+
+
+def _draft_form(engine: Any) -> tuple[str, bool, float | None]:
+    """The draft model's form as the engine chose it: (dtype, measured, step ratio)."""
+    form = getattr(engine, "draft_form", None)
+    if form is None or getattr(engine, "draft", None) is None:
+        return "", False, None
+    others = [d for d in form.step_s if d != form.dtype]
+    measured = form.reason == "measured" and bool(others)
+    ratio = form.step_s[form.dtype] / form.step_s[others[0]] if measured and form.step_s[others[0]] > 0 else None
+    return str(form.dtype), measured, ratio
 
 
 def _describe(error: Exception) -> str:

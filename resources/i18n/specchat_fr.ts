@@ -779,6 +779,14 @@
         <translation>{0} · noyaux standard</translation>
     </message>
     <message>
+        <source>draft {0} (measured cheapest: a step {1}× the other form&apos;s)</source>
+        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l&apos;autre forme)</translation>
+    </message>
+    <message>
+        <source>draft {0}</source>
+        <translation>brouillon {0}</translation>
+    </message>
+    <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
         <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
     </message>
@@ -1217,6 +1225,10 @@
         <translation>Sur ce processeur ({0}), les noyaux rapides ne peuvent pas tourner : bfloat16 divise la mémoire par deux mais passe par les noyaux standard, lents.</translation>
     </message>
     <message>
+        <source>auto (the cheaper form, measured at load)</source>
+        <translation>auto (la forme la moins chère, mesurée au chargement)</translation>
+    </message>
+    <message>
         <source>same as target</source>
         <translation>comme le modèle cible</translation>
     </message>
@@ -1233,8 +1245,8 @@
         <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
-        <source>The draft model&apos;s number type. int8 makes the draft smaller and faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
-        <translation>Le type numérique du modèle brouillon. int8 rend le brouillon plus petit et plus rapide sur le CPU ; la réponse ne change pas, car le modèle cible vérifie chaque jeton du brouillon.</translation>
+        <source>The draft model&apos;s number type. auto: on the CPU, the draft is loaded in the target&apos;s type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
+        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d&apos;état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>

@@ -75,3 +75,15 @@ def test_the_bf16_tooltip_says_what_bf16_does_on_this_cpu(qtbot, packs, expected
     item_tip = dialog.dtype.itemData(dialog.dtype.findText("bfloat16"), Qt.ItemDataRole.ToolTipRole)
     assert expected in item_tip and "On this CPU (AVX2)" in item_tip
     assert item_tip in dialog.dtype.toolTip()
+
+
+def test_the_status_bar_names_the_draft_form_auto_chose_and_an_asked_one(open_window, tiny_models):
+    window = open_window(tiny_settings(tiny_models))  # a draft model, the draft dtype left at auto
+    assert window.settings.models.draft_dtype == "auto"
+    label = window.model_label.text()
+    assert " · draft " in label and "measured cheapest" in label
+    chosen = label.split(" · draft ")[1].split(" ")[0]
+    assert chosen in ("fp32", "int8")
+    asked = tiny_settings(tiny_models)
+    window = open_window(replace(asked, models=replace(asked.models, draft_dtype="int8")))
+    assert window.model_label.text().endswith(" · draft int8")

@@ -207,8 +207,9 @@ class SettingsDialog(QDialog):
         self.dtype = QComboBox(page)
         self.dtype.addItems(list(DTYPES))
         self.draft_dtype = QComboBox(page)
-        self.draft_dtype.addItem(self.tr("same as target"), DRAFT_DTYPES[0])
-        for option in DRAFT_DTYPES[1:]:
+        self.draft_dtype.addItem(self.tr("auto (the cheaper form, measured at load)"), DRAFT_DTYPES[0])
+        self.draft_dtype.addItem(self.tr("same as target"), DRAFT_DTYPES[1])
+        for option in DRAFT_DTYPES[2:]:
             self.draft_dtype.addItem(option, option)
         self.allow_pickle = QCheckBox(self.tr("Allow pickle checkpoints (can run arbitrary code)"), page)
         self.device.setToolTip(
@@ -227,8 +228,10 @@ class SettingsDialog(QDialog):
             self.dtype.setItemData(self.dtype.findText("bfloat16"), bf16_help, Qt.ItemDataRole.ToolTipRole)
         self.draft_dtype.setToolTip(
             self.tr(
-                "The draft model's number type. int8 makes the draft smaller and faster on the CPU; "
-                "the answer does not change, because the target checks every drafted token."
+                "The draft model's number type. auto: on the CPU, the draft is loaded in the target's "
+                "type and in int8, a few draft steps of each are timed, and the cheaper one is kept "
+                "(the status bar says which). int8 makes the draft smaller and usually faster on the "
+                "CPU; the answer does not change, because the target checks every drafted token."
             )
         )
         self.allow_pickle.setToolTip(

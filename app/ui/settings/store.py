@@ -23,7 +23,7 @@ DraftKind = Literal["lookup", "suffix", "none", "default", "folder", "gguf", "hu
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 # The draft may also run in int8 (CPU): a cheaper drafter; the target cannot (not lossless).
-DRAFT_DTYPES = ("same as target", "int8", "float32", "float16", "bfloat16")
+DRAFT_DTYPES = ("auto", "same as target", "int8", "float32", "float16", "bfloat16")
 
 RECENT_PAIRS = 8  # remembered by the model library
 
@@ -46,7 +46,7 @@ class ModelSettings:
     draft_path: str = ""
     device: str = "auto"
     dtype: str = "auto"
-    draft_dtype: str = "same as target"
+    draft_dtype: str = "auto"  # on the CPU: the cheaper of the target's dtype and int8, measured at load
     allow_pickle: bool = False
     cpu_kernels: bool = True  # prepacked linears + row-wise attention for fp32 / bf16 on the CPU
     cpu_threads: int = 0  # torch's CPU threads; 0: auto (physical cores minus one)
@@ -63,7 +63,9 @@ class ModelSettings:
     @property
     def draft_dtype_option(self) -> str | None:
         """What ``Engine.load(draft_dtype=...)`` takes: None means the target's dtype."""
-        return None if self.draft_dtype not in DRAFT_DTYPES[1:] else self.draft_dtype
+        if self.draft_dtype == "same as target" or self.draft_dtype not in DRAFT_DTYPES:
+            return None
+        return self.draft_dtype
 
     @property
     def draft_source(self) -> str | None:
