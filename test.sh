@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks and the test suite (CPU, offscreen Qt, no network). Extra arguments go to pytest.
 #   ruff (lint), lint-imports (the layer contracts of docs/DESIGN.md), mypy --strict over the
-#   engine, then pytest.
+#   engine, then pytest; with no arguments, the CPU-kernel tests run once more with the CPU probe
+#   forced to an AVX2-only machine's answer (no bf16 prepacking), as that machine would see them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
@@ -11,4 +12,10 @@ echo "ruff:" && "$bin/ruff" check app tests tools packaging
 echo "import contracts:" && "$bin/lint-imports" --no-cache | tail -n 1
 echo "mypy (strict, app/engine):" && "$bin/mypy" app/engine
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec "$bin/python" -m pytest "$@"
+if [ $# -gt 0 ]; then
+  exec "$bin/python" -m pytest "$@"
+fi
+"$bin/python" -m pytest
+echo "CPU-kernel tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2):"
+SPECCHAT_CPU_PROBE=avx2 exec "$bin/python" -m pytest -q tests/test_cpu_kernels.py tests/test_loading.py \
+  tests/test_sliding_window.py tests/gui/test_cpu_path.py
