@@ -1289,8 +1289,8 @@
         <translation>Des façons plus rapides d’exécuter les modèles sur le CPU (poids empaquetés à l’avance, attention calculée ligne par ligne). Les résultats sont exactement les mêmes, simplement obtenus plus tôt.</translation>
     </message>
     <message>
-        <source>How many CPU cores the models use. auto: the physical cores minus one, so the window stays responsive.</source>
-        <translation>Nombre de cœurs CPU utilisés par les modèles. auto : les cœurs physiques moins un, pour que la fenêtre reste réactive.</translation>
+        <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster.</source>
+        <translation>Le nombre de cœurs du processeur qu&apos;utilisent les modèles. auto : commence par les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre deux réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide.</translation>
     </message>
     <message>
         <source>CPU threads:</source>

@@ -274,8 +274,9 @@ class SettingsDialog(QDialog):
         )
         self.cpu_threads.setToolTip(
             self.tr(
-                "How many CPU cores the models use. auto: the physical cores minus one, so the window"
-                " stays responsive."
+                "How many CPU cores the models use. auto: starts at the physical cores minus one, so "
+                "the window stays responsive, then, between answers, takes the cores other programs "
+                "leave idle, and only as many as measured faster."
             )
         )
         form.addRow("", self.cpu_kernels)

@@ -49,7 +49,7 @@ class ModelSettings:
     draft_dtype: str = "auto"  # on the CPU: the cheaper of the target's dtype and int8, measured at load
     allow_pickle: bool = False
     cpu_kernels: bool = True  # prepacked linears + row-wise attention for fp32 / bf16 on the CPU
-    cpu_threads: int = 0  # torch's CPU threads; 0: auto (physical cores minus one)
+    cpu_threads: int = 0  # torch's CPU threads; 0: auto (cores − 1, then re-chosen between answers)
 
     @property
     def threads_option(self) -> str | int:
