@@ -416,3 +416,23 @@ def test_the_runs_own_plain_passes_are_the_unit_when_it_has_a_few():
     assert e.plain_cost_source == "own_plain_steps" and e.plain_pass_s == pytest.approx(0.1)
     assert e.verify_cost_ratio == pytest.approx(1.1)  # not 0.11 / 0.13 = 0.85
     assert e.decode_speedup is not None and e.decode_speedup > 1
+
+
+def test_the_why_sentence_says_when_and_why_auto_k_chose_not_to_draft():
+    from dataclasses import replace
+
+    from app.engine.events import KDecision
+
+    chose_plain = KDecision(0, "gain_below_margin", alpha=0.2, best_k=1, best_gain=0.91, draft_cost=0.0, pass_cost=1.1)
+    drafted = KDecision(2, "drafting", alpha=0.8, best_k=2, best_gain=1.6, draft_cost=0.0, pass_cost=1.1)
+    run = _speculative()
+    steps = list(run.steps)
+    steps[1] = replace(steps[1], decision=drafted)
+    steps += [replace(_step(5 + i), decision=chose_plain) for i in range(3)]
+    e = explain(_run(steps), _baseline())
+    assert e.not_drafted is not None
+    assert (e.not_drafted.passes, e.not_drafted.of, e.not_drafted.reason) == (3, 4, "gain_below_margin")
+    assert "Auto k chose not to draft in 3 of 4 passes" in e.summary and "0.91×" in e.summary and "20%" in e.summary
+    assert explain(_speculative(), _baseline()).not_drafted is None  # a fixed k: nothing was chosen
+    catch_up = [replace(_step(5), decision=replace(chose_plain, reason="catch_up_not_repaid"))]
+    assert "read the whole prompt" in explain(_run(list(run.steps) + catch_up), _baseline()).summary

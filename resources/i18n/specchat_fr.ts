@@ -502,6 +502,10 @@
         <translation>Brouillons acceptés venus d’une conversation antérieure</translation>
     </message>
     <message>
+        <source>Passes where auto k chose not to draft</source>
+        <translation>Passes où le k automatique a choisi de ne rien proposer</translation>
+    </message>
+    <message>
         <source>Cost of drafting one token, c (× a plain pass)</source>
         <translation>Coût de génération d’un jeton brouillon, c (× une passe simple)</translation>
     </message>
@@ -615,6 +619,14 @@
     <message>
         <source>held back most by the cost of verifying several tokens at once</source>
         <translation>freinée surtout par le coût de la vérification de plusieurs jetons à la fois</translation>
+    </message>
+    <message>
+        <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} at an assumed acceptance of {alpha}).</source>
+        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : aucun nombre de jetons proposés ne devait faire gagner 3 % (le meilleur : {gain} pour une acceptation supposée de {alpha}).</translation>
+    </message>
+    <message>
+        <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>
+        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d&apos;abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
     </message>
     <message>
         <source>{count} of the {total} accepted drafts came from an earlier conversation.</source>

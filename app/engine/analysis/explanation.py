@@ -155,6 +155,7 @@ class Explanation:
     summary: str = ""
     accepted_drafts: int = 0  # draft tokens the target kept
     accepted_from_earlier: int = 0  # … of them copied from an earlier conversation (the suffix index)
+    not_drafted: NotDrafted | None = None  # decode passes where auto k chose to verify no draft, and why
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -176,6 +177,7 @@ class Explanation:
             "summary": self.summary,
             "accepted_drafts": self.accepted_drafts,
             "accepted_from_earlier": self.accepted_from_earlier,
+            "not_drafted": None if self.not_drafted is None else asdict(self.not_drafted),
             "acceptance_by_position": [p.to_dict() for p in self.acceptance_by_position],
             "tokens_per_pass_histogram": [
                 {"tokens": t, "passes": n} for t, n in self.tokens_per_pass_histogram
@@ -473,8 +475,39 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         has_steps=bool(passes),
         accepted_drafts=sum(t.source == "draft" for t in speculative.tokens),
         accepted_from_earlier=sum(t.source == "draft" and t.origin == EARLIER for t in speculative.tokens),
+        not_drafted=not_drafted(decode),
     )
     return replace(result, summary=summary_sentence(result))
+
+
+@dataclass(frozen=True)
+class NotDrafted:
+    """Decode passes where auto k chose k = 0, and the reason most of them had: ``gain_below_margin``
+    (no k > 0 was predicted to pay: ``best_gain`` is the median of the best predicted gains,
+    at the median acceptance ``alpha`` it assumed) or ``catch_up_not_repaid``."""
+
+    passes: int
+    of: int  # decode passes with a recorded decision
+    reason: str
+    best_gain: float
+    alpha: float
+
+
+def not_drafted(decode: Sequence[StepEvent]) -> NotDrafted | None:
+    """None when auto k made no decision (a fixed k) or drafted on every pass it decided."""
+    decided = [s.decision for s in decode if s.decision is not None]
+    plain = [d for d in decided if d.k == 0 and d.reason in ("gain_below_margin", "catch_up_not_repaid")]
+    if not plain:
+        return None
+    reasons = [d.reason for d in plain]
+    reason = max(set(reasons), key=lambda r: (reasons.count(r), r))
+    return NotDrafted(
+        len(plain),
+        len(decided),
+        reason,
+        statistics.median(d.best_gain for d in plain),
+        statistics.median(d.alpha for d in plain),
+    )
 
 
 # --- the sentence ---------------------------------------------------------------------------
@@ -529,6 +562,19 @@ CAUSES = {
 }
 
 
+NOT_DRAFTED = {
+    "gain_below_margin": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted "
+        "to gain 3 % (the best: {gain} at an assumed acceptance of {alpha}).",
+    ),
+    "catch_up_not_repaid": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "Auto k chose not to draft in {count} of {total} passes: the draft model would first have had "
+        "to read the whole prompt, which the rest of this answer could not repay.",
+    ),
+}
+
 FROM_EARLIER = QT_TRANSLATE_NOOP(
     "Explanation", "{count} of the {total} accepted drafts came from an earlier conversation."
 )
@@ -543,6 +589,12 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
     then, when some drafts were copied from an earlier conversation, how many.
     ``translate`` maps each English template (marked above) to the reader's language."""
     sentence = _main_sentence(e, translate)
+    if e.not_drafted is not None:
+        nd = e.not_drafted
+        why = translate(NOT_DRAFTED[nd.reason]).format(
+            count=nd.passes, total=nd.of, gain=format_ratio(nd.best_gain), alpha=format_percent(nd.alpha)
+        )
+        sentence = f"{sentence} {why}"
     if e.accepted_from_earlier:
         earlier = translate(FROM_EARLIER).format(count=e.accepted_from_earlier, total=e.accepted_drafts)
         sentence = f"{sentence} {earlier}"

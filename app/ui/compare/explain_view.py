@@ -100,6 +100,11 @@ class ExplainDialog(QDialog):
                 f"{e.accepted_from_earlier} / {e.accepted_drafts}",
             ),
             (
+                "not_drafted",
+                self.tr("Passes where auto k chose not to draft"),
+                "—" if e.not_drafted is None else f"{e.not_drafted.passes} / {e.not_drafted.of}",
+            ),
+            (
                 "draft_cost",
                 self.tr("Cost of drafting one token, c (× a plain pass)"),
                 _ratio(e.draft_cost_ratio),
