@@ -646,10 +646,7 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("give --prompt or --prompts-file, not both")
     if args.peer is not None:
         return run_peer_bench(args, config, out)
-    if args.prompt is not None:
-        prompts = [read_prompt(args)]
-    else:
-        prompts = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
+    prompts = _bench_prompts(args)
     conversations = [conversation(p, args.system) for p in prompts]
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
@@ -664,6 +661,13 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _bench_prompts(args: argparse.Namespace) -> list[str]:
+    """``--prompt`` alone, else the prompts file's (the bundled one by default)."""
+    if args.prompt is not None:
+        return [read_prompt(args)]
+    return read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
+
+
 def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: TextIO) -> int:
     from app import peer
     from app.engine.models.catalog import find_bundled_model
@@ -674,10 +678,7 @@ def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: Text
         files = peer.PeerFiles.of(args.target, args.draft, find_bundled_model())
     except peer.PeerError as error:
         raise UsageError(str(error)) from None
-    if args.prompt is not None:
-        prompt = read_prompt(args)
-    else:
-        prompt = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)[0]
+    prompt = _bench_prompts(args)[0]  # one prompt: the first of the file
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
     try:
@@ -705,11 +706,7 @@ def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out:
     _clear_progress(sys.stderr)
     engine.warm_up()
     if args.scenario == "repeat":
-        if args.prompt is not None:
-            prompts = [read_prompt(args)]
-        else:
-            prompts = read_prompts_file(args.prompts_file or DEFAULT_PROMPTS_FILE)
-        report = bench_sessions.run_repeat(engine, prompts, config, args.repeat)
+        report = bench_sessions.run_repeat(engine, _bench_prompts(args), config, args.repeat)
     else:  # the turns: one per line of --prompts-file, else the built-in session
         turns = read_prompts_file(args.prompts_file) if args.prompts_file else bench_sessions.EDIT_SESSION
         report = bench_sessions.run_edits(engine, config, args.repeat, tuple(turns))
