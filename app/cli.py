@@ -654,10 +654,17 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
         engine, prompts, conversations, config, args.repeat, on_round=_bench_progress(sys.stderr)
     )
     _clear_progress(sys.stderr)
+    return _print_report(args, report, bench.format_report, out)
+
+
+def _print_report(
+    args: argparse.Namespace, report: dict[str, Any], as_text: Callable[[dict[str, Any]], str], out: TextIO
+) -> int:
+    """A bench report as one JSON document (``--json``) or as the text ``as_text`` makes of it."""
     if args.json:
         _print_json(report, out)
     else:
-        out.write(bench.format_report(report))
+        out.write(as_text(report))
     return 0
 
 
@@ -690,11 +697,7 @@ def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: Text
         _clear_progress(sys.stderr)
         return _fail(str(error), 1)
     _clear_progress(sys.stderr)
-    if args.json:
-        _print_json(report, out)
-    else:
-        out.write(peer.format_report(report))
-    return 0
+    return _print_report(args, report, peer.format_report, out)
 
 
 def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out: TextIO) -> int:
@@ -710,11 +713,7 @@ def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out:
     else:  # the turns: one per line of --prompts-file, else the built-in session
         turns = read_prompts_file(args.prompts_file) if args.prompts_file else bench_sessions.EDIT_SESSION
         report = bench_sessions.run_edits(engine, config, args.repeat, tuple(turns))
-    if args.json:
-        _print_json(report, out)
-    else:
-        out.write(bench_sessions.format_report(report))
-    return 0
+    return _print_report(args, report, bench_sessions.format_report, out)
 
 
 def _bench_progress(stream: TextIO) -> Callable[[int, int], None]:
