@@ -456,6 +456,7 @@ class Engine:
         answer_ids: Sequence[int] | None = None,
         history_id: str | None = None,
         record: bool = True,
+        rerun: bool = False,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
         ``continue_answer`` go on with the cut answer that ends the conversation (from its
@@ -463,6 +464,10 @@ class Engine:
         ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
         ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
         conversation's id; None: a name of their own) unless ``record`` is False.
+        ``rerun``: a fresh rerun of an answer already given in ``history_id`` (Compare, the
+        drafter experiment): nothing is recorded, and the suffix drafter sees nothing indexed
+        under ``history_id`` (neither the answer rerun nor its variants), only the prompt (by
+        prompt lookup) and the other conversations.
 
         The caches follow one answer at a time: once another ``stream`` or ``generate`` has
         started on this engine, resuming this one raises ``StaleStreamError``."""
@@ -475,10 +480,11 @@ class Engine:
         self._answer_drafter = drafter
         self._tune_threads()
         owner = history_id or f"run {next(self._runs)}"
-        recording = record and self.remembering
+        recording = record and self.remembering and not rerun
         if recording:
             self.history.record(owner, prompt)
         self._suffix.owner = owner
+        self._suffix.hidden = owner if rerun else None
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
@@ -533,11 +539,12 @@ class Engine:
         answer_ids: Sequence[int] | None = None,
         history_id: str | None = None,
         record: bool = True,
+        rerun: bool = False,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
         stream = self.stream(
-            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record
+            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record, rerun
         )
         for step in stream:
             steps.append(step)

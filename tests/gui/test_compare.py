@@ -259,7 +259,7 @@ class _ThreadRecordingEngine:
     def reset(self) -> None:
         self.threads.append(threading.current_thread().name)
 
-    def generate(self, conversation, config, cancel=None, on_step=None):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, on_step=None, **indexing):  # type: ignore[no-untyped-def]
         self.threads.append(threading.current_thread().name)
         stats = RunStats(new_tokens=1, target_passes=1, prefill_s=0.01)
         step = StepEvent(
