@@ -253,7 +253,9 @@ class MainWindow(QMainWindow):
                 NOTICE_MS,
             )
         self.loader.read([h.id for h in listed])  # newest first; search then covers messages
-        if not listed:
+        if listed:
+            self._hold_answers_until_read()
+        else:
             self._hand_history()
             self._report_skipped_files()
 
@@ -279,6 +281,8 @@ class MainWindow(QMainWindow):
         self._mirror_settings()
         if settings.remember_conversations != remembered:
             self._hand_history()
+        if not self.conversations_read:
+            self._hold_answers_until_read()
         if settings.models != self._requested_models:
             self._request_load(settings.models)
 
@@ -463,6 +467,14 @@ class MainWindow(QMainWindow):
 
     def _on_conversation_saved(self, conversation: Conversation) -> None:
         self.conversation_panel.upsert(conversation)
+        if self.settings.remember_conversations and conversation.messages:
+            self._worker.keep_conversation(conversation.id, conversation.prompt())  # for the next load
+
+    def _hold_answers_until_read(self) -> None:
+        """With the "earlier conversations" drafter, an answer asked while the saved chats are
+        still being read waits for them (its widget says so), so it drafts from all of them."""
+        if self.settings.models.draft_kind == "suffix" and self.settings.remember_conversations:
+            self._worker.hold_for_history()
 
     def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
         conversation = item.data(Qt.ItemDataRole.UserRole)

@@ -156,8 +156,12 @@ class ChatController(QObject):
         self._view.add_message(answer)
         widget = self._view.answer_for(answer)
         if widget is not None:
-            ready = self.model_ready
-            widget.set_waiting(self.tr("Thinking…") if ready else self.tr("Waiting for the model to load…"))
+            if not self.model_ready:
+                widget.set_waiting(self.tr("Waiting for the model to load…"))
+            elif self._worker.holding_for_history:
+                widget.set_waiting(self.tr("Reading the saved conversations for the Earlier conversations drafter…"))
+            else:
+                widget.set_waiting(self.tr("Thinking…"))
         self._answer_run = (run_id, answer)
         self._set_busy()
 
