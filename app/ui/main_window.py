@@ -338,7 +338,7 @@ class MainWindow(QMainWindow):
 
     def _on_show_rejected_toggled(self, checked: bool) -> None:
         self.chat_view.set_show_rejected(checked)
-        self.legend.set_speculation_visible(self.settings.speculative, checked)
+        self._update_legend(checked)
         if checked != self.settings.show_rejected:
             self.apply_settings(replace(self.settings, show_rejected=checked))
 
@@ -467,6 +467,8 @@ class MainWindow(QMainWindow):
 
     def _on_conversation_saved(self, conversation: Conversation) -> None:
         self.conversation_panel.upsert(conversation)
+        if conversation is self.controller.conversation:
+            self._update_legend(self.settings.show_rejected)  # an answer came in
         if self.settings.remember_conversations and conversation.messages:
             self._worker.keep_conversation(conversation.id, conversation.prompt())  # for the next load
 
@@ -628,11 +630,17 @@ class MainWindow(QMainWindow):
             box.setChecked(value)
             box.blockSignals(False)
         self.chat_view.set_show_rejected(self.settings.show_rejected)
-        self.legend.set_speculation_visible(self.settings.speculative, self.settings.show_rejected)
+        self._update_legend(self.settings.show_rejected)
         self._show_models()
+
+    def _update_legend(self, show_rejected: bool) -> None:
+        """The legend explains what can appear: drafts while speculating, and the drafts of
+        answers on screen even with speculation off."""
+        self.legend.set_speculation_visible(self.settings.speculative, show_rejected, self.chat_view.token_kinds())
 
     def _open(self, conversation: Conversation) -> None:
         self.controller.show(conversation)
+        self._update_legend(self.settings.show_rejected)
         self.system_prompt.setText(conversation.system_prompt)
         self.conversation_panel.select(conversation.id)
 
