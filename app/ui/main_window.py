@@ -562,8 +562,9 @@ class MainWindow(QMainWindow):
     def _request_load(self, models: ModelSettings) -> None:
         self._requested_models = models
         target = models.target_source
-        name = self.tr("the bundled model") if target == "default" else target
-        self.model_label.setText(self.tr("Loading {0}…").format(name))  # at once, not when the thread starts
+        # at once, not when the thread starts; the bundled model's own sentence ("du modèle")
+        text = self.tr("Loading the bundled model…") if target == "default" else self.tr("Loading {0}…").format(target)
+        self.model_label.setText(text)
         self.progress.setRange(0, 0)
         self.progress.show()
         self.controller.model_ready = self.models_in_use is not None

@@ -748,7 +748,7 @@
     </message>
     <message>
         <source>Fix them in Settings.</source>
-        <translation>Corrigez-les dans les Paramètres.</translation>
+        <translation>Corrigez-les dans les Réglages.</translation>
     </message>
     <message>
         <source>SpecChat is busy: wait for the current answer, then try again.</source>
@@ -776,7 +776,7 @@
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
-        <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
+        <translation>les modèles demandés n’ont pas pu être chargés (voir Réglages)</translation>
     </message>
     <message>
         <source>{0} weights, {1} compute</source>

@@ -89,7 +89,7 @@ class ChatController(QObject):
             return False
         conversation = self.conversation
         if not conversation.title:
-            conversation.title = " ".join(text.split())[:60]
+            conversation.title = " ".join(text.split())[:60].rstrip()  # cut at a space: none at the end
         conversation.messages.append(Message("user", text))
         conversation.updated = time.time()  # only a new message moves a chat up the list
         self._view.add_message(conversation.messages[-1])
