@@ -358,7 +358,7 @@ class Engine:
         messages = [{k: _text(v) for k, v in m.items()} for m in messages]
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         if not last_user.strip():
-            raise PromptError("The prompt is empty: write something to send.")
+            raise PromptError.of("prompt_empty")
         if continue_answer and (messages[-1]["role"] != "assistant" or not messages[-1]["content"].strip()):
             if not (answer_ids and messages[-1]["role"] == "assistant"):
                 raise PromptError("There is no answer to continue: the last message is not a partial answer.")
@@ -372,9 +372,8 @@ class Engine:
         else:
             ids, answer = self._encode(messages, continue_answer=False), 0
         if len(ids) >= self.target.context_length:
-            raise PromptError(
-                f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
-                f"{self.target.context_length} tokens: shorten it or start a new chat."
+            raise PromptError.of(
+                "prompt_too_long", tokens=len(ids), model=self.target.name, limit=self.target.context_length
             )
         return ids, answer
 

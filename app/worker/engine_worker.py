@@ -31,7 +31,7 @@ from app.engine.analysis.compare import ComparisonReport
 from app.engine.analysis.comparison import run_comparison  # torch-free itself: it drives the engine
 from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 from app.engine.config import GenerationConfig
-from app.engine.errors import SpecChatError
+from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
@@ -608,10 +608,22 @@ def _draft_form(engine: Any) -> tuple[str, bool, float | None]:
     return str(form.dtype), measured, ratio
 
 
+def translated(error: SpecChatError) -> str:
+    """The engine's message in the interface's language, by its code (``errors.MESSAGES``);
+    a message without a code stays as the engine wrote it."""
+    template = MESSAGES.get(error.code)
+    if template is None:
+        return str(error)
+    try:
+        return QCoreApplication.translate("EngineError", template).format(**error.values)  # i18n: noop
+    except (KeyError, IndexError, ValueError):  # a translation that lost a placeholder
+        return str(error)
+
+
 def _describe(error: Exception) -> str:
     """One readable sentence for any failure; unexpected ones are logged with a traceback."""
     if isinstance(error, SpecChatError):
-        return str(error)
+        return translated(error)
     if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
         return QCoreApplication.translate(
             "EngineWorker", "Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU."

@@ -182,6 +182,10 @@
         <translation>En attente du chargement du modèle…</translation>
     </message>
     <message>
+        <source>Reading the saved conversations for the Earlier conversations drafter…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Could not save the conversation: {0}</source>
         <translation>Impossible d’enregistrer la conversation : {0}</translation>
     </message>
@@ -198,6 +202,14 @@
     <message>
         <source>Compare: with and without speculation</source>
         <translation>Comparer : avec et sans spéculation</translation>
+    </message>
+    <message>
+        <source>Tokens</source>
+        <translation type="unfinished">Jetons</translation>
+    </message>
+    <message>
+        <source>Show both answers token by token (where they first differ is marked) instead of rendered as Markdown</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>With speculation — {0}</source>
@@ -224,8 +236,8 @@
         <translation>Durée réelle</translation>
     </message>
     <message>
-        <source>{0:.2f} s</source>
-        <translation>{0:.2f} s</translation>
+        <source>{0} s</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Tokens/s</source>
@@ -418,6 +430,10 @@
     <message>
         <source>none</source>
         <translation>aucun</translation>
+    </message>
+    <message>
+        <source>earlier conversations</source>
+        <translation type="unfinished">conversations antérieures</translation>
     </message>
     <message>
         <source>draft model: {0}</source>
@@ -759,12 +775,12 @@
         <translation>Ouverture de « {0} »…</translation>
     </message>
     <message>
-        <source>the bundled model</source>
-        <translation>le modèle fourni</translation>
-    </message>
-    <message>
         <source>Loading {0}…</source>
         <translation>Chargement de {0}…</translation>
+    </message>
+    <message>
+        <source>Loading the bundled model…</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Target: {0} · Drafter: {1}</source>
@@ -1074,20 +1090,20 @@
         <translation>Recherche des modèles pouvant servir de brouillon pour {0}…</translation>
     </message>
     <message>
+        <source>{0}: compatible (the same text gives the same token ids)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target&apos;s own tokenizer made.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>The measurement was stopped.</source>
         <translation>La mesure a été interrompue.</translation>
     </message>
     <message>
-        <source>Measured on this computer, {0} tokens each:</source>
-        <translation>Mesuré sur cet ordinateur, {0} jetons chacun&#xa0;:</translation>
-    </message>
-    <message>
         <source>None was faster than the target alone: no drafter is suggested.</source>
         <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
-    </message>
-    <message>
-        <source>{0}: could not be measured ({1})</source>
-        <translation>{0}&#xa0;: mesure impossible ({1})</translation>
     </message>
     <message>
         <source>{0}× (α {1})</source>
@@ -1120,6 +1136,42 @@
     <message>
         <source>Technical detail: {0}</source>
         <translation>Détail technique&#xa0;: {0}</translation>
+    </message>
+    <message>
+        <source>Measured on this computer: the target answered a short question ({0} tokens) alone, then with each drafter guessing {1} tokens ahead; the figure is the decode speed-up that run predicts over the target alone.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No draft model on this computer fits this target, so there was nothing else to rank: add the folder or GGUF file of a smaller model with the same tokenizer to compare one.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Earlier conversations is not measured here: what it gains depends on what your chats repeat.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}: could not be measured ({1}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>not known</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>faster than the target alone on this question</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>slower than the target alone on this question</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>about as fast as the target alone on this question</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}: {1}, {2}.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Suggested draft</source>

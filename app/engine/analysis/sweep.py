@@ -99,8 +99,8 @@ def plan_arms(drafters: Sequence[str], ks: Sequence[int | None], available: Sequ
             continue
         if drafter not in available:
             names = ", ".join(DRAFTER_LABELS.get(a, a) for a in available)
-            raise InvalidSettingError(
-                f"the drafter {DRAFTER_LABELS.get(drafter, drafter)!r} is not loaded (available: {names})"
+            raise InvalidSettingError.of(
+                "drafter_not_loaded", drafter=repr(DRAFTER_LABELS.get(drafter, drafter)), available=names
             )
         arms += [SweepArm(drafter, k) for k in dict.fromkeys(ks)]
     return arms

@@ -170,23 +170,21 @@ def _find_folder(source: str) -> Path:
     if path.exists():
         return path.resolve()
     if source.endswith(".gguf") or not HUB_ID.match(source):
-        raise ModelLoadError(f"There is no model file or folder at '{source}'.")
+        raise ModelLoadError.of("no_model_at", source=source)
     try:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(source, local_files_only=True))
     except Exception as exc:
-        raise ModelLoadError(
-            f"'{source}' is neither a file or folder on this computer nor a model in the "
-            "local Hugging Face cache (SpecChat loads offline, so download it first)."
-        ) from exc
+        raise ModelLoadError.of("not_on_this_computer", source=source) from exc
 
 
 def _use_safetensors(folder: Path, source: str, allow_pickle: bool) -> bool:
     """True for safetensors weights; False for pickle weights, which need ``allow_pickle``."""
     if not (folder / "config.json").is_file():
-        hint = "; choose the .gguf file inside it instead" if any(folder.glob("*.gguf")) else ""
-        raise ModelLoadError(f"'{source}' is not a model folder: it has no config.json{hint}.")
+        if not any(folder.glob("*.gguf")):
+            raise ModelLoadError.of("not_a_model_folder", source=source)
+        raise ModelLoadError(f"'{source}' is not a model folder: it has no config.json; choose the .gguf file inside it instead.")
     files = [p.name for p in folder.iterdir() if p.is_file()]
     if any(f.endswith(".safetensors") for f in files):
         return True

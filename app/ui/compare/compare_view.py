@@ -31,12 +31,12 @@ from app.engine.analysis.compare import (
     stored_notes,
     verdict_reasons,
 )
-from app.engine.analysis.explanation import alpha_of, format_percent, format_ratio, format_tokens
+from app.engine.analysis.explanation import alpha_of
 from app.engine.events import RunResult
 from app.ui.chat.markdown_view import MarkdownView
 from app.ui.common.conversation import TokenRecord
 from app.ui.common.engine_words import drafter_label
-from app.ui.common.formatting import how_made
+from app.ui.common.formatting import decimal, how_made, localized_numbers, percent, ratio
 from app.ui.common.token_style import diff_format
 from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
 
@@ -47,7 +47,8 @@ TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neut
 
 def _say(phrase: Phrase) -> str:
     """The engine's phrase (marked with QT_TRANSLATE_NOOP there), translated in this context."""
-    return phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
+    text = phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
+    return localized_numbers(text)  # "5,40×" in French
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -186,23 +187,23 @@ class CompareDialog(QDialog):
         alpha = alpha_of(speculative)
 
         def speedup(value: float) -> Callable[[RunResult], str]:
-            return lambda r: (format_ratio(value) if value > 0 else "—") if r is speculative else "1.00×"
+            return lambda r: (ratio(value) if value > 0 else "—") if r is speculative else ratio(1.0)
 
         rows = [
-            (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),
-            (self.tr("Tokens/s"), lambda r: f"{r.stats.tokens_per_s:.1f}"),
+            (self.tr("Wall time"), lambda r: self.tr("{0} s").format(decimal(r.stats.wall_s, 2))),
+            (self.tr("Tokens/s"), lambda r: decimal(r.stats.tokens_per_s, 1)),
             (self.tr("Decode speed-up (prefill left out)"), speedup(comparison.decode_speedup)),
             (self.tr("Whole-run speed-up (prefill included)"), speedup(comparison.whole_run_speedup)),
             (self.tr("New tokens"), lambda r: str(r.stats.new_tokens)),
             (self.tr("Target passes"), lambda r: str(r.stats.target_passes)),
-            (self.tr("Tokens per target pass"), lambda r: format_tokens(r.stats.tokens_per_pass)),
+            (self.tr("Tokens per target pass"), lambda r: decimal(r.stats.tokens_per_pass, 2)),
             (
                 self.tr("Acceptance α (per position the target judged)"),
-                lambda r: format_percent(alpha) if r is speculative and alpha is not None else "—",
+                lambda r: percent(alpha) if r is speculative and alpha is not None else "—",
             ),
             (
                 self.tr("Drafts accepted, of all proposed"),
-                lambda r: format_percent(r.stats.drafts_accepted_share) if r.speculative else "—",
+                lambda r: percent(r.stats.drafts_accepted_share) if r.speculative else "—",
             ),
         ]
         table = QTableWidget(len(rows), 2, self)
