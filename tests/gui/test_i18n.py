@@ -243,3 +243,30 @@ def test_the_bundled_model_loads_du_modele_and_settings_is_one_word(french, qtbo
     window._on_load_failed("x", window._latest_load)
     assert "Réglages" in window.banner_text.text() and "Paramètres" not in window.banner_text.text()
     window.close()
+
+
+def test_engine_errors_reach_the_french_window_in_french(french, open_window, qtbot, tiny_models):
+    from dataclasses import replace
+
+    from app.engine.errors import InvalidSettingError
+    from app.ui.experiment.sweep_view import SweepDialog
+    from app.worker.engine_worker import translated
+
+    window = open_window(tiny_settings(tiny_models, language="fr"))
+    with qtbot.waitSignal(window.worker.failed, timeout=60_000) as failed:
+        assert window.send_message("mot " * 600)  # longer than the tiny model's 512 tokens
+    assert failed.args[1].startswith("Le prompt fait ") and "jetons" in failed.args[1]
+    assert "Le prompt fait" in window.banner_text.text() and "tokens long" not in window.banner_text.text()
+
+    with qtbot.waitSignal(window.worker.load_failed, timeout=60_000):
+        models = replace(window.settings.models, target_path="/nowhere/model")
+        window.apply_settings(replace(window.settings, models=models))
+    assert "Il n’y a aucun fichier ni dossier de modèle à l’emplacement « /nowhere/model »" in window.banner_text.text()
+
+    dialog = SweepDialog(["lookup"], None)
+    qtbot.addWidget(dialog)
+    error = InvalidSettingError.of("drafter_not_loaded", drafter="'draft model'", available="prompt lookup")
+    dialog.finish(error=translated(error))
+    assert dialog.status.text() == (
+        "L’expérience s’est arrêtée : Le brouillon 'draft model' n’est pas chargé (disponibles : prompt lookup)."
+    )
