@@ -4,20 +4,19 @@ came from."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import threading
+from dataclasses import replace
 
 from gui_helpers import ANSWER_TIMEOUT_MS, LOAD_TIMEOUT_MS, send_and_wait, tiny_settings
 
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
 from app.ui.common.conversation import Conversation, Message, TokenRecord, records_from_step
 from app.ui.common.storage import ConversationStore
+from app.ui.common.token_view import TokenTextView
 from app.ui.main_window import MainWindow
+from app.ui.settings.settings_dialog import SettingsDialog
 from app.ui.settings.store import SettingsStore
 from app.worker import EngineWorker
-from app.ui.common.token_view import TokenTextView
-from app.ui.settings.settings_dialog import SettingsDialog
 
 QUESTION = "The quick brown fox jumps over the lazy dog. The quick brown"
 
@@ -44,7 +43,8 @@ def _open_with_history(qtbot, conversations: int) -> MainWindow:  # type: ignore
     """A window whose engine has indexed ``conversations`` saved conversations: waits for the
     worker's signal saying so (they are read off the GUI thread after the window opens)."""
     worker = EngineWorker()
-    with qtbot.waitSignal(worker.history_indexed, timeout=LOAD_TIMEOUT_MS, check_params_cb=lambda n: n == conversations):
+    indexed = worker.history_indexed
+    with qtbot.waitSignal(indexed, timeout=LOAD_TIMEOUT_MS, check_params_cb=lambda n: n == conversations):
         window = MainWindow(worker, SettingsStore(), ConversationStore())
         qtbot.addWidget(window)
         window.show()

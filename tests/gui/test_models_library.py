@@ -105,7 +105,11 @@ def test_when_nothing_measured_beats_the_target_no_drafter_is_suggested(app_dirs
 
 
 def _bundled_only(**kwargs: object) -> CatalogWorker:
-    return CatalogWorker(scanner=lambda _added: [TARGET], checker=lambda t, d: PairCheck(t.source, d.source, True), **kwargs)  # type: ignore[arg-type]
+    return CatalogWorker(
+        scanner=lambda _added: [TARGET],
+        checker=lambda t, d: PairCheck(t.source, d.source, True),
+        **kwargs,  # type: ignore[arg-type]
+    )
 
 
 def test_the_dialog_shows_the_drafter_in_use_and_technical_detail_is_never_empty(app_dirs, qtbot):

@@ -254,7 +254,8 @@ def test_the_delete_notice_quotes_the_title_with_no_stray_space(app_dirs, qtbot)
     window = _window_with_chats(qtbot, ["Write a function that parses a duration such as 1h30m or 45s "])
     conversation = window.controller.conversation
     window.conversation_panel.delete(conversation)
-    assert window.conversation_panel.undo_text.text() == "Deleted “Write a function that parses a duration such as 1h30m or 45s”."
+    shown = window.conversation_panel.undo_text.text()
+    assert shown == "Deleted “Write a function that parses a duration such as 1h30m or 45s”."
     window.close()
 
 

@@ -184,7 +184,9 @@ def _use_safetensors(folder: Path, source: str, allow_pickle: bool) -> bool:
     if not (folder / "config.json").is_file():
         if not any(folder.glob("*.gguf")):
             raise ModelLoadError.of("not_a_model_folder", source=source)
-        raise ModelLoadError(f"'{source}' is not a model folder: it has no config.json; choose the .gguf file inside it instead.")
+        raise ModelLoadError(
+            f"'{source}' is not a model folder: it has no config.json; choose the .gguf file inside it instead."
+        )
     files = [p.name for p in folder.iterdir() if p.is_file()]
     if any(f.endswith(".safetensors") for f in files):
         return True

@@ -27,7 +27,7 @@ MAX_LABELLED_PASSES = 60  # above this, token counts per bar would overlap
 class LocaleAxis(pg.AxisItem):
     """Tick labels in the interface's locale ("0,2" in French), as every other number."""
 
-    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         english = super().tickStrings(values, scale, spacing)
         locale = number_locale()
         point = locale.decimalPoint()

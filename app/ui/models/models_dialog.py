@@ -374,7 +374,8 @@ class ModelsDialog(QDialog):
             if check.compatible:
                 lines.append(self.tr("{0}: compatible (the same text gives the same token ids)").format(name))
             else:
-                lines.append(f"{name}: {check.detail or QCoreApplication.translate('catalog', check.plain)}")  # i18n: noop
+                plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
+                lines.append(f"{name}: {check.detail or plain}")
         if not lines:
             lines.append(
                 self.tr(
