@@ -270,3 +270,14 @@ def test_engine_errors_reach_the_french_window_in_french(french, open_window, qt
     assert dialog.status.text() == (
         "L’expérience s’est arrêtée : Le brouillon 'draft model' n’est pas chargé (disponibles : prompt lookup)."
     )
+
+
+def test_the_earlier_conversations_drafter_has_one_french_name(french, qtbot):
+    from app.ui.chat.message_widgets import AnswerWidget
+    from app.ui.common.conversation import Message
+    from app.ui.common.engine_words import drafter_label
+
+    assert drafter_label("suffix index") == "conversations antérieures"
+    answer = AnswerWidget(Message("assistant", "x", speculative=True, drafter="suffix index"))
+    qtbot.addWidget(answer)
+    assert "conversations antérieures" in answer.header.text() and "suffix" not in answer.header.text()
