@@ -233,7 +233,12 @@ def test_the_bundled_model_loads_du_modele_and_settings_is_one_word(french, qtbo
     from app.ui.settings.store import SettingsStore
     from app.worker import EngineWorker
 
-    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), ConversationStore())
+    from app.engine.errors import ModelLoadError
+
+    def fail(**_options: object) -> None:
+        raise ModelLoadError("not loaded in this test")
+
+    window = MainWindow(EngineWorker(loader=fail), SettingsStore(), ConversationStore())
     qtbot.addWidget(window)
     window._request_load(window.settings.models)  # the bundled model by default
     assert window.model_label.text() == "Chargement du modèle fourni…"
