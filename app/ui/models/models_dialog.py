@@ -321,10 +321,11 @@ class ModelsDialog(QDialog):
         self._wanted_target = target.source
         self.target_label.setText(f"{model_label(target.name)} · {parameter_count(target.parameters)}")
         self._reset_draft_combo()
-        self.details.setText("")
+        self.details.setText(self.tr("Checking which models can draft for {0}…").format(model_label(target.name)))
         self.use_button.setEnabled(target.usable)
         if not target.usable:
             self.explanation.setText(QCoreApplication.translate("catalog", target.problem))  # i18n: noop
+            self.details.setText(target.problem)  # the engine's own words, for the technical view
             return
         drafts = [e for e in self.entries if e.usable and e.source != target.source]
         for entry in self.entries:
