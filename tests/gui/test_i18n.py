@@ -228,12 +228,11 @@ def test_why_compare_and_the_charts_print_numbers_the_french_way(french, qtbot):
 
 
 def test_the_bundled_model_loads_du_modele_and_settings_is_one_word(french, qtbot):
+    from app.engine.errors import ModelLoadError
     from app.ui.main_window import MainWindow
     from app.ui.settings.settings_dialog import SettingsDialog
     from app.ui.settings.store import SettingsStore
     from app.worker import EngineWorker
-
-    from app.engine.errors import ModelLoadError
 
     def fail(**_options: object) -> None:
         raise ModelLoadError("not loaded in this test")
