@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
@@ -21,6 +22,19 @@ MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts
 # past 10 every repeated token is as good as banned (below 0.1, forced); the bounds keep
 # penalised logits far from float overflow
 MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY = 0.1, 10.0
+
+
+def available_cpus() -> int:
+    """The logical CPUs this process may run on (its affinity mask, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def cap_threads(threads: int) -> int:
+    """A thread count the machine can run: at most ``available_cpus()`` (more threads than CPUs
+    only take turns on them, and OpenMP's spin-waiting makes that far slower), at least 1."""
+    return max(1, min(threads, available_cpus()))
 
 
 @dataclass(frozen=True)
