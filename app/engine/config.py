@@ -97,12 +97,13 @@ class GenerationConfig:
         """The one mapping from stored or front-end settings to a config: unknown keys are
         ignored (older or newer files), missing ones take their defaults, and the values are
         validated like any other (``InvalidSettingError``)."""
+        if not isinstance(data, dict):
+            raise InvalidSettingError(f"the settings must be a JSON object of names and values (got {_shown(data)})")
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        if "stop_strings" in values:
-            stops = values["stop_strings"]
-            values["stop_strings"] = (stops,) if isinstance(stops, str) else tuple(stops or ())
-        return cls(**values)
+        if values.get("stop_strings") is None:
+            values.pop("stop_strings", None)  # null: none, as in older files
+        return cls(**values)  # each value checked by its normaliser (a list of stop strings included)
 
 
 # --- types: one normaliser per annotation, so a new field is checked by declaring it ------------

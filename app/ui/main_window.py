@@ -208,6 +208,7 @@ class MainWindow(QMainWindow):
         c.comparison_ready.connect(self._on_comparison_ready)
         c.conversation_saved.connect(self._on_conversation_saved)
         c.context_changed.connect(self.context_meter.set_used)
+        c.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
         self.chat_view.regenerate_requested.connect(self.regenerate)
         self.chat_view.edit_requested.connect(self.edit_and_resend)
         self.chat_view.continue_requested.connect(self.controller.continue_answer)
@@ -512,9 +513,16 @@ class MainWindow(QMainWindow):
         self._report_skipped_files()
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
+        reading = self.loader.pending
+        self.loader.forget(conversation.id)  # a read of it under way must not list it again
         self._worker.forget_conversation(conversation.id)  # its file is gone: so is what was learned from it
+        if self._to_open == conversation.id:
+            self._to_open = ""
+            self.statusBar().clearMessage()
         if conversation.id == self.controller.conversation.id:
             self._open(Conversation())
+        if reading and not self.loader.pending:
+            self._after_reading()  # it was the last one still to read
 
     def _on_conversation_restored(self, conversation: Conversation) -> None:
         if self.settings.remember_conversations:
