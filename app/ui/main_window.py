@@ -659,6 +659,8 @@ class MainWindow(QMainWindow):
         self._settings_store.set_geometry("main_state", self.saveState())
         self._settings_store.set_geometry("main_splitter", self.splitter.saveState())
         self._worker.shutdown(SHUTDOWN_TIMEOUT_S)
+        self._worker.drain()  # the tokens the engine made before it stopped reach the answer
+        self.controller.cut_short()  # the answer under way is kept as a cut answer (Continue)
         self.controller.save()
         self.controller.flush()
         super().closeEvent(event)

@@ -318,6 +318,10 @@ class EngineWorker(QObject):
         self._futures[run_id] = future
         return await future
 
+    def drain(self) -> None:
+        """Hand on now the step events the engine made and no tick has sent yet (on close)."""
+        self._flush()
+
     # ---- GUI thread: batches out, then the end of the run -----------------------------
     def _flush(self) -> None:
         """Emit what the engine produced since the last tick, one batch per run."""

@@ -193,6 +193,21 @@ class ChatController(QObject):
         if self._sweep_run is not None:
             self._worker.cancel(self._sweep_run)
 
+    def cut_short(self) -> None:
+        """The window closes while an answer is made: keep what was made as a cut answer, as
+        Stop would (its end-of-run signal will not arrive in time)."""
+        if self._answer_run is None:
+            return
+        message = self._answer_run[1]
+        self._answer_run = None
+        self._continuing = None
+        if message.stop_reason is None and (message.content or message.records):
+            message.stop_reason = "cancelled"
+            self.conversation.updated = time.time()
+        elif message.stop_reason is None and self._continued_stop is not None:
+            message.stop_reason = self._continued_stop  # a continuation that made nothing yet
+        self._set_busy()
+
     def compare(self, answer: Message) -> bool:
         """Answer the conversation up to ``answer`` with and without speculation, both fresh,
         through the engine's comparison service; the report says whether the models that made
