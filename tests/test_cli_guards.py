@@ -45,3 +45,24 @@ def test_the_engine_caps_a_thread_count_above_the_cpus():
 
     assert parse_threads(18446744073709551616) == available_cpus()
     assert parse_threads("999") == available_cpus()
+
+
+def test_max_new_tokens_above_the_context_length_are_capped_with_a_note(tiny_models, capsys):
+    import json
+
+    from app.engine.models.loading import load_model
+
+    context = load_model(str(tiny_models["llama"]), device="cpu", dtype="float32").context_length
+    asked = context + 1000
+    code = main(["generate", "--target", str(tiny_models["llama"]), "--max-new-tokens", str(asked), "--prompt", "hi",
+                 "--json", "--no-spec"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert f"--max-new-tokens {asked} capped to {context}" in captured.err
+    assert json.loads(captured.out)["stats"]["new_tokens"] <= context
+
+
+def test_a_temperature_past_two_is_refused_with_a_reason(capsys):
+    assert main(["generate", "--prompt", "hi", "--temperature", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "--temperature" in err and "2.0" in err and err.count("\n") == 1

@@ -14,6 +14,7 @@ from app.cli.inputs import DEFAULT_PROMPTS_FILE, UsageError, _utf8_text
 from app.engine.config import (
     MAX_REPETITION_PENALTY,
     MAX_SEED,
+    MAX_TEMPERATURE,
     MIN_REPETITION_PENALTY,
     GenerationConfig,
     cap_threads,
@@ -208,7 +209,11 @@ def _common_options() -> argparse.ArgumentParser:
         help="the draft model stops drafting below this probability (default: 0, off)",
     )
     gen.add_argument(
-        "--temperature", type=_bounded(float, 0.0), default=0.0, metavar="T", help="0 (default) is greedy"
+        "--temperature",
+        type=_bounded(float, 0.0, MAX_TEMPERATURE),
+        default=0.0,
+        metavar="T",
+        help=f"0 (default) is greedy; at most {MAX_TEMPERATURE:g} (past it any model writes word salad)",
     )
     gen.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, open_low=True), default=1.0, metavar="P")
     gen.add_argument("--top-k", type=_bounded(int, 0), default=0, metavar="K", help="0 (default) is off")

@@ -6,7 +6,7 @@ import math
 import numbers
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from app.engine.errors import InvalidSettingError
@@ -22,6 +22,9 @@ MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts
 # past 10 every repeated token is as good as banned (below 0.1, forced); the bounds keep
 # penalised logits far from float overflow
 MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY = 0.1, 10.0
+# the fronts' bound (the window, the CLI): past 2 the distribution is so flat that any model
+# writes word salad (5 did, from the window); the engine itself takes any (tests flatten with 3)
+MAX_TEMPERATURE = 2.0
 
 
 def available_cpus() -> int:
@@ -209,3 +212,12 @@ def validate(config: GenerationConfig) -> None:
     for ok, message in checks:
         if not ok:
             raise InvalidSettingError(message)
+
+
+def fit_to_context(config: GenerationConfig, context_length: int) -> GenerationConfig:
+    """``config`` with at most ``context_length`` new tokens (a prompt and its answer share the
+    context, so more can never be made); the same config when it fits or the length is unknown
+    (0). The fronts say so when it changed."""
+    if 0 < context_length < config.max_new_tokens:
+        return replace(config, max_new_tokens=context_length)
+    return config

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.config import MAX_TEMPERATURE, available_cpus
 from app.engine.errors import InvalidSettingError
 from app.ui.models.model_sources import cached_hub_models
 from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
@@ -264,7 +265,7 @@ class SettingsDialog(QDialog):
         self.cpu_kernels = QCheckBox(self.tr(
             "Fast exact CPU kernels (prepacked linears, row-wise attention)"
         ), page)
-        self.cpu_threads = _spin(page, 0, 256)
+        self.cpu_threads = _spin(page, 0, available_cpus())  # more only take turns on the CPUs
         self.cpu_threads.setSpecialValueText(self.tr("auto"))
         self.cpu_kernels.setToolTip(
             self.tr(
@@ -276,8 +277,9 @@ class SettingsDialog(QDialog):
             self.tr(
                 "How many CPU cores the models use. auto: starts at the physical cores minus one, so "
                 "the window stays responsive, then, between answers, takes the cores other programs "
-                "leave idle, and only as many as measured faster."
-            )
+                "leave idle, and only as many as measured faster. At most the {0} CPUs of this "
+                "computer: more threads only take turns on them, far slower."
+            ).format(available_cpus())
         )
         form.addRow("", self.cpu_kernels)
         form.addRow(self.tr("CPU threads:"), self.cpu_threads)
@@ -368,7 +370,7 @@ class SettingsDialog(QDialog):
         form = QFormLayout(page)
         self.greedy = QRadioButton(self.tr("Greedy (always the most likely token)"), page)
         self.sampling = QRadioButton(self.tr("Sampling"), page)
-        self.temperature = _double(page, 0.01, 5.0, 0.05, 2)
+        self.temperature = _double(page, 0.01, MAX_TEMPERATURE, 0.05, 2)
         self.top_p = _double(page, 0.01, 1.0, 0.05, 2)
         self.top_k = _spin(page, 0, 100000)
         self.seed = _spin(page, 0, 2**31 - 1)
