@@ -1272,6 +1272,34 @@
         <translation>Les réglages s’appliquent au prochain message.</translation>
     </message>
     <message>
+        <source>CPU threads</source>
+        <translation>fils de calcul</translation>
+    </message>
+    <message>
+        <source>temperature</source>
+        <translation>température</translation>
+    </message>
+    <message>
+        <source>max new tokens</source>
+        <translation>nouveaux jetons au maximum</translation>
+    </message>
+    <message>
+        <source>k</source>
+        <translation>k</translation>
+    </message>
+    <message>
+        <source>largest adaptive k</source>
+        <translation>plus grand k adaptatif</translation>
+    </message>
+    <message>
+        <source>repetition penalty</source>
+        <translation>pénalité de répétition</translation>
+    </message>
+    <message>
+        <source>Saved values outside what this computer or these settings allow were brought into range: {0}.</source>
+        <translation>Des valeurs enregistrées hors de ce que cet ordinateur ou ces réglages permettent ont été ramenées dans les limites : {0}.</translation>
+    </message>
+    <message>
         <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32's.</source>
         <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
     </message>

@@ -92,3 +92,15 @@ def test_a_later_successful_answer_clears_an_answer_error(open_window, qtbot, ti
     assert window.banner.isVisible() and len(window.banner_text.text()) <= MAX_BANNER_CHARS
     send_and_wait(qtbot, window, "Hello world!")
     assert window.banner.isHidden()
+
+
+def test_the_dialog_says_when_it_brings_a_saved_value_into_range(qapp, qtbot):
+    saved = AppSettings(models=ModelSettings(cpu_threads=available_cpus() + 254), temperature=5.0)
+    dialog = SettingsDialog(saved)
+    qtbot.addWidget(dialog)
+    text = dialog.error.text()
+    assert not dialog.error.isHidden() and f"CPU threads {available_cpus() + 254} → {available_cpus()}" in text
+    assert "temperature 5 → 2" in text
+    quiet = SettingsDialog(AppSettings())
+    qtbot.addWidget(quiet)
+    assert quiet.error.isHidden()

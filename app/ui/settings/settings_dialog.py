@@ -175,6 +175,30 @@ class SettingsDialog(QDialog):
         layout.addWidget(buttons)
         self._show(settings)
         self._show_model_error(model_error)
+        self._say_what_was_brought_into_range(settings)
+
+    def _say_what_was_brought_into_range(self, saved: AppSettings) -> None:
+        """A saved value outside what these fields allow (256 threads on a 2-CPU computer, a
+        temperature of 5 from an older version) is shown brought into range, and said so."""
+        shown = self.settings()
+        pairs = [(self.tr("CPU threads"), saved.models.cpu_threads, shown.models.cpu_threads)]
+        pairs += [
+            (label, getattr(saved, name), getattr(shown, name))
+            for label, name in (
+                (self.tr("temperature"), "temperature"),
+                (self.tr("max new tokens"), "max_new_tokens"),
+                (self.tr("k"), "k"),
+                (self.tr("largest adaptive k"), "k_max"),
+                (self.tr("repetition penalty"), "repetition_penalty"),
+            )
+        ]
+        changed = [f"{label} {before:g} → {after:g}" for label, before, after in pairs if abs(before - after) > 1e-9]
+        if changed:
+            self.error.setText(
+                self.tr("Saved values outside what this computer or these settings allow were brought into range: {0}.")
+                .format(", ".join(changed))
+            )
+            self.error.show()
 
     def _bf16_on_this_cpu(self) -> str:
         """What bfloat16 costs or gains on this CPU, from the worker's probe ("" before it)."""
