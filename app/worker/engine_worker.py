@@ -77,6 +77,7 @@ class GenerateRequest:
     continue_answer: bool = False  # go on with the cut answer that ends the conversation
     answer_ids: tuple[int, ...] | None = None  # that answer's exact token ids, when known
     history_id: str | None = None  # the conversation's id: its prompt and answer are indexed under it
+    answer_made_by: str | None = None  # the target that made ``answer_ids``: reused only with it
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ class EngineWorker(QObject):
     # the "earlier conversations" index now holds this many saved conversations: after the
     # saved ones were handed over (``set_history``), one forgotten or brought back, or a load
     history_indexed = Signal(int)
+    notice = Signal(int, str)  # run id, a sentence about how it runs (Continue from the text, ...)
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
     _compare_ended = Signal(int, object, str)  # engine thread -> GUI: run id, report | None, error
 
@@ -215,10 +217,13 @@ class EngineWorker(QObject):
         continue_answer: bool = False,
         answer_ids: tuple[int, ...] | None = None,
         history_id: str | None = None,
+        answer_made_by: str | None = None,
     ) -> int:
         """Queue a run (after any queued load); returns its id for the signals. ``answer_ids``:
-        with ``continue_answer``, the cut answer's exact token ids (it goes on from them).
-        ``history_id``: the conversation's id, under which the suffix drafter's memory indexes it."""
+        with ``continue_answer``, the cut answer's exact token ids (it goes on from them when
+        the loaded target is ``answer_made_by``, the model that made them; else from its text,
+        and ``notice`` says so). ``history_id``: the conversation's id, under which the suffix
+        drafter's memory indexes it."""
         self.start()
         request = GenerateRequest(
             next(self._run_ids),
@@ -227,6 +232,7 @@ class EngineWorker(QObject):
             continue_answer=continue_answer,
             answer_ids=answer_ids,
             history_id=history_id,
+            answer_made_by=answer_made_by,
         )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
@@ -344,6 +350,10 @@ class EngineWorker(QObject):
         run_id = self.request_generate(conversation, config)
         self._futures[run_id] = future
         return await future
+
+    def drain(self) -> None:
+        """Hand on now the step events the engine made and no tick has sent yet (on close)."""
+        self._flush()
 
     # ---- GUI thread: batches out, then the end of the run -----------------------------
     def _flush(self) -> None:
@@ -473,9 +483,15 @@ class EngineWorker(QObject):
             self._steps.append((request.run_id, step))
 
         try:
-            more: dict[str, Any] = (
-                {"continue_answer": True, "answer_ids": request.answer_ids} if request.continue_answer else {}
-            )
+            more: dict[str, Any] = {}
+            if request.continue_answer:
+                more = {"continue_answer": True, "answer_ids": request.answer_ids}
+                problem = ""
+                if request.answer_ids and hasattr(self._engine, "answer_ids_problem"):
+                    problem = self._engine.answer_ids_problem(request.answer_ids, request.answer_made_by)
+                if problem:
+                    self.notice.emit(request.run_id, problem)
+                    more["answer_ids"] = None
             if request.history_id is not None:
                 more["history_id"] = request.history_id
             result = self._engine.generate(

@@ -66,6 +66,8 @@ def test_saved_conversations_are_learned_from_and_a_deleted_one_is_forgotten(qtb
     window = _open_with_history(qtbot, 2)
     assert window.models_in_use is not None and window.models_in_use.drafter == "suffix index"
     engine = _engine(window)
+    qtbot.waitUntil(lambda: window.conversations_read)  # then handed to the engine thread, in order:
+    _settled(qtbot, window)  # the load may finish before the files are read (a loaded machine)
     assert {kept.id, deleted.id} <= engine.history.owners
 
     target = next(c for c in window.conversation_panel.conversations if c.id == deleted.id)
@@ -80,12 +82,15 @@ def test_saved_conversations_are_learned_from_and_a_deleted_one_is_forgotten(qtb
 
 def test_turning_learning_off_forgets_everything_and_records_nothing(qtbot, tiny_models, app_dirs):
     store = ConversationStore()
-    store.save(_saved("kept", "Say hello", "Hello there."))
+    kept = _saved("kept", "Say hello", "Hello there.")
+    store.save(kept)
     store.flush()
     SettingsStore().save(tiny_settings(tiny_models, draft="lookup"))
     window = _open_with_history(qtbot, 1)
     engine = _engine(window)
-    assert engine.history.size > 0
+    qtbot.waitUntil(lambda: window.conversations_read)
+    _settled(qtbot, window)  # the files are read and handed on after the load, on a loaded machine
+    assert kept.id in engine.history.owners and engine.history.size > 0
 
     dialog = SettingsDialog(window.settings, window)
     qtbot.addWidget(dialog)

@@ -267,11 +267,27 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
 
 def _write_converted(path: Path, folder: Path, source: str) -> None:
     model, tokenizer = _read_gguf(path, source)
+    _check_finite(model, source)  # before anything is cached: a refused file is checked again next time
     setattr(model, "hf_quantizer", None)  # noqa: B010 - else save_pretrained: "quantized with gguf, not serializable"
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+
+
+def _check_finite(model: PreTrainedModel, source: str) -> None:
+    """Every dequantized weight is a finite number. GGUF has no checksum: flipped bytes that
+    still decode to ordinary numbers cannot be told from real weights, but a block whose scale
+    (an fp16 ``d``) flipped to NaN or infinity, or a float tensor holding one, can."""
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if not weight.is_floating_point() or bool(torch.isfinite(weight.sum(dtype=torch.float64))):
+                continue  # a NaN or an infinity anywhere makes the sum so (3x cheaper than isfinite)
+            if not bool(torch.isfinite(weight).all()):
+                raise ModelLoadError(
+                    f"The GGUF file '{source}' is damaged: its weight {name} holds values that are "
+                    "not a finite number (NaN or infinity)."
+                )
 
 
 def _unwritable_cache(source: str, target: Path, exc: OSError) -> ModelLoadError:

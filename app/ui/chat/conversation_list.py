@@ -197,6 +197,7 @@ class ConversationPanel(QWidget):
         self.undo_bar.hide()
         if conversation is None:
             return
+        self._store.undelete(conversation.id)
         self._store.save(conversation)
         self.upsert(conversation)
         self.restored.emit(conversation)
