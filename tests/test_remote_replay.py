@@ -98,3 +98,11 @@ def test_a_server_run_survives_its_json():
     again = RunResult.from_dict(result.to_dict())
     assert again.tokens == result.tokens and again.steps == result.steps
     assert [s.rejected_unseen for s in again.steps] == [s.rejected_unseen for s in result.steps]
+
+
+@pytest.mark.parametrize("name", ["llamacpp-draft", "vllm-ngram"])
+def test_acceptance_by_position_is_the_servers_per_step_figures(name):
+    result, figures = answer(name)
+    positions = explain(result).acceptance_by_position
+    assert tuple(p.accepted for p in positions) == figures.accepted_by_position
+    assert sum(figures.per_step_accepted) == figures.accepted and sum(figures.per_step_drafted) == figures.drafted

@@ -25,7 +25,7 @@ from app.engine.config import GenerationConfig
 from app.engine.events import StepEvent
 from app.remote.chat import CHAT_PATH, ChatReader, RequestOptions, chat_body
 from app.remote.errors import ServerResponseError
-from app.remote.steps import ServerFigures, ServerToken, check_counts, count
+from app.remote.steps import ServerFigures, ServerToken, accepted_by_position, check_counts, count
 
 DETAILED_METRICS_FLAG = "--per-request-spec-decode-metrics detailed"
 
@@ -207,8 +207,7 @@ def _spec_metrics(data: Any) -> dict[str, Any]:
         check_counts(d, a, "one step of metrics.speculative_decoding")
     if per_drafted and (sum(per_drafted) != drafted or sum(per_accepted) != accepted):
         raise ServerResponseError("The server's per-step draft counts do not add up to its totals.")
-    longest = max(per_drafted, default=0)
-    by_position = [sum(1 for a in per_accepted if a >= i) for i in range(1, longest + 1)]
+    by_position = list(accepted_by_position(per_drafted, per_accepted))
     return {
         "num_draft_tokens": drafted,
         "num_accepted_draft_tokens": accepted,
