@@ -1,6 +1,7 @@
 """Real inference servers for the tests: ``llama-server`` processes on 127.0.0.1 (a free port
 each) with the bundled GGUF — plain, ``--spec-type ngram-simple``, and the same file as its own
-draft model (``-md`` + ``--spec-type draft-simple``) — and, opted in (``./test.sh --vllm``, which
+draft model (``-md`` + ``--spec-type draft-simple``), a router serving ``plain`` and ``ngram`` on
+one port — and, opted in (``./test.sh --vllm``, which
 sets ``SPECCHAT_VLLM_PYTHON``), vLLM plain and with n-gram speculation.
 
 Each server is started once per test session, waited for on ``/health``, and stopped by its
@@ -116,10 +117,32 @@ LLAMA_VARIANTS = {
 }
 
 
+ROUTER_PRESETS = """version = 1
+
+[*]
+threads = 1
+ctx-size = 2048
+parallel = 1
+
+[plain]
+model = {gguf}
+
+[ngram]
+model = {gguf}
+spec-type = ngram-simple
+"""
+
+
 def llama_server(variant: str, log_dir: Path) -> RunningServer:
     binary = require_llama_server()
     gguf = str(bundled_gguf())
     port = free_port()
+    if variant == "router":  # one port, two variants chosen by the request's "model": plain and ngram
+        presets = log_dir / "presets.ini"
+        presets.write_text(ROUTER_PRESETS.format(gguf=gguf), encoding="utf-8")
+        argv = [str(binary), "--models-preset", str(presets), "--host", "127.0.0.1", "--port", str(port),
+                "--metrics", "--no-webui"]  # fmt: skip
+        return start("llama-server-router", argv, port, log_dir)
     argv = [str(binary), "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-t", "1", "-tb", "1",
             "-c", "2048", "-np", "1", "--metrics", "--slots", "--no-webui"]  # fmt: skip
     argv += [a.replace("{gguf}", gguf) for a in LLAMA_VARIANTS[variant]]

@@ -39,14 +39,15 @@ def compare_json(speculative: str, plain: str, tokens: int, *more: str) -> dict[
     return json.loads(out.getvalue())
 
 
-def servers_own_counts(url: str, kind: str, tokens: int) -> tuple[int, int]:
+def servers_own_counts(url: str, kind: str, tokens: int, model: str | None = None) -> tuple[int, int]:
     """Drafted and accepted for the same request, asked directly (no SpecChat code), not streamed."""
     client = httpx.Client(base_url=url, timeout=300, trust_env=False)
     messages = [{"role": "user", "content": PROMPT}]
     if kind == "llama":
-        prompt = client.post("/apply-template", json={"messages": messages}).json()["prompt"]
+        chosen = {"model": model} if model else {}
+        prompt = client.post("/apply-template", json={"messages": messages, **chosen}).json()["prompt"]
         body = {"prompt": prompt, "n_predict": tokens, "temperature": 0, "top_k": 0, "min_p": 0.0, "top_p": 1.0,
-                "seed": 0, "ignore_eos": True, "cache_prompt": False}  # fmt: skip
+                "seed": 0, "ignore_eos": True, "cache_prompt": False, **chosen}  # fmt: skip
         timings = client.post("/completion", json=body).json()["timings"]
         return timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
     body = {"model": "smollm2", "messages": messages, "max_tokens": tokens, "temperature": 0, "seed": 0,
@@ -128,3 +129,14 @@ def test_compare_says_when_the_speculative_endpoint_does_not_draft(servers):
     plain = servers.get("llama-plain")
     report = compare_json(plain.url, plain.url, 8)
     assert any("speculative endpoint" in c and "drafted nothing" in c for c in report["checks"])
+
+
+def test_compare_on_one_llama_cpp_router_with_two_model_names(servers):
+    """One URL, ``--model ngram --plain-model plain``: the router's variants are the two arms."""
+    router = servers.get("llama-router")
+    report = compare_json(router.url, router.url, 48, "--model", "ngram", "--plain-model", "plain")
+    drafted, accepted = servers_own_counts(router.url, "llama", 48, model="ngram")
+    assert drafted > 0 and report["verdict"] == "identical" and report["checks"] == []
+    stats = report["speculative"]["stats"]
+    assert (stats["proposed"], stats["accepted"]) == (drafted, accepted)
+    assert report["server_figures"]["baseline"]["drafted"] is None
