@@ -56,8 +56,8 @@ def replay_transport(name: str, edit_stream: Edit | None = None, handler: Callab
     return httpx.MockTransport(serve)
 
 
-def replay_session(name: str, edit_stream: Edit | None = None, **kwargs: Any) -> ServerSession:
-    client = ServerClient(URL, transport=replay_transport(name, edit_stream, **kwargs))
+def replay_session(name: str, edit_stream: Edit | None = None, url: str = URL, **kwargs: Any) -> ServerSession:
+    client = ServerClient(url, transport=replay_transport(name, edit_stream, **kwargs))
     info = detect(client)
     return ServerSession(client, info, choose_model(info, None))
 
