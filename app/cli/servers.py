@@ -160,6 +160,7 @@ def print_report(report: ServerComparisonReport, out: TextIO) -> None:
             f"{stats_line(run.stats, run.drafter)}\n"
         )
         out.write(f"{'':<12} {figures_line(figures)}\n")
+    out.write(f"why: {explain(spec, base).summary}\n")
     positions = explain(spec).acceptance_by_position
     if positions:
         shares = ", ".join(f"{p.position}: {p.accepted}/{p.reached}" for p in positions if p.reached)
