@@ -390,6 +390,26 @@
         <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
         <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape) : les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
     </message>
+    <message>
+        <source>The speculative endpoint ({server}) drafted nothing for this conversation: it may not be started with speculation, or its drafter found nothing to propose.</source>
+        <translation>Le point d'accès spéculatif ({server}) n'a rien proposé pour cette conversation : il n'est peut-être pas lancé avec la spéculation, ou son brouillon n'a rien trouvé à proposer.</translation>
+    </message>
+    <message>
+        <source>The speculative endpoint ({server}) sent no speculation figures: start vLLM with --speculative-config and {flag} to see what it drafted.</source>
+        <translation>Le point d'accès spéculatif ({server}) n'a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu'il a proposé.</translation>
+    </message>
+    <message>
+        <source>The plain endpoint ({server}) drafted too ({accepted} of {drafted} drafts accepted): this compares two speculative servers, not with and without.</source>
+        <translation>Le point d'accès sans spéculation ({server}) a aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : ceci compare deux serveurs spéculatifs, pas avec et sans.</translation>
+    </message>
+    <message>
+        <source>{server} reports no speculation figures: SpecChat cannot tell whether it drafted.</source>
+        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s'il a proposé des brouillons.</translation>
+    </message>
+    <message>
+        <source>Both arms name the same server and model: nothing tells them apart.</source>
+        <translation>Les deux bras désignent le même serveur et le même modèle : rien ne les distingue.</translation>
+    </message>
 </context>
 <context>
     <name>Composer</name>
@@ -673,6 +693,10 @@
     <message>
         <source>run a comparison to measure what a plain step costs</source>
         <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
+    </message>
+    <message>
+        <source>the server does not report what its passes cost, so no cost or predicted speed-up is shown</source>
+        <translation>le serveur ne dit pas ce que coûtent ses passes, donc aucun coût ni gain prévu n'est affiché</translation>
     </message>
     <message>
         <source>so the measured decode speed-up was {ratio}</source>
