@@ -72,7 +72,8 @@ def test_the_server_choice_persists_and_the_key_never_reaches_the_file(
     SettingsStore().save(settings)
 
     again = SettingsStore().load().server
-    assert again == ServerSettings("server", "http://127.0.0.1:8080", "smol-spec", "SPECCHAT_TEST_KEY", "", "smol-plain")
+    url, env = "http://127.0.0.1:8080", "SPECCHAT_TEST_KEY"
+    assert again == ServerSettings("server", url, "smol-spec", env, "", "smol-plain")
     files = list((app_dirs / "settings").rglob("*.ini"))
     text = "".join(f.read_text() for f in files)
     assert "SPECCHAT_TEST_KEY" in text and SECRET not in text
@@ -93,7 +94,8 @@ def test_listing_models_runs_off_the_gui_thread_and_fills_the_choice(
     probe = ServerProbe(detect)
     panel = ServerSettingsPanel(probe)
     qtbot.addWidget(panel)
-    panel.set_value(replace(ServerSettings(), run_on="server", url="http://127.0.0.1:9", api_key_env="SPECCHAT_TEST_KEY"))
+    chosen = replace(ServerSettings(), run_on="server", url="http://127.0.0.1:9", api_key_env="SPECCHAT_TEST_KEY")
+    panel.set_value(chosen)
     with qtbot.waitSignal(probe.probed, timeout=5000):
         assert panel.request_models()
     assert asked == [("http://127.0.0.1:9", SECRET, False)]
