@@ -20,6 +20,7 @@ from app.ui.common.storage import ConversationStore
 
 if TYPE_CHECKING:
     from app.worker import EngineWorker
+    from app.worker.server_backend import ServerTarget
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class ChatController(QObject):
         self.conversation = Conversation()
         self.drafter_name = ""  # of the loaded models; "" while nothing is loaded
         self.model_ready = False
+        self.plain_endpoint: ServerTarget | None = None  # on a server: what Compare measures against
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
         self._sweep_run: int | None = None
@@ -178,7 +180,8 @@ class ChatController(QObject):
         config = GenerationConfig.from_dict(answer.config)
         stored = answer.run_result()
         run_id = self._worker.request_compare(
-            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id
+            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id,
+            plain=self.plain_endpoint,
         )
         self._compare_run = (run_id, answer)
         self._set_busy()

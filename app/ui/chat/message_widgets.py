@@ -232,7 +232,8 @@ class AnswerWidget(QFrame):
 
     def update_labels(self) -> None:
         m = self.message
-        self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter)))
+        server = m.made_by.server if m.made_by is not None else None
+        self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter, server)))
         self.stats.setText(stats_line(m.run_stats, m.speculative) if m.stats else "")
         notes = [n for n in (stop_note(m.stop_reason), m.error) if n]
         self.status.setText("\n".join(notes))

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 from app.engine.analysis.compare import ComparisonReport
 from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo, TokenOrigin
 
-RecordKind = Literal["draft", "target", "rejected"]
+RecordKind = Literal["draft", "target", "rejected", "unknown"]  # unknown: a server did not say
 Role = Literal["system", "user", "assistant"]
 CONTINUABLE = ("cancelled", "max_new_tokens")  # stop reasons that leave an answer cut
 CONVERSATION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: no dot, no separator, no drive

@@ -36,6 +36,7 @@ from app.ui.common.conversation import TokenRecord
 from app.ui.common.formatting import how_made
 from app.ui.common.token_style import diff_format
 from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
+from app.ui.compare.server_figures import ServerFiguresBox, is_server_report
 
 # The sentences are the engine's (app.engine.analysis.compare: one wording for the CLI and the GUI);
 # translated here, in this context, before their values are filled in.
@@ -102,6 +103,7 @@ class CompareDialog(QDialog):
         self._mark_first_difference()
 
         self.table = self._stats_table(speculative, baseline)
+        self.server_box = ServerFiguresBox(report, self) if is_server_report(report) else None
         self.diff_view = QTextEdit(self)
         self.diff_view.setReadOnly(True)
         self._render_diff(speculative.text, baseline.text)
@@ -125,6 +127,8 @@ class CompareDialog(QDialog):
         layout.addWidget(self.stored_note)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)
+        if self.server_box is not None:
+            layout.addWidget(self.server_box)
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
@@ -165,7 +169,10 @@ class CompareDialog(QDialog):
         ]
         table = QTableWidget(len(rows), 2, self)
         table.setHorizontalHeaderLabels(
-            [how_made(speculative.speculative, speculative.drafter), how_made(False, "none")]
+            [
+                how_made(speculative.speculative, speculative.drafter, _server(speculative)),
+                how_made(False, "none", _server(baseline)),
+            ]
         )
         table.setVerticalHeaderLabels([name for name, _ in rows])
         for row, (_, value) in enumerate(rows):
@@ -237,6 +244,11 @@ class CompareDialog(QDialog):
             view.setExtraSelections([selection])
             view.setTextCursor(cursor)
             view.ensureCursorVisible()
+
+
+def _server(run: RunResult) -> str | None:
+    """The server that made ``run`` (None: this computer)."""
+    return run.made_by.server if run.made_by is not None else None
 
 
 def _boxed(title: str, widget: QWidget) -> QGroupBox:

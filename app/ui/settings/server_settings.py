@@ -203,6 +203,11 @@ class ServerSettingsPanel(QWidget):
             return url_problem(server.plain_url, self.tr("The plain server's URL"))
         return None
 
+    def show_failure(self, message: str) -> None:
+        """Why the server in these settings could not be used (until the person edits them)."""
+        self.server_note.setStyleSheet(ERROR_STYLE)
+        self.server_note.setText(self.tr("This server could not be used: {0}").format(message))
+
     # ---- listing the server's models (on the probe's thread) ---------------------------
     def request_models(self) -> bool:
         """Ask the server what it is and which models it serves; False when the URL is not one."""
