@@ -40,7 +40,8 @@ from typing import Literal
 from app.engine.events import EARLIER, RunResult, StepEvent
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
-PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
+# server: an inference server ran the passes and does not report what each cost
+PlainCostSource = Literal["baseline", "own_plain_steps", "unknown", "server"]
 Cause = Literal["acceptance", "draft", "verify"]
 RunKind = Literal["speculative", "baseline"]
 CurveKind = Literal["fixed_k", "this_run"]
@@ -221,7 +222,12 @@ def _decode(run: RunResult) -> list[StepEvent]:
 
 
 def _drafts(step: StepEvent) -> int:
-    return len(step.accepted) + len(step.rejected)
+    return step.drafted  # a server's rejected drafts count without their ids
+
+
+def _judged(steps: Sequence[StepEvent]) -> list[StepEvent]:
+    """Passes whose drafts are known: not a server's tokens of unknown source."""
+    return [s for s in steps if s.target_kind != "unknown"]
 
 
 def _step_s(step: StepEvent) -> float:
@@ -264,13 +270,13 @@ def fit_acceptance(steps: Sequence[StepEvent]) -> float | None:
     """α = accepted / (accepted + first rejections): each pass tells n successes, then one
     failure if a draft was rejected (drafts after it were never judged)."""
     accepted = sum(len(s.accepted) for s in steps)
-    failures = sum(1 for s in steps if s.rejected)
+    failures = sum(1 for s in steps if s.any_rejected)
     return accepted / (accepted + failures) if accepted + failures else None
 
 
 def alpha_of(run: RunResult) -> float | None:
     """The run's acceptance α (``fit_acceptance`` over its passes)."""
-    return fit_acceptance(_passes(run))
+    return fit_acceptance(_judged(_passes(run)))
 
 
 def acceptance_by_position(steps: Sequence[StepEvent]) -> tuple[PositionAcceptance, ...]:
@@ -436,8 +442,10 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
     same conversation without speculation) when there is one."""
     passes = _passes(speculative)
     decode = [s for s in passes if _is_decode(s)]
-    alpha = fit_acceptance(passes)
-    plain_s, source = plain_pass_cost(decode, baseline)
+    alpha = fit_acceptance(_judged(passes))
+    from_server = speculative.made_by is not None and speculative.made_by.server is not None
+    # a server's figures hold no pass costs: none are fitted from the client's clock
+    plain_s, source = (None, "server") if from_server else plain_pass_cost(decode, baseline)
     costs = verify_costs(decode, plain_s)
     v = {row.drafts: row.fitted for row in costs if row.fitted is not None and row.drafts > 0}
     k = _k_used(decode)
@@ -457,8 +465,8 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         alpha=alpha,
         drafts_accepted_share=share,
         tokens_per_pass=speculative.stats.tokens_per_pass,
-        acceptance_by_position=acceptance_by_position(passes),
-        tokens_per_pass_histogram=tokens_histogram(passes),
+        acceptance_by_position=acceptance_by_position(_judged(passes)),
+        tokens_per_pass_histogram=tokens_histogram(_judged(passes)),
         plain_pass_s=plain_s,
         plain_cost_source=source,
         draft_cost_ratio=c,
@@ -547,6 +555,9 @@ COSTS_ONE = QT_TRANSLATE_NOOP(
     "Explanation", "a pass checking one draft cost {verify} a plain step, and drafting it {draft}"
 )
 UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure what a plain step costs")
+SERVER_COST = QT_TRANSLATE_NOOP(
+    "Explanation", "the server does not report what its passes cost, so no cost or predicted speed-up is shown"
+)
 OUTCOMES = {
     (True, True): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was {ratio}"),
     (True, False): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was only {ratio}"),
@@ -610,7 +621,8 @@ def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
     measured = e.decode_speedup is not None
     speedup = e.decode_speedup if e.decode_speedup is not None else e.predicted_decode_speedup
     if e.verify_cost_ratio is None or e.draft_cost_ratio is None or speedup is None:
-        return f"{agreed}; {translate(UNKNOWN_COST)}."
+        unknown = SERVER_COST if e.plain_cost_source == "server" else UNKNOWN_COST
+        return f"{agreed}; {translate(unknown)}."
     costs = translate(COSTS_ONE if e.k_used == 1 else COSTS).format(
         k=e.k_used,
         verify=format_ratio(e.verify_cost_ratio),
