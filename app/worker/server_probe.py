@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 log = logging.getLogger(__name__)
 
-Detect = Callable[[str, str | None], Any]  # (url, api key or None) -> what the server is
+Detect = Callable[[str, str | None], Any]  # (url, api key or None) -> a ServerListing
 
 
-def api_key_from(env_name: str) -> str | None:
-    """The key in the environment variable the person named (None: none named, or unset). It
-    is passed to the client only; nothing here writes or logs it."""
-    name = env_name.strip()
-    return (os.environ.get(name) or None) if name else None
+@dataclass(frozen=True)
+class ServerListing:
+    """What a server said of itself: "llama.cpp b6550 at http://…" and the models it serves."""
+
+    description: str
+    models: tuple[str, ...]
 
 
 class ServerProbe(QObject):
@@ -39,25 +40,34 @@ class ServerProbe(QObject):
     def request(self, url: str, api_key_env: str = "") -> int:
         """Start one question; ``probed`` answers it with the id returned here."""
         probe_id = next(self._ids)
-        key = api_key_from(api_key_env)
         threading.Thread(
-            target=self._run, args=(probe_id, url, key), name="specchat-server-probe", daemon=True
+            target=self._run, args=(probe_id, url, api_key_env.strip()), name="specchat-server-probe", daemon=True
         ).start()
         return probe_id
 
-    def _run(self, probe_id: int, url: str, key: str | None) -> None:
+    def _run(self, probe_id: int, url: str, api_key_env: str) -> None:
         try:
-            info = self._detect(url, key)
+            info = self._detect(url, _api_key(api_key_env))  # the key goes to the client only
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self.probed.emit(probe_id, None, _describe(e))
             return
         self.probed.emit(probe_id, info, "")
 
 
-def _detect(url: str, key: str | None) -> Any:
-    from app.remote import detect_server  # httpx is imported here, on the probe's thread
+def _api_key(env_name: str) -> str | None:
+    from app.remote.urls import api_key_from_env
 
-    return detect_server(url, api_key=key)
+    return api_key_from_env(env_name or None)
+
+
+def _detect(url: str, key: str | None) -> ServerListing:
+    from app.remote.client import ServerClient  # httpx is imported here, on the probe's thread
+    from app.remote.detect import detect
+    from app.remote.urls import server_url
+
+    with ServerClient(server_url(url), key) as client:
+        info = detect(client)
+    return ServerListing(info.describe(), tuple(info.models))
 
 
 def _describe(error: Exception) -> str:

@@ -287,7 +287,10 @@ class AnswerWidget(QFrame):
         # speed-ups come from it
         compared = self.message.comparison
         baseline = compared.baseline if compared is not None else None
-        self.why_dialog = ExplainDialog(self.message.run_result(), baseline, self.window())
+        figures = getattr(compared, "figures", ())  # compared against servers: what they said
+        self.why_dialog = ExplainDialog(
+            self.message.run_result(), baseline, self.window(), server_figures=figures[0] if figures else None
+        )
         self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
         self.why_dialog.show()
 

@@ -139,7 +139,10 @@ class CompareDialog(QDialog):
 
         if self.why_dialog is not None:
             self.why_dialog.close()
-        self.why_dialog = ExplainDialog(self.report.speculative, self.report.baseline, self)
+        figures = getattr(self.report, "figures", ())  # a comparison against servers: theirs
+        self.why_dialog = ExplainDialog(
+            self.report.speculative, self.report.baseline, self, server_figures=figures[0] if figures else None
+        )
         self.why_dialog.show()
         return self.why_dialog
 

@@ -63,7 +63,10 @@ class ServerFiguresBox(QGroupBox):
                 lambda i: _speed(getattr(figures[i], "decode_tokens_per_s", None)),
             ),
             (self.tr("Drafts accepted, of proposed (the server's count)"), lambda i: self._drafts(figures[i])),
-            (self.tr("Speculative passes (the server's count)"), lambda i: _count(getattr(figures[i], "spec_steps", None))),
+            (
+                self.tr("Speculative passes (the server's count)"),
+                lambda i: _count(getattr(figures[i], "spec_steps", None)),
+            ),
             (self.tr("Requests timed (A B B A)"), lambda i: integer(self._rounds(i))),
         ]
         self.table = QTableWidget(len(rows), 2, self)

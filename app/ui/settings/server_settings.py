@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.common.engine_words import server_words
 from app.ui.settings.store import ServerSettings
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ class ServerSettingsPanel(QWidget):
         form = QFormLayout(self)
         self.on_computer = QRadioButton(self.tr("This computer (the models in the Models tab)"), self)
         self.on_server = QRadioButton(self.tr("A server (OpenAI-compatible: llama.cpp's llama-server, vLLM)"), self)
+        self.on_computer.setToolTip(
+            self.tr("SpecChat runs the models itself, on this computer: nothing leaves it.")
+        )
         self.on_server.setToolTip(
             self.tr(
                 "SpecChat sends the conversation to the server at this address and shows what it "
@@ -237,7 +241,7 @@ class ServerSettingsPanel(QWidget):
         self.model.addItems(models)
         self.model.setCurrentText(typed if typed or len(models) != 1 else models[0])
         self.server_note.setStyleSheet("")
-        described = str(getattr(info, "description", "") or "")
+        described = server_words(str(getattr(info, "description", "") or ""))
         listed = ", ".join(models) if models else self.tr("none listed")
         self.server_note.setText(self.tr("{0} · models: {1}").format(described, listed))
 
@@ -264,7 +268,7 @@ class ServerSettingsPanel(QWidget):
             self.key_note.setText(
                 self.tr("{0} is set in this environment.").format(name)
                 if os.environ.get(name)
-                else self.tr("{0} is not set in this environment: no key will be sent.").format(name)
+                else self.tr("{0} is not set in this environment: set it before connecting.").format(name)
             )
         else:
             self.key_note.clear()
