@@ -52,6 +52,10 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
 
 
 def run_generate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.server is not None:
+        from app.cli import servers
+
+        return servers.run_generate(args, out)
     speculative = not args.no_spec
     config = generation_config(args, speculative=speculative)
     messages = conversation(read_prompt(args), args.system)
@@ -74,6 +78,10 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Both arms through the engine's comparison service; this only presents its report."""
+    if args.server is not None:
+        from app.cli import servers
+
+        return servers.run_compare(args, out)
     from app.engine.analysis.compare import headline, verdict_reasons
     from app.engine.analysis.comparison import run_comparison
 

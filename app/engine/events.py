@@ -303,8 +303,10 @@ class RunProvenance:
 
     def describe(self) -> str:
         """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"; from a server:
-        "SmolLM2 on llama.cpp b6550 at http://127.0.0.1:8080 + server: ngram-simple"."""
-        made = f"{self.target} on {self.server}" if self.server else f"{self.target} ({self.dtype}, {self.device})"
+        "SmolLM2 on llama.cpp b6550 at http://127.0.0.1:8080, drafting"."""
+        if self.server:
+            return f"{self.target} on {self.server}" + (", drafting" if self.drafter != "none" else "")
+        made = f"{self.target} ({self.dtype}, {self.device})"
         if self.drafter == "none":
             return made
         return made + f" + {self.drafter}" + (f" ({self.draft_dtype})" if self.draft_dtype else "")

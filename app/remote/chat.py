@@ -31,6 +31,18 @@ class RequestOptions:
     logprobs: bool = True
 
 
+def request(
+    client: Any,
+    messages: Sequence[Mapping[str, str]],
+    config: GenerationConfig,
+    model: str,
+    options: RequestOptions,
+    continue_answer: bool = False,
+) -> tuple[str, dict[str, Any]]:
+    """The path and body of a streamed chat request (a server with no dialect of its own)."""
+    return CHAT_PATH, chat_body(messages, config, model, options, continue_answer)
+
+
 def chat_body(
     messages: Sequence[Mapping[str, str]],
     config: GenerationConfig,
@@ -118,6 +130,10 @@ class ChatReader:
             raise ServerError(f"The server stopped the answer: {server_message(chunk) or 'an error'}")
         self.chunks += 1
         self.last_chunk = dict(chunk)
+        return self._parse(chunk)
+
+    def _parse(self, chunk: Mapping[str, Any]) -> list[StepEvent]:
+        """One chunk of an OpenAI chat stream."""
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             self.usage = dict(usage)

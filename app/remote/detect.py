@@ -60,6 +60,7 @@ def detect(client: ServerClient) -> ServerInfo:
             models,
             n_ctx or _int(props.get("n_ctx")),
             speculates if isinstance(speculates, bool) else None,
+            {"form": form} if (form := _text(props.get("model_ftype"))) else {},
         )
     version = client.get_json("/version", missing_ok=True)
     if isinstance(version, dict) and isinstance(version.get("version"), str):

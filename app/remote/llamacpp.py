@@ -1,45 +1,111 @@
 """llama.cpp's ``llama-server``: its extra request fields and what its stream tells.
 
-Asked with ``timings_per_token`` (and ``return_tokens``), every chunk carries ``timings`` with
+SpecChat asks llama.cpp's own ``/completion`` (on the prompt ``/apply-template`` renders): its
+chat stream sends no token ids for the tokens of a verified block, ``/completion`` with
+``return_tokens`` does. Asked with ``timings_per_token``, every chunk carries ``timings`` with
 the request's running totals ``draft_n`` / ``draft_n_accepted`` (present once something was
 drafted). The totals jump on the first chunk of a pass that verified drafts; that pass then
-emits its accepted drafts and its own token. So a *group* — a chunk where the totals jump and
-the chunks after it up to the next jump — is one pass exactly when it holds
-``Δaccepted + 1`` tokens; a group holding more also holds passes that drafted nothing, whose
-split the stream does not show: its tokens are "not known". Chunks before the first jump are
-passes that drafted nothing, one token each.
+emits its accepted drafts and its own token, one chunk each, before the next pass runs (seen
+on this version: a jump of (2, 2) on a chunk, then two more chunks, then the next pass). So
+the chunk where the totals jump by (Δdrafted, Δaccepted) and the ``Δaccepted`` chunks after it
+are one pass — ``Δaccepted`` accepted drafts, then the target's token — and each later chunk
+up to the next jump is a pass that drafted nothing (the totals did not move: its token is the
+target's own). A group too short for its pass mid-answer cannot happen; if it did, its tokens
+would be "not known". Chunks before the first jump are passes that drafted nothing.
 
-Token probabilities: llama.cpp reports ``logprob`` 0.0 with no alternatives for tokens from
-a verified block: such a token gets no probability (take them from a plain run).
+Token probabilities: llama.cpp sends none for the tokens of a verified block (its chat stream,
+``logprob`` 0.0): such a token gets no probability (a comparison takes them from the plain run).
 ``cache_prompt: false`` for a fair comparison; ``ignore_eos`` for a fixed length.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.engine.config import GenerationConfig
-from app.engine.events import StepEvent
-from app.remote.chat import ChatReader, RequestOptions, chat_body
+from app.engine.events import StepEvent, StopReason
+from app.remote.chat import TOP_LOGPROBS, ChatReader, RequestOptions, logprob_tokens
+from app.remote.client import ServerClient
 from app.remote.errors import ServerResponseError
 from app.remote.steps import ServerFigures, ServerToken, check_counts, count, seconds
 
+COMPLETION_PATH = "/completion"
+TEMPLATE_PATH = "/apply-template"
+STOP_TYPES: dict[str, StopReason] = {"eos": "eos", "limit": "max_new_tokens", "word": "stop_string"}
 
-def body(
+
+def request(
+    client: ServerClient,
     messages: Sequence[Mapping[str, str]],
     config: GenerationConfig,
     model: str,
     options: RequestOptions,
     continue_answer: bool = False,
-) -> dict[str, Any]:
-    data = chat_body(messages, config, model, options, continue_answer)
-    data.update(timings_per_token=True, return_tokens=True, cache_prompt=options.prompt_cache)
-    if config.repetition_penalty != 1.0:
-        data["repeat_penalty"] = config.repetition_penalty
+) -> tuple[str, dict[str, Any]]:
+    """llama.cpp's own ``/completion`` on the prompt its ``/apply-template`` renders: its
+    chat stream names no token ids while speculating, this one does (``return_tokens``)."""
+    rendered = client.post_json(TEMPLATE_PATH, {"model": model, "messages": [dict(m) for m in messages]})
+    prompt = rendered.get("prompt") if isinstance(rendered, Mapping) else None
+    if not isinstance(prompt, str):
+        raise ServerResponseError("llama.cpp's /apply-template answered without a prompt.")
+    if continue_answer:
+        prompt = _without_end_of_turn(prompt, messages[-1].get("content", ""))
+    data: dict[str, Any] = {
+        "model": model,
+        "prompt": prompt,
+        "stream": True,
+        "n_predict": config.max_new_tokens,
+        "temperature": config.temperature,
+        "top_k": config.top_k,  # 0: off, as in GenerationConfig (llama.cpp's default is 40)
+        "top_p": config.top_p,
+        "min_p": 0.0,
+        "seed": config.seed % 2**32,
+        "repeat_penalty": config.repetition_penalty,
+        "timings_per_token": True,
+        "return_tokens": True,
+        "cache_prompt": options.prompt_cache,
+    }
+    if options.logprobs:
+        data["n_probs"] = TOP_LOGPROBS
+    if config.stop_strings:
+        data["stop"] = list(config.stop_strings)
     if options.fixed_length:
         data["ignore_eos"] = True
-    return data
+    return COMPLETION_PATH, data
+
+
+def _without_end_of_turn(prompt: str, answer: str) -> str:
+    """A rendered conversation that ends with the cut answer, minus what closes its turn (the
+    template's end-of-turn marker after the answer's text), so generation goes on inside it."""
+    at = prompt.rfind(answer) if answer else -1
+    return prompt[: at + len(answer)] if at >= 0 else prompt
+
+
+def completion_tokens(chunk: Mapping[str, Any]) -> list[ServerToken]:
+    """A ``/completion`` chunk's tokens: ids from ``tokens``, texts and log probabilities from
+    ``completion_probabilities`` when given (not for tokens of a verified block), else the
+    chunk's ``content`` on its last token."""
+    ids = chunk.get("tokens")
+    content = chunk.get("content", "")
+    if not isinstance(content, str):
+        raise ServerResponseError("llama.cpp streamed content that is not text.")
+    if not isinstance(ids, list):
+        return [ServerToken(None, content)] if content else []
+    ids = [count(i, "a token id") for i in ids]
+    probs = chunk.get("completion_probabilities")
+    if isinstance(probs, list) and len(probs) == len(ids):
+        tokens = logprob_tokens({"logprobs": {"content": probs}}) or []
+        if "".join(t.text for t in tokens) == content:
+            return [ServerToken(i, t.text, t.logprob, t.second_logprob) for i, t in zip(ids, tokens)]
+        # pieces that split a character: the chunk's text stands on its last token
+        return [ServerToken(i, "", t.logprob, t.second_logprob) for i, t in zip(ids[:-1], tokens)] + [
+            ServerToken(ids[-1], content, tokens[-1].logprob, tokens[-1].second_logprob)
+        ]
+    if not ids:
+        return []
+    return [ServerToken(i, "") for i in ids[:-1]] + [ServerToken(ids[-1], content)]
 
 
 class Reader(ChatReader):
@@ -54,6 +120,16 @@ class Reader(ChatReader):
         self._steps_drafted: list[int] = []
         self._steps_accepted: list[int] = []
         self.timings: dict[str, Any] = {}
+
+    def _parse(self, chunk: Mapping[str, Any]) -> list[StepEvent]:
+        """One ``/completion`` chunk."""
+        stop_type = chunk.get("stop_type")
+        if chunk.get("stop") is True and isinstance(stop_type, str):
+            self.stop_reason = STOP_TYPES.get(stop_type, "eos")
+        for key in ("tokens_evaluated",):
+            if key in chunk:
+                self.usage["prompt_tokens"] = chunk[key]
+        return self._take(chunk, completion_tokens(chunk), time.perf_counter())
 
     def _take(self, chunk: Mapping[str, Any], tokens: list[ServerToken], now: float) -> list[StepEvent]:
         timings = chunk.get("timings")
@@ -90,17 +166,25 @@ class Reader(ChatReader):
             self._group += tokens
         return out
 
-    def _close_group(self, now: float | None) -> list[StepEvent]:
+    def _close_group(self, now: float | None, last: bool = False) -> list[StepEvent]:
+        """The group's pass (its first ``Δaccepted + 1`` tokens), then the passes after it that
+        drafted nothing (one token each: the totals did not move). A group too short for its
+        pass is the answer's last pass cut by the length limit, or — mid-answer, where it cannot
+        be — tokens of unknown source."""
         if not self._group:
             return []
         drafted, accepted = self._group_counts
         tokens, self._group, self._group_counts = self._group, [], (0, 0)
-        one_pass = len(tokens) == accepted + 1
-        step = self.builder.group(tokens, drafted, accepted, attributed=one_pass, now=now)
-        return [step] if step is not None else []
+        size = accepted + 1
+        if len(tokens) < size and not last:
+            return _some(self.builder.group(tokens, drafted, accepted, attributed=False, now=now))
+        out = _some(self.builder.group(tokens[:size], drafted, accepted, attributed=True, now=now))
+        for token in tokens[size:]:
+            out += _some(self.builder.group([token], 0, 0, attributed=True, now=now))
+        return out
 
     def _flush(self) -> list[StepEvent]:
-        return self._close_group(None)
+        return self._close_group(None, last=True)
 
     def _figures(self) -> ServerFigures:
         t = self.timings
@@ -129,6 +213,10 @@ class Reader(ChatReader):
             speculated=bool(drafted),
             notes=notes,
         )
+
+
+def _some(step: StepEvent | None) -> list[StepEvent]:
+    return [step] if step is not None else []
 
 
 def _maybe(value: Any, what: str) -> int | None:

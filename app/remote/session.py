@@ -15,7 +15,8 @@ from typing import Any
 from app.engine.config import GenerationConfig
 from app.engine.errors import InvalidSettingError, PromptError
 from app.engine.events import RunProvenance, RunResult, StepEvent
-from app.remote.chat import CHAT_PATH, ChatReader, RequestOptions, chat_body
+from app.remote import chat
+from app.remote.chat import ChatReader, RequestOptions
 from app.remote.client import READ_TIMEOUT_S, ServerClient
 from app.remote.detect import ServerInfo, choose_model, detect
 from app.remote.errors import ServerError
@@ -79,7 +80,8 @@ class ServerSession:
     # ---- what the fronts ask --------------------------------------------------------------
     @property
     def target_name(self) -> str:
-        return self.model
+        """The model's name as the server lists it (a file path shortened to its file name)."""
+        return self.model.rstrip("/").rsplit("/", 1)[-1] or self.model
 
     @property
     def drafter_name(self) -> str:
@@ -109,9 +111,9 @@ class ServerSession:
         """The model, the server that ran it and the settings (``drafted``: whether this answer drafted)."""
         drafting = self._speculated if drafted is None else drafted
         return RunProvenance(
-            target=self.model,
+            target=self.target_name,
             drafter=SERVER_DRAFTER if drafting else "none",
-            dtype=UNKNOWN_DTYPE,
+            dtype=str(self.info.extra.get("form") or UNKNOWN_DTYPE),  # llama.cpp: the GGUF's form (Q4_1)
             device="server",
             config=config.to_dict(),
             server=self.server_name,
@@ -144,12 +146,11 @@ class ServerSession:
         if drafter_choice is not None:
             raise InvalidSettingError("A server chooses its own drafter: SpecChat cannot pick one there.")
         messages = _messages(conversation, continue_answer)
-        body = (self._dialect.body if self._dialect else chat_body)(
-            messages, config, self.model, self.options, continue_answer
-        )
+        dialect = self._dialect or chat
+        path, body = dialect.request(self.client, messages, config, self.model, self.options, continue_answer)
         reader: ChatReader = self._dialect.Reader(self.model) if self._dialect else ChatReader(self.model)
         self.last_figures = None
-        for chunk in self.client.stream(CHAT_PATH, body, cancel):
+        for chunk in self.client.stream(path, body, cancel):
             yield from reader.feed(chunk)
         if cancel is not None and cancel.is_set():
             reader.stop_reason = "cancelled"

@@ -145,9 +145,9 @@ class StepBuilder:
         elapsed, self._last = max(0.0, now - self._last), now
         index = len(self.steps)
         infos = [self._info(t, UNKNOWN_SOURCE) for t in tokens]
-        own = len(tokens) - accepted  # each pass emits one own token; a cut last pass may emit none
-        if attributed and 0 <= own <= 1:
-            drafts = tuple(replace(t, source="draft") for t in infos[:accepted])
+        own = len(tokens) - accepted  # each pass emits one own token; a pass cut by the length limit, none
+        if attributed and own <= 1:
+            drafts = tuple(replace(t, source="draft") for t in infos[: min(accepted, len(infos))])
             target = replace(infos[accepted], source="target") if own == 1 else None
             kind: TargetKind = "prefill" if index == 0 else ("plain" if drafted == 0 else (
                 "bonus" if accepted == drafted else "correction"))

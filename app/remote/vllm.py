@@ -22,20 +22,22 @@ from typing import Any
 
 from app.engine.config import GenerationConfig
 from app.engine.events import StepEvent
-from app.remote.chat import ChatReader, RequestOptions, chat_body
+from app.remote.chat import CHAT_PATH, ChatReader, RequestOptions, chat_body
 from app.remote.errors import ServerResponseError
 from app.remote.steps import ServerFigures, ServerToken, check_counts, count
 
 DETAILED_METRICS_FLAG = "--per-request-spec-decode-metrics detailed"
 
 
-def body(
+def request(
+    client: Any,
     messages: Sequence[Mapping[str, str]],
     config: GenerationConfig,
     model: str,
     options: RequestOptions,
     continue_answer: bool = False,
-) -> dict[str, Any]:
+) -> tuple[str, dict[str, Any]]:
+    """A streamed chat request with vLLM's extra fields."""
     data = chat_body(messages, config, model, options, continue_answer)
     data["return_token_ids"] = True
     if config.repetition_penalty != 1.0:
@@ -44,7 +46,7 @@ def body(
         data["ignore_eos"] = True
     if continue_answer:
         data.update(add_generation_prompt=False, continue_final_message=True)
-    return data
+    return CHAT_PATH, data
 
 
 class Reader(ChatReader):
@@ -100,14 +102,16 @@ class Reader(ChatReader):
         drafted, accepted = list(m["per_step_drafted"]), list(m["per_step_accepted"])
         singles: list[tuple[list[ServerToken], float]] = []
         j = 0
-        for tokens, at in rest:
-            if len(tokens) == 1:
+        for n, (tokens, at) in enumerate(rest):
+            last = n == len(rest) - 1
+            if len(tokens) == 1 and not (last and j < len(accepted) and accepted[-1] > 0):
                 singles.append((tokens, at))
                 continue
-            # a multi-token step: the next per-step entry that accepted len - 1; zeros before it
-            # belong to the one-token chunks since the last multi-token step
+            # a multi-token step (or the last step, cut by the length limit): the next per-step
+            # entry that accepted len - 1 (cut: at least len - 1); the zeros before it belong to
+            # the one-token chunks since the previous such step
             k = j
-            while k < len(accepted) and accepted[k] != len(tokens) - 1:
+            while k < len(accepted) and not _fits(accepted[k], len(tokens), last):
                 if accepted[k] != 0:
                     raise ServerResponseError("The server's per-step figures do not match its stream.")
                 k += 1
@@ -161,6 +165,11 @@ class Reader(ChatReader):
             speculated=m["num_draft_tokens"] > 0,
             notes=("vLLM does not report its own generation time per request: the speeds are the client's clock.",),
         )
+
+
+def _fits(accepted: int, tokens: int, last: bool) -> bool:
+    """A step that accepted ``accepted`` drafts emitted ``tokens`` (the last one may be cut short)."""
+    return accepted == tokens - 1 or (last and accepted >= tokens)
 
 
 def _some(step: StepEvent | None) -> list[StepEvent]:
