@@ -213,6 +213,7 @@ class MainWindow(QMainWindow):
         w.cpu_probed.connect(self._on_cpu_probed)
         w.compute_path_known.connect(self._on_compute_path_known)
         w.server_known.connect(self._on_server_known)
+        w.finished.connect(self._on_run_finished)
         c = self.controller
         c.busy_changed.connect(self._on_busy_changed)
         c.error.connect(self._on_error)
@@ -565,6 +566,15 @@ class MainWindow(QMainWindow):
 
     def _on_server_known(self, server: ServerPath | None) -> None:
         self._next_server = server
+
+    def _on_run_finished(self, _run_id: int, result: object) -> None:
+        """A server says whether it speculates with its answers: the status bar follows."""
+        in_use = self.models_in_use
+        drafter = getattr(result, "drafter", "")
+        if in_use is not None and in_use.server is not None and drafter and drafter != in_use.drafter:
+            self.models_in_use = replace(in_use, drafter=drafter)
+            self.controller.drafter_name = drafter
+            self._show_models()
 
     # ---- helpers -----------------------------------------------------------------------
     def _generation_config(self) -> GenerationConfig | None:

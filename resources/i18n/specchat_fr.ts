@@ -45,11 +45,11 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation>Pourquoi&#xa0;?</translation>
+        <translation>Pourquoi ?</translation>
     </message>
     <message>
         <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
-        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente&#xa0;? Acceptation, coûts, graphiques</translation>
+        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
         <source>Try drafters…</source>
@@ -128,7 +128,7 @@
     </message>
     <message>
         <source>What if the draft agreed more often?</source>
-        <translation>Et si le brouillon concordait plus souvent&#xa0;?</translation>
+        <translation>Et si le brouillon concordait plus souvent ?</translation>
     </message>
     <message>
         <source>acceptance α</source>
@@ -269,7 +269,7 @@
     </message>
     <message>
         <source>slower decoding: {ratio} the plain speed</source>
-        <translation>décodage plus lent&#xa0;: {ratio} la vitesse simple</translation>
+        <translation>décodage plus lent : {ratio} la vitesse simple</translation>
     </message>
     <message>
         <source>decoding about as fast ({ratio})</source>
@@ -297,39 +297,39 @@
     </message>
     <message>
         <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation>Les deux exécutions ont produit exactement les mêmes jetons&#xa0;: la spéculation a changé la vitesse, pas la réponse.</translation>
+        <translation>Les deux exécutions ont produit exactement les mêmes jetons : la spéculation a changé la vitesse, pas la réponse.</translation>
     </message>
     <message>
-        <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top})&#xa0;: une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
+        <source>{where}, where the target's two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
+        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top}) : une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
     </message>
     <message>
         <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal&#xa0;; la distribution est la même.</translation>
+        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal ; la distribution est la même.</translation>
     </message>
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
-        <translation>{where}, alors que le modèle cible était sûr de lui&#xa0;: ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi&#xa0;: cela ressemble à un bug, merci de le signaler.</translation>
+        <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
-        <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
+        <translation>La spéculation a été plus lente ici : seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
-        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite&#xa0;: les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
+        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite : les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
     </message>
     <message>
         <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
-        <translation>Cette réponse a été produite par {then}&#xa0;; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés&#xa0;: cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
+        <translation>Cette réponse a été produite par {then} ; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés : cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
@@ -337,7 +337,27 @@
     </message>
     <message>
         <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
-        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape)&#xa0;: les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape) : les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+    </message>
+    <message>
+        <source>The speculative endpoint ({server}) drafted nothing for this conversation: it may not be started with speculation, or its drafter found nothing to propose.</source>
+        <translation>Le point d’accès spéculatif ({server}) n’a rien proposé pour cette conversation : il n’a peut-être pas été lancé avec la spéculation, ou son brouillon n’a rien trouvé à proposer.</translation>
+    </message>
+    <message>
+        <source>The speculative endpoint ({server}) sent no speculation figures: start vLLM with --speculative-config and {flag} to see what it drafted.</source>
+        <translation>Le point d’accès spéculatif ({server}) n’a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu’il a proposé.</translation>
+    </message>
+    <message>
+        <source>The plain endpoint ({server}) drafted too ({accepted} of {drafted} drafts accepted): this compares two speculative servers, not with and without.</source>
+        <translation>Le point d’accès simple ({server}) a lui aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : cela compare deux serveurs spéculatifs, pas avec et sans.</translation>
+    </message>
+    <message>
+        <source>{server} reports no speculation figures: SpecChat cannot tell whether it drafted.</source>
+        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s’il a proposé des brouillons.</translation>
+    </message>
+    <message>
+        <source>Both arms name the same server and model: nothing tells them apart.</source>
+        <translation>Les deux bras désignent le même serveur et le même modèle : rien ne les distingue.</translation>
     </message>
 </context>
 <context>
@@ -416,12 +436,16 @@
         <translation>recherche dans le prompt</translation>
     </message>
     <message>
+        <source>the server's drafter</source>
+        <translation>le brouillon du serveur</translation>
+    </message>
+    <message>
         <source>none</source>
         <translation>aucun</translation>
     </message>
     <message>
         <source>draft model: {0}</source>
-        <translation>modèle brouillon&#xa0;: {0}</translation>
+        <translation>modèle brouillon : {0}</translation>
     </message>
     <message>
         <source>Converting GGUF (first load only)…</source>
@@ -447,6 +471,14 @@
         <source>Opening {0}…</source>
         <translation>Ouverture de {0}…</translation>
     </message>
+    <message>
+        <source>an OpenAI-compatible server</source>
+        <translation>un serveur compatible OpenAI</translation>
+    </message>
+    <message>
+        <source>{0} at {1}</source>
+        <translation>{0} à {1}</translation>
+    </message>
 </context>
 <context>
     <name>EngineWorker</name>
@@ -455,12 +487,24 @@
         <translation>Mise en route…</translation>
     </message>
     <message>
+        <source>Connecting to {0}…</source>
+        <translation>Connexion à {0}…</translation>
+    </message>
+    <message>
         <source>the model is not loaded</source>
         <translation>le modèle n’est pas chargé</translation>
     </message>
     <message>
         <source>No model is loaded: {0}</source>
         <translation>Aucun modèle n’est chargé : {0}</translation>
+    </message>
+    <message>
+        <source>Compare on a server needs a second endpoint that does not speculate: set its URL or model in Settings → Server.</source>
+        <translation>Comparer sur un serveur demande un second point d’accès qui ne spécule pas : indiquez son URL ou son modèle dans Réglages → Serveur.</translation>
+    </message>
+    <message>
+        <source>The drafter experiment runs the models on this computer: a server chooses its own drafter. Choose “this computer” in Settings → Server to try drafters.</source>
+        <translation>L’essai des brouillons fait tourner les modèles sur cet ordinateur : un serveur choisit lui-même son brouillon. Choisissez « cet ordinateur » dans Réglages → Serveur pour essayer des brouillons.</translation>
     </message>
     <message>
         <source>Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU.</source>
@@ -475,7 +519,7 @@
     <name>ExplainDialog</name>
     <message>
         <source>Why was it faster or slower?</source>
-        <translation>Pourquoi plus rapide ou plus lent&#xa0;?</translation>
+        <translation>Pourquoi plus rapide ou plus lent ?</translation>
     </message>
     <message>
         <source>Run comparison</source>
@@ -530,20 +574,52 @@
         <translation>Coût d’une passe simple</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of the plain run&apos;s passes</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de l’exécution simple</translation>
+        <source>Made on the server</source>
+        <translation>Produite sur le serveur</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
+        <source>Not reported by the server</source>
+        <translation>Non communiqué par le serveur</translation>
     </message>
     <message>
-        <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
+        <source>what each pass cost (drafting and verifying): so no c, v, predicted speed-up or what-if curves are shown. Acceptance and tokens per pass are the server's counts.</source>
+        <translation>ce qu’a coûté chaque passe (proposer et vérifier) : aucun c, v, gain prévu ni courbe « et si » n’est donc affiché. L’acceptation et les jetons par passe sont les décomptes du serveur.</translation>
+    </message>
+    <message>
+        <source>not reported</source>
+        <translation>non communiqué</translation>
+    </message>
+    <message>
+        <source>{0} of {1} ({2})</source>
+        <translation>{0} sur {1} ({2})</translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of proposed (the server's count)</source>
+        <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s on the server's own clock</source>
+        <translation>Jetons/s de décodage selon l’horloge du serveur</translation>
+    </message>
+    <message>
+        <source>not reported: a server does not say what its passes cost</source>
+        <translation>non communiqué : un serveur ne dit pas ce que coûtent ses passes</translation>
+    </message>
+    <message>
+        <source>{0} ms: the mean of the plain run's passes</source>
+        <translation>{0} ms : la moyenne des passes de l’exécution simple</translation>
+    </message>
+    <message>
+        <source>{0} ms: the mean of this run's own passes that checked no draft (timed under the same load as its other passes)</source>
+        <translation>{0} ms : la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
+    </message>
+    <message>
+        <source>{0} ms, from this answer's own passes that checked no draft (no comparison yet)</source>
         <translation>{0} ms, d’après les passes de cette réponse qui n’ont vérifié aucun brouillon (pas encore de comparaison)</translation>
     </message>
     <message>
         <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
-        <translation>inconnu&#xa0;: cette réponse n’a aucune passe simple&#xa0;; lancez une comparaison pour le mesurer</translation>
+        <translation>inconnu : cette réponse n’a aucune passe simple ; lancez une comparaison pour le mesurer</translation>
     </message>
     <message>
         <source>Acceptance</source>
@@ -558,27 +634,35 @@
         <translation>Et si</translation>
     </message>
     <message>
+        <source>What if: needs pass costs, which the server does not report</source>
+        <translation>Et si : il faut le coût des passes, que le serveur ne communique pas</translation>
+    </message>
+    <message>
+        <source>Timeline: SpecChat's clock between the server's stream events (not its passes)</source>
+        <translation>Chronologie : l’horloge de SpecChat entre les événements du flux du serveur (pas ses passes)</translation>
+    </message>
+    <message>
         <source>What if: this run checked no drafts</source>
-        <translation>Et si&#xa0;: cette exécution n’a vérifié aucun brouillon</translation>
+        <translation>Et si : cette exécution n’a vérifié aucun brouillon</translation>
     </message>
     <message>
         <source>What if: needs the cost of a plain pass (run a comparison)</source>
-        <translation>Et si&#xa0;: nécessite le coût d’une passe simple (lancez une comparaison)</translation>
+        <translation>Et si : nécessite le coût d’une passe simple (lancez une comparaison)</translation>
     </message>
 </context>
 <context>
     <name>Explanation</name>
     <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
-        <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
+        <translation>Aucun brouillon n’a été vérifié lors de cette exécution : chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
         <source>This answer was saved without its passes (by an older version): run a comparison to explain it.</source>
-        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
+        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure) : lancez une comparaison pour l’expliquer.</translation>
     </message>
     <message>
         <source>The target agreed with the draft at {alpha} of the positions it checked (acceptance α; {tokens} tokens per target pass)</source>
-        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α&#xa0;; {tokens} jetons par passe du modèle cible)</translation>
+        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α ; {tokens} jetons par passe du modèle cible)</translation>
     </message>
     <message>
         <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
@@ -591,6 +675,14 @@
     <message>
         <source>run a comparison to measure what a plain step costs</source>
         <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
+    </message>
+    <message>
+        <source>the server does not report what its passes cost, so no cost or predicted speed-up is shown</source>
+        <translation>le serveur ne communique pas ce que coûtent ses passes, donc aucun coût ni gain prévu n’est affiché</translation>
+    </message>
+    <message>
+        <source>The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per target pass); its stream did not say at which positions, so no acceptance α is shown</source>
+        <translation>Le serveur a accepté {accepted} des {proposed} brouillons qu’il a proposés ({share} ; {tokens} jetons par passe de la cible) ; son flux n’a pas dit à quelles positions, donc aucune acceptation α n’est affichée</translation>
     </message>
     <message>
         <source>so the measured decode speed-up was {ratio}</source>
@@ -626,7 +718,7 @@
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>
-        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d&apos;abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
+        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d'abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
     </message>
     <message>
         <source>{count} of the {total} accepted drafts came from an earlier conversation.</source>
@@ -656,11 +748,11 @@
         <translation>Assistant</translation>
     </message>
     <message>
-        <source>Export to a .md or .json file (got &apos;{0}&apos;).</source>
+        <source>Export to a .md or .json file (got '{0}').</source>
         <translation>Exportez vers un fichier .md ou .json (reçu : « {0} »).</translation>
     </message>
     <message>
-        <source>Could not export to &apos;{0}&apos;: {1}</source>
+        <source>Could not export to '{0}': {1}</source>
         <translation>Impossible d’exporter vers « {0} » : {1}</translation>
     </message>
 </context>
@@ -728,7 +820,7 @@
     </message>
     <message>
         <source>The latest conversation is large ({0}): click it in the list to open it.</source>
-        <translation>La dernière conversation est volumineuse ({0})&#xa0;: cliquez dessus dans la liste pour l’ouvrir.</translation>
+        <translation>La dernière conversation est volumineuse ({0}) : cliquez dessus dans la liste pour l’ouvrir.</translation>
     </message>
     <message>
         <source>Stop</source>
@@ -747,6 +839,10 @@
         <translation>La bibliothèque de modèles n’est pas disponible dans cette fenêtre.</translation>
     </message>
     <message>
+        <source>Could not use the server at {0}: {1}</source>
+        <translation>Impossible d’utiliser le serveur à {0} : {1}</translation>
+    </message>
+    <message>
         <source>Fix them in Settings.</source>
         <translation>Corrigez-les dans les Paramètres.</translation>
     </message>
@@ -763,6 +859,10 @@
         <translation>le modèle fourni</translation>
     </message>
     <message>
+        <source>Connecting to {0}…</source>
+        <translation>Connexion à {0}…</translation>
+    </message>
+    <message>
         <source>Loading {0}…</source>
         <translation>Chargement de {0}…</translation>
     </message>
@@ -772,7 +872,11 @@
     </message>
     <message>
         <source>Target: {0} · Speculation off</source>
-        <translation>Cible&#xa0;: {0} · Spéculation désactivée</translation>
+        <translation>Cible : {0} · Spéculation désactivée</translation>
+    </message>
+    <message>
+        <source>the server asked for could not be used (see Settings)</source>
+        <translation>le serveur demandé n’a pas pu être utilisé (voir Réglages)</translation>
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
@@ -791,8 +895,8 @@
         <translation>{0} · noyaux standard</translation>
     </message>
     <message>
-        <source>draft {0} (measured cheapest: a step {1}× the other form&apos;s)</source>
-        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l&apos;autre forme)</translation>
+        <source>draft {0} (measured cheapest: a step {1}× the other form's)</source>
+        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l'autre forme)</translation>
     </message>
     <message>
         <source>draft {0}</source>
@@ -800,7 +904,7 @@
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
-        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
+        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s) ; les fichiers sont conservés :</translation>
     </message>
     <message>
         <source>… and {0} more</source>
@@ -965,7 +1069,7 @@
     </message>
     <message>
         <source>How the weights are stored: a float type or a quantisation</source>
-        <translation>Format de stockage des poids&#xa0;: type flottant ou quantification</translation>
+        <translation>Format de stockage des poids : type flottant ou quantification</translation>
     </message>
     <message>
         <source>The longest conversation the model was built for, in tokens</source>
@@ -1013,7 +1117,7 @@
     </message>
     <message>
         <source>Target:</source>
-        <translation>Cible&#xa0;:</translation>
+        <translation>Cible :</translation>
     </message>
     <message>
         <source>Measure drafts</source>
@@ -1021,15 +1125,15 @@
     </message>
     <message>
         <source>Answer a short question ({0} tokens) with the target alone, then with prompt lookup and each compatible draft, on this computer, and rank them by the speed-up they predict. Loads each model once, in the background; takes seconds to minutes.</source>
-        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan&#xa0;; prend de quelques secondes à quelques minutes.</translation>
+        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan ; prend de quelques secondes à quelques minutes.</translation>
     </message>
     <message>
         <source>Draft:</source>
-        <translation>Brouillon&#xa0;:</translation>
+        <translation>Brouillon :</translation>
     </message>
     <message>
         <source>Recent pairs:</source>
-        <translation>Paires récentes&#xa0;:</translation>
+        <translation>Paires récentes :</translation>
     </message>
     <message>
         <source>Use this pair</source>
@@ -1041,7 +1145,7 @@
     </message>
     <message>
         <source>Measuring {0} drafter(s) on this computer: a short answer with each…</source>
-        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur&#xa0;: une courte réponse avec chacun…</translation>
+        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur : une courte réponse avec chacun…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
@@ -1079,15 +1183,15 @@
     </message>
     <message>
         <source>Measured on this computer, {0} tokens each:</source>
-        <translation>Mesuré sur cet ordinateur, {0} jetons chacun&#xa0;:</translation>
+        <translation>Mesuré sur cet ordinateur, {0} jetons chacun :</translation>
     </message>
     <message>
         <source>None was faster than the target alone: no drafter is suggested.</source>
-        <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
+        <translation>Aucun n’a été plus rapide que le modèle cible seul : aucun générateur de brouillon n’est suggéré.</translation>
     </message>
     <message>
         <source>{0}: could not be measured ({1})</source>
-        <translation>{0}&#xa0;: mesure impossible ({1})</translation>
+        <translation>{0} : mesure impossible ({1})</translation>
     </message>
     <message>
         <source>{0}× (α {1})</source>
@@ -1115,11 +1219,11 @@
     </message>
     <message>
         <source>Measured here: {0}.</source>
-        <translation>Mesuré ici&#xa0;: {0}.</translation>
+        <translation>Mesuré ici : {0}.</translation>
     </message>
     <message>
         <source>Technical detail: {0}</source>
-        <translation>Détail technique&#xa0;: {0}</translation>
+        <translation>Détail technique : {0}</translation>
     </message>
     <message>
         <source>Suggested draft</source>
@@ -1135,7 +1239,7 @@
     </message>
     <message>
         <source>Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens.</source>
-        <translation>Mesuré ici&#xa0;: une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
+        <translation>Mesuré ici : une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
     </message>
     <message>
         <source>(suggested)</source>
@@ -1150,8 +1254,8 @@
         <translation>Aucun brouillon</translation>
     </message>
     <message>
-        <source>Its context is {0} tokens, shorter than the target&apos;s {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
-        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1})&#xa0;: dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
+        <source>Its context is {0} tokens, shorter than the target's {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
+        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1}) : dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
     </message>
     <message>
         <source>{0} compatible, {1} not.</source>
@@ -1159,7 +1263,7 @@
     </message>
     <message>
         <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
-        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
+        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation ; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
         <source>Without a drafter the target writes every token itself.</source>
@@ -1203,6 +1307,242 @@
     </message>
 </context>
 <context>
+    <name>ServerFiguresBox</name>
+    <message>
+        <source>What the servers reported (the speculative endpoint, then the plain one)</source>
+        <translation>Ce que les serveurs ont communiqué (le point d’accès spéculatif, puis le simple)</translation>
+    </message>
+    <message>
+        <source>Server</source>
+        <translation>Serveur</translation>
+    </message>
+    <message>
+        <source>Time to first token (SpecChat's clock)</source>
+        <translation>Délai du premier jeton (horloge de SpecChat)</translation>
+    </message>
+    <message>
+        <source>{0} s</source>
+        <translation>{0} s</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s (SpecChat's clock)</source>
+        <translation>Jetons/s de décodage (horloge de SpecChat)</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s (the server's clock, predicted_ms)</source>
+        <translation>Jetons/s de décodage (horloge du serveur, predicted_ms)</translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of proposed (the server's count)</source>
+        <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Speculative passes (the server's count)</source>
+        <translation>Passes spéculatives (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Requests timed (A B B A)</source>
+        <translation>Requêtes chronométrées (A B B A)</translation>
+    </message>
+    <message>
+        <source>Speculative endpoint</source>
+        <translation>Point d’accès spéculatif</translation>
+    </message>
+    <message>
+        <source>Plain endpoint</source>
+        <translation>Point d’accès simple</translation>
+    </message>
+    <message>
+        <source>not reported</source>
+        <translation>non communiqué</translation>
+    </message>
+    <message>
+        <source>none drafted</source>
+        <translation>aucun brouillon</translation>
+    </message>
+    <message>
+        <source>{0} of {1} ({2})</source>
+        <translation>{0} sur {1} ({2})</translation>
+    </message>
+</context>
+<context>
+    <name>ServerSettings</name>
+    <message>
+        <source>The server's URL</source>
+        <translation>L’URL du serveur</translation>
+    </message>
+    <message>
+        <source>{0} is empty: type it, e.g. http://127.0.0.1:8080.</source>
+        <translation>{0} est vide : saisissez-la, par exemple http://127.0.0.1:8080.</translation>
+    </message>
+    <message>
+        <source>{0} holds a space.</source>
+        <translation>{0} contient une espace.</translation>
+    </message>
+    <message>
+        <source>{0} is not a valid URL (look at the port number).</source>
+        <translation>{0} n’est pas une URL valide (vérifiez le numéro de port).</translation>
+    </message>
+    <message>
+        <source>{0} must start with http:// or https:// (SpecChat talks to nothing else).</source>
+        <translation>{0} doit commencer par http:// ou https:// (SpecChat ne parle à rien d’autre).</translation>
+    </message>
+    <message>
+        <source>{0} names no host: e.g. http://127.0.0.1:8080.</source>
+        <translation>{0} ne nomme aucun hôte : par exemple http://127.0.0.1:8080.</translation>
+    </message>
+    <message>
+        <source>{0} holds a user name or password: leave it out and name an environment variable holding the API key instead (the settings file would keep it).</source>
+        <translation>{0} contient un nom d’utilisateur ou un mot de passe : retirez-le et nommez plutôt une variable d’environnement qui contient la clé d’API (le fichier de réglages le garderait).</translation>
+    </message>
+    <message>
+        <source>The API key setting takes the NAME of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), not the key itself: the key is never written to the settings.</source>
+        <translation>Le réglage de la clé d’API prend le NOM d’une variable d’environnement (lettres, chiffres et _, par exemple OPENAI_API_KEY), pas la clé elle-même : la clé n’est jamais écrite dans les réglages.</translation>
+    </message>
+</context>
+<context>
+    <name>ServerSettingsPanel</name>
+    <message>
+        <source>This computer (the models in the Models tab)</source>
+        <translation>Cet ordinateur (les modèles de l’onglet Modèles)</translation>
+    </message>
+    <message>
+        <source>A server (OpenAI-compatible: llama.cpp's llama-server, vLLM)</source>
+        <translation>Un serveur (compatible OpenAI : llama-server de llama.cpp, vLLM)</translation>
+    </message>
+    <message>
+        <source>SpecChat runs the models itself, on this computer: nothing leaves it.</source>
+        <translation>SpecChat fait tourner les modèles lui-même, sur cet ordinateur : rien n’en sort.</translation>
+    </message>
+    <message>
+        <source>SpecChat sends the conversation to the server at this address and shows what it answers and what it says about its drafts. Nothing is sent anywhere else.</source>
+        <translation>SpecChat envoie la conversation au serveur à cette adresse et montre ce qu’il répond et ce qu’il dit de ses brouillons. Rien n’est envoyé ailleurs.</translation>
+    </message>
+    <message>
+        <source>The server's address: http:// or https://, a host and a port.</source>
+        <translation>L’adresse du serveur : http:// ou https://, un hôte et un port.</translation>
+    </message>
+    <message>
+        <source>(the server's only model)</source>
+        <translation>(le seul modèle du serveur)</translation>
+    </message>
+    <message>
+        <source>The model name the server knows; leave it empty when the server has one model.</source>
+        <translation>Le nom du modèle que connaît le serveur ; laissez vide quand le serveur n’a qu’un modèle.</translation>
+    </message>
+    <message>
+        <source>List models</source>
+        <translation>Lister les modèles</translation>
+    </message>
+    <message>
+        <source>Ask the server which models it serves and what it is.</source>
+        <translation>Demander au serveur quels modèles il sert et ce qu’il est.</translation>
+    </message>
+    <message>
+        <source>e.g. OPENAI_API_KEY (empty: no key)</source>
+        <translation>par exemple OPENAI_API_KEY (vide : pas de clé)</translation>
+    </message>
+    <message>
+        <source>The name of an environment variable that holds the key, for a server that wants one. SpecChat reads the key from it when connecting and never saves or logs it.</source>
+        <translation>Le nom d’une variable d’environnement qui contient la clé, pour un serveur qui en demande une. SpecChat y lit la clé à la connexion et ne l’enregistre ni ne la journalise jamais.</translation>
+    </message>
+    <message>
+        <source>(empty: the same server, with the model below)</source>
+        <translation>(vide : le même serveur, avec le modèle ci-dessous)</translation>
+    </message>
+    <message>
+        <source>Compare needs a second endpoint that does not speculate: neither llama.cpp nor vLLM turns speculation off for one request. Another server's URL, or empty for a llama.cpp router serving both variants.</source>
+        <translation>Comparer demande un second point d’accès qui ne spécule pas : ni llama.cpp ni vLLM ne coupent la spéculation pour une seule requête. L’URL d’un autre serveur, ou vide pour un routeur llama.cpp qui sert les deux variantes.</translation>
+    </message>
+    <message>
+        <source>(that server's only model)</source>
+        <translation>(le seul modèle de ce serveur)</translation>
+    </message>
+    <message>
+        <source>The plain endpoint's model name (a router's plain variant).</source>
+        <translation>Le nom du modèle du point d’accès simple (la variante simple d’un routeur).</translation>
+    </message>
+    <message>
+        <source>Run models on:</source>
+        <translation>Faire tourner les modèles sur :</translation>
+    </message>
+    <message>
+        <source>Server URL:</source>
+        <translation>URL du serveur :</translation>
+    </message>
+    <message>
+        <source>Model:</source>
+        <translation>Modèle :</translation>
+    </message>
+    <message>
+        <source>API key variable:</source>
+        <translation>Variable de la clé d’API :</translation>
+    </message>
+    <message>
+        <source>For Compare: the endpoint without speculation</source>
+        <translation>Pour Comparer : le point d’accès sans spéculation</translation>
+    </message>
+    <message>
+        <source>Plain server URL:</source>
+        <translation>URL du serveur simple :</translation>
+    </message>
+    <message>
+        <source>Plain model:</source>
+        <translation>Modèle simple :</translation>
+    </message>
+    <message>
+        <source>The plain server's URL</source>
+        <translation>L’URL du serveur simple</translation>
+    </message>
+    <message>
+        <source>This server could not be used: {0}</source>
+        <translation>Ce serveur n’a pas pu être utilisé : {0}</translation>
+    </message>
+    <message>
+        <source>Listing models is not available here.</source>
+        <translation>Lister les modèles n’est pas possible ici.</translation>
+    </message>
+    <message>
+        <source>Asking {0}…</source>
+        <translation>Question posée à {0}…</translation>
+    </message>
+    <message>
+        <source>none listed</source>
+        <translation>aucun listé</translation>
+    </message>
+    <message>
+        <source>{0} · models: {1}</source>
+        <translation>{0} · modèles : {1}</translation>
+    </message>
+    <message>
+        <source>{0} is set in this environment.</source>
+        <translation>{0} est définie dans cet environnement.</translation>
+    </message>
+    <message>
+        <source>{0} is not set in this environment: set it before connecting.</source>
+        <translation>{0} n’est pas définie dans cet environnement : définissez-la avant de vous connecter.</translation>
+    </message>
+</context>
+<context>
+    <name>ServerStatus</name>
+    <message>
+        <source>Server: {0} · model {1}</source>
+        <translation>Serveur : {0} · modèle {1}</translation>
+    </message>
+    <message>
+        <source>speculative decoding on the server</source>
+        <translation>décodage spéculatif sur le serveur</translation>
+    </message>
+    <message>
+        <source>no speculation on the server</source>
+        <translation>pas de spéculation sur le serveur</translation>
+    </message>
+    <message>
+        <source>whether it speculates shows with the first answer</source>
+        <translation>s’il spécule se verra à la première réponse</translation>
+    </message>
+</context>
+<context>
     <name>SettingsDialog</name>
     <message>
         <source>Settings</source>
@@ -1211,6 +1551,10 @@
     <message>
         <source>Models</source>
         <translation>Modèles</translation>
+    </message>
+    <message>
+        <source>Server</source>
+        <translation>Serveur</translation>
     </message>
     <message>
         <source>Speculation</source>
@@ -1225,12 +1569,12 @@
         <translation>Les réglages s’appliquent au prochain message.</translation>
     </message>
     <message>
-        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32&apos;s.</source>
+        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32's.</source>
         <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) bfloat16 gains nothing: it has no bf16 matrix instructions, so the weights are computed in fp32, as fast and about as large as float32.</source>
-        <translation>Sur ce processeur ({0}), bfloat16 n&apos;apporte rien : il n&apos;a pas d&apos;instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu&apos;en float32.</translation>
+        <translation>Sur ce processeur ({0}), bfloat16 n'apporte rien : il n'a pas d'instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu'en float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) the fast kernels cannot run: bfloat16 halves the memory but runs on slow stock kernels.</source>
@@ -1257,8 +1601,8 @@
         <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
-        <source>The draft model&apos;s number type. auto: on the CPU, the draft is loaded in the target&apos;s type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
-        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d&apos;état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
+        <source>The draft model's number type. auto: on the CPU, the draft is loaded in the target's type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
+        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d'état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
@@ -1302,7 +1646,7 @@
     </message>
     <message>
         <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster.</source>
-        <translation>Le nombre de cœurs du processeur qu&apos;utilisent les modèles. auto : commence par les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre deux réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide.</translation>
+        <translation>Le nombre de cœurs du processeur qu'utilisent les modèles. auto : commence par les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre deux réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide.</translation>
     </message>
     <message>
         <source>CPU threads:</source>
@@ -1397,7 +1741,7 @@
         <translation>Toujours prendre le jeton suivant le plus probable : une même question obtient la même réponse.</translation>
     </message>
     <message>
-        <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
+        <source>Pick each next token at random, weighted by the model's probabilities: more varied answers.</source>
         <translation>Choisir chaque jeton suivant au hasard, pondéré par les probabilités du modèle : des réponses plus variées.</translation>
     </message>
     <message>
@@ -1417,7 +1761,7 @@
         <translation>La graine aléatoire : la même graine et les mêmes réglages redonnent la même réponse échantillonnée.</translation>
     </message>
     <message>
-        <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
+        <source>Answers follow exactly the target model's probabilities; with speculation a seed may give another text.</source>
         <translation>Les réponses suivent exactement les probabilités du modèle cible ; avec la spéculation, une graine peut donner un autre texte.</translation>
     </message>
     <message>
@@ -1502,7 +1846,7 @@
     </message>
     <message>
         <source>These models could not be loaded: {0}</source>
-        <translation>Ces modèles n’ont pas pu être chargés&#xa0;: {0}</translation>
+        <translation>Ces modèles n’ont pas pu être chargés : {0}</translation>
     </message>
 </context>
 <context>
@@ -1530,6 +1874,18 @@
     <message>
         <source>{0} target passes ({1} saved vs one per token)</source>
         <translation>{0} passes du modèle cible ({1} économisées par rapport à une par jeton)</translation>
+    </message>
+    <message>
+        <source>on the server {0}</source>
+        <translation>sur le serveur {0}</translation>
+    </message>
+    <message>
+        <source>with the server's speculation</source>
+        <translation>avec la spéculation du serveur</translation>
+    </message>
+    <message>
+        <source>no speculation</source>
+        <translation>sans spéculation</translation>
     </message>
     <message>
         <source>no model loaded</source>
@@ -1561,11 +1917,11 @@
     </message>
     <message>
         <source>Context: {0} of {1} tokens ({2})</source>
-        <translation>Contexte&#xa0;: {0} jetons sur {1} ({2})</translation>
+        <translation>Contexte : {0} jetons sur {1} ({2})</translation>
     </message>
     <message>
         <source>The conversation fills {0} of the context window: start a new chat soon, or the next answers will be cut.</source>
-        <translation>La conversation occupe {0} de la fenêtre de contexte&#xa0;: commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
+        <translation>La conversation occupe {0} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
     <message>
         <source>The context window is full: start a new chat (answers here will be cut).</source>
@@ -1628,7 +1984,7 @@
     </message>
     <message>
         <source>Done. Fastest: {0} (decode speed-up {1}).</source>
-        <translation>Terminé. Le plus rapide&#xa0;: {0} (accélération du décodage {1}).</translation>
+        <translation>Terminé. Le plus rapide : {0} (accélération du décodage {1}).</translation>
     </message>
     <message>
         <source>Acceptance α</source>
@@ -1745,6 +2101,10 @@
         <source>rejected draft (struck through)</source>
         <translation>brouillon rejeté (barré)</translation>
     </message>
+    <message>
+        <source>not known: the server did not say (dotted)</source>
+        <translation>inconnu : le serveur ne l’a pas dit (pointillés)</translation>
+    </message>
 </context>
 <context>
     <name>TokenTextView</name>
@@ -1755,6 +2115,10 @@
     <message>
         <source>Draft token proposed before pass {0}, rejected by the target</source>
         <translation>Jeton du brouillon proposé avant la passe {0}, rejeté par le modèle cible</translation>
+    </message>
+    <message>
+        <source>Token from the server: whether a draft guessed it is not known (the server did not say)</source>
+        <translation>Jeton du serveur : on ne sait pas si un brouillon l’a deviné (le serveur ne l’a pas dit)</translation>
     </message>
     <message>
         <source>Target token, from target pass {0}</source>
@@ -1774,15 +2138,15 @@
     </message>
     <message>
         <source>Target probability: {0}</source>
-        <translation>Probabilité selon le modèle cible&#xa0;: {0}</translation>
+        <translation>Probabilité selon le modèle cible : {0}</translation>
     </message>
     <message>
         <source>Draft probability: {0}</source>
-        <translation>Probabilité selon le brouillon&#xa0;: {0}</translation>
+        <translation>Probabilité selon le brouillon : {0}</translation>
     </message>
     <message>
         <source>Target top-1 margin (logits): {0}</source>
-        <translation>Marge du meilleur jeton du modèle cible (logits)&#xa0;: {0}</translation>
+        <translation>Marge du meilleur jeton du modèle cible (logits) : {0}</translation>
     </message>
 </context>
 <context>
@@ -1790,37 +2154,37 @@
     <message>
         <source>{0}B</source>
         <comment>billions of parameters</comment>
-        <translation>{0}&#xa0;Md</translation>
+        <translation>{0} Md</translation>
     </message>
     <message>
         <source>{0}M</source>
         <comment>millions of parameters</comment>
-        <translation>{0}&#xa0;M</translation>
+        <translation>{0} M</translation>
     </message>
     <message>
         <source>{0}K</source>
         <comment>thousands of parameters</comment>
-        <translation>{0}&#xa0;k</translation>
+        <translation>{0} k</translation>
     </message>
     <message>
         <source>{0} B</source>
         <comment>bytes</comment>
-        <translation>{0}&#xa0;o</translation>
+        <translation>{0} o</translation>
     </message>
     <message>
         <source>{0} KB</source>
         <comment>kilobytes</comment>
-        <translation>{0}&#xa0;ko</translation>
+        <translation>{0} ko</translation>
     </message>
     <message>
         <source>{0} MB</source>
         <comment>megabytes</comment>
-        <translation>{0}&#xa0;Mo</translation>
+        <translation>{0} Mo</translation>
     </message>
     <message>
         <source>{0} GB</source>
         <comment>gigabytes</comment>
-        <translation>{0}&#xa0;Go</translation>
+        <translation>{0} Go</translation>
     </message>
 </context>
 <context>
@@ -1850,19 +2214,19 @@
     <name>catalog</name>
     <message>
         <source>These two models share a tokenizer: the draft can be used.</source>
-        <translation>Ces deux modèles partagent un tokeniseur&#xa0;: le brouillon peut être utilisé.</translation>
+        <translation>Ces deux modèles partagent un tokeniseur : le brouillon peut être utilisé.</translation>
     </message>
     <message>
         <source>These two models use different tokenizers.</source>
         <translation>Ces deux modèles utilisent des tokeniseurs différents.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
-        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible&#xa0;: il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
+        <source>The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.</source>
+        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible : il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
-        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible&#xa0;: leurs tokeniseurs sont apparentés mais pas identiques.</translation>
+        <source>The draft's vocabulary is smaller than the target's: their tokenizers are related but not the same.</source>
+        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible : leurs tokeniseurs sont apparentés mais pas identiques.</translation>
     </message>
     <message>
         <source>The two vocabularies hold the same words, but some have different numbers.</source>
