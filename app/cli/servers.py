@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from app.remote.steps import ServerFigures
 
 YELLOW = "\033[33m"
+ARM_NAMES = {"speculative": "speculative", "baseline": "plain"}
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"}
 
 
@@ -161,13 +162,13 @@ def print_report(report: ServerComparisonReport, out: TextIO) -> None:
         out.write(f"{'':<12} {figures_line(figures)}\n")
     positions = explain(spec).acceptance_by_position
     if positions:
-        shares = ", ".join(f"{p.position}: {p.accepted}/{p.reached}" for p in positions)
+        shares = ", ".join(f"{p.position}: {p.accepted}/{p.reached}" for p in positions if p.reached)
         out.write(f"acceptance by draft position (accepted/judged): {shares}\n")
     out.write("rounds (A B B A):\n")
     for r in report.rounds:
         d = r.to_dict()
         out.write(
-            f"  {r.arm:<12} first token {d['time_to_first_token_s'] * 1000:6.0f} ms · decode "
+            f"  {ARM_NAMES[r.arm]:<12} first token {d['time_to_first_token_s'] * 1000:6.0f} ms · decode "
             f"{_speed(d['decode_tokens_per_s'])} (client) · {_speed(d['server_decode_tokens_per_s'])} (server)"
             f" · {figures_line(r.figures)}\n"
         )

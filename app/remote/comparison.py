@@ -184,12 +184,10 @@ def endpoint_checks(speculative: ServerSession, plain: ServerSession, rounds: li
         checks.append(Phrase(CHECKS["spec_no_figures_vllm"], values))
     elif speculative.info.kind != "openai" and spec and not any(f.speculated for f in spec):
         checks.append(Phrase(CHECKS["spec_drafted_nothing"], (("server", speculative.server_name),)))
-    drafting = [f for f in base if f.speculated]
-    if drafting:
-        drafted = sum(f.drafted or 0 for f in drafting)
-        accepted = sum(f.accepted or 0 for f in drafting)
-        checks.append(Phrase(CHECKS["plain_drafts"], (
-            ("server", plain.server_name), ("drafted", drafted), ("accepted", accepted))))
+    drafting = next((f for f in base if f.speculated), None)
+    if drafting is not None:  # its first answer that drafted
+        values = (("server", plain.server_name), ("drafted", drafting.drafted), ("accepted", drafting.accepted))
+        checks.append(Phrase(CHECKS["plain_drafts"], values))
     return tuple(checks)
 
 

@@ -29,7 +29,7 @@ from app.engine.events import StepEvent, StopReason
 from app.remote.chat import TOP_LOGPROBS, ChatReader, RequestOptions, logprob_tokens
 from app.remote.client import ServerClient
 from app.remote.errors import ServerResponseError
-from app.remote.steps import ServerFigures, ServerToken, check_counts, count, seconds
+from app.remote.steps import ServerFigures, ServerToken, accepted_by_position, check_counts, count, seconds
 
 COMPLETION_PATH = "/completion"
 TEMPLATE_PATH = "/apply-template"
@@ -201,7 +201,7 @@ class Reader(ChatReader):
         return ServerFigures(
             self.server,
             self.model,
-            prompt_tokens=_maybe(t.get("prompt_n"), "timings.prompt_n") or _maybe(usage.get("prompt_tokens"), "usage"),
+            prompt_tokens=_prompt_tokens(t) or _maybe(usage.get("prompt_tokens"), "usage"),
             predicted_tokens=_maybe(t.get("predicted_n"), "timings.predicted_n"),
             prompt_ms=_ms(t.get("prompt_ms"), "timings.prompt_ms"),
             predicted_ms=_ms(t.get("predicted_ms"), "timings.predicted_ms"),
@@ -210,6 +210,7 @@ class Reader(ChatReader):
             spec_steps=len(self._steps_drafted) if drafted else None,
             per_step_drafted=tuple(self._steps_drafted),
             per_step_accepted=tuple(self._steps_accepted),
+            accepted_by_position=accepted_by_position(self._steps_drafted, self._steps_accepted),
             speculated=bool(drafted),
             notes=notes,
         )
@@ -217,6 +218,13 @@ class Reader(ChatReader):
 
 def _some(step: StepEvent | None) -> list[StepEvent]:
     return [step] if step is not None else []
+
+
+def _prompt_tokens(timings: Mapping[str, Any]) -> int | None:
+    """The prompt's size: the tokens evaluated (``prompt_n``) and those taken from the cache."""
+    evaluated = _maybe(timings.get("prompt_n"), "timings.prompt_n")
+    cached = _maybe(timings.get("cache_n"), "timings.cache_n") or 0
+    return None if evaluated is None else evaluated + cached
 
 
 def _maybe(value: Any, what: str) -> int | None:

@@ -114,6 +114,12 @@ def seconds(value: Any, what: str) -> float:
     return float(value)
 
 
+def accepted_by_position(drafted: Sequence[int], accepted: Sequence[int]) -> tuple[int, ...]:
+    """Per draft position 1, 2, …: the speculative steps that accepted a draft there."""
+    longest = max(drafted, default=0)
+    return tuple(sum(1 for a in accepted if a >= i) for i in range(1, longest + 1))
+
+
 def check_counts(drafted: int, accepted: int, where: str) -> None:
     if accepted > drafted:
         raise ServerResponseError(

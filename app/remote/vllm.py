@@ -1,18 +1,19 @@
 """vLLM's OpenAI server: its extra request fields and what its stream tells.
 
-With ``return_token_ids`` each streamed chunk is one engine step and names its token ids; a
-step that verified drafts emits its accepted drafts and its own token, so a chunk of ``n > 1``
-tokens is ``n − 1`` accepted drafts then the target's token. Started with
+With ``return_token_ids`` each streamed chunk names its token ids and is, as a rule, one engine
+step; a step that verified drafts emits its accepted drafts and its own token, so a chunk of
+``n > 1`` tokens is ``n − 1`` accepted drafts then the target's token — checked against the
+per-step figures, since vLLM may also merge steps into one chunk (seen on a plain server). Started with
 ``--per-request-spec-decode-metrics detailed``, the last chunk carries
 ``metrics.speculative_decoding`` (``num_draft_tokens``, ``num_accepted_draft_tokens``,
 ``per_step_drafted`` / ``per_step_accepted`` for the steps that drafted, an acceptance
 histogram). A one-token chunk is a step that drafted nothing or one whose drafts were all
-rejected: where the per-step lists cannot tell which, its token is "not known". A plain server
-(or one started without the detailed metrics) sends ``"metrics": null``.
+rejected: where the per-step lists cannot tell which, its token is "not known"; so are all the
+tokens when the chunks do not match the lists, and every token of a server that sends no
+figures (``"metrics": null``: a plain server, or one started without the detailed metrics).
 
-The steps are matched against the per-step lists once the last chunk has come, so vLLM's
-events arrive at the end of the answer (its text streams as it comes in ``stream``'s caller
-only through those events).
+The steps are matched against the per-step lists once the last chunk has come: vLLM's events
+arrive together at the end of its answer.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from app.engine.config import GenerationConfig
 from app.engine.events import StepEvent
 from app.remote.chat import CHAT_PATH, ChatReader, RequestOptions, chat_body
 from app.remote.errors import ServerResponseError
-from app.remote.steps import ServerFigures, ServerToken, check_counts, count
+from app.remote.steps import ServerFigures, ServerToken, accepted_by_position, check_counts, count
 
 DETAILED_METRICS_FLAG = "--per-request-spec-decode-metrics detailed"
 
@@ -57,6 +58,7 @@ class Reader(ChatReader):
         self._chunks: list[tuple[list[ServerToken], float]] = []  # one engine step each
         self.metrics: Mapping[str, Any] | None = None
         self.fingerprint: str | None = None
+        self.unplaced = False  # the chunks did not match the per-step figures
 
     def _tokens(self, chunk: Mapping[str, Any], choice: Mapping[str, Any]) -> list[ServerToken]:
         tokens = super()._tokens(chunk, choice)
@@ -84,60 +86,26 @@ class Reader(ChatReader):
 
     def _flush(self) -> list[StepEvent]:
         """Every step, matched with the per-step lists (see the module's docstring)."""
-        out: list[StepEvent] = []
         chunks = self._chunks
         if not chunks:
-            return out
-        first, first_at = chunks[0]
-        out += _some(self.builder.group(first[:1], 0, 0, attributed=True, now=first_at))
-        rest = [(first[1:], first_at)] if len(first) > 1 else []
-        rest += chunks[1:]
-        m = self.metrics
-        if m is None:  # no figures: multi-token chunks still show their drafts
-            for tokens, at in rest:
-                known = len(tokens) > 1
-                out += _some(self.builder.group(tokens, len(tokens) - 1 if known else 0, len(tokens) - 1,
-                                                attributed=known, now=at))
-            return out
-        drafted, accepted = list(m["per_step_drafted"]), list(m["per_step_accepted"])
-        singles: list[tuple[list[ServerToken], float]] = []
-        j = 0
-        for n, (tokens, at) in enumerate(rest):
-            last = n == len(rest) - 1
-            if len(tokens) == 1 and not (last and j < len(accepted) and accepted[-1] > 0):
-                singles.append((tokens, at))
-                continue
-            # a multi-token step (or the last step, cut by the length limit): the next per-step
-            # entry that accepted len - 1 (cut: at least len - 1); the zeros before it belong to
-            # the one-token chunks since the previous such step
-            k = j
-            while k < len(accepted) and not _fits(accepted[k], len(tokens), last):
-                if accepted[k] != 0:
-                    raise ServerResponseError("The server's per-step figures do not match its stream.")
-                k += 1
-            if k == len(accepted):
-                raise ServerResponseError("The server's per-step figures do not match its stream.")
-            out += self._singles(singles, drafted[j:k])
-            singles = []
-            out += _some(self.builder.group(tokens, drafted[k], accepted[k], attributed=True, now=at))
-            j = k + 1
-        out += self._singles(singles, drafted[j:])
-        return out
-
-    def _singles(self, singles: list[tuple[list[ServerToken], float]], zero_steps: list[int]) -> list[StepEvent]:
-        """One-token steps and the all-rejected drafting steps among them (``zero_steps``: their
-        drafts). Known when every one drafted (or none did); otherwise "not known" together."""
-        if not singles and not zero_steps:
             return []
-        if len(zero_steps) > len(singles):
-            raise ServerResponseError("The server's per-step figures do not match its stream.")
-        if not zero_steps or len(zero_steps) == len(singles):
-            out: list[StepEvent] = []
-            for i, (tokens, at) in enumerate(singles):
-                out += _some(self.builder.group(tokens, zero_steps[i] if zero_steps else 0, 0, attributed=True, now=at))
-            return out
-        tokens = [t for group, _at in singles for t in group]
-        return _some(self.builder.group(tokens, sum(zero_steps), 0, attributed=False, now=singles[-1][1]))
+        first, first_at = chunks[0]
+        plan: list[Group] = [(first[:1], 0, 0, True, first_at)]
+        rest = ([(first[1:], first_at)] if len(first) > 1 else []) + chunks[1:]
+        m = self.metrics
+        if m is None:  # no figures: a plain server, or one that does not say; chunks may merge steps
+            plan += [(tokens, 0, 0, False, at) for tokens, at in rest]
+        else:
+            try:
+                plan += _match(rest, list(m["per_step_drafted"]), list(m["per_step_accepted"]))
+            except _Mismatch:  # steps merged into one chunk: the counts stand, the tokens are not placed
+                self.unplaced = True
+                tokens = [t for group, _at in rest for t in group]
+                plan.append((tokens, m["num_draft_tokens"], m["num_accepted_draft_tokens"], False, rest[-1][1]))
+        out: list[StepEvent] = []
+        for tokens, drafted, accepted, attributed, at in plan:
+            out += _some(self.builder.group(tokens, drafted, accepted, attributed=attributed, now=at))
+        return out
 
     def _figures(self) -> ServerFigures:
         usage, m = self.usage, self.metrics
@@ -163,8 +131,55 @@ class Reader(ChatReader):
             per_step_accepted=tuple(m["per_step_accepted"]),
             accepted_by_position=tuple(m["accepted_by_position"]),
             speculated=m["num_draft_tokens"] > 0,
-            notes=("vLLM does not report its own generation time per request: the speeds are the client's clock.",),
+            notes=("vLLM does not report its own generation time per request: the speeds are the client's clock.",)
+            + (("vLLM merged steps into one chunk here: its counts are shown, its tokens not attributed.",)
+               if self.unplaced else ()),
         )
+
+
+Chunk = tuple[list[ServerToken], float]  # a chunk's tokens, when it came
+Group = tuple[list[ServerToken], int, int, bool, float]  # tokens, drafted, accepted, attributed, when
+
+
+class _Mismatch(Exception):
+    """The chunks cannot be the steps the per-step lists describe (vLLM merged some)."""
+
+
+def _match(rest: list[Chunk], drafted: list[int], accepted: list[int]) -> list[Group]:
+    """The chunks after the first token, each placed against the per-step lists: a chunk of
+    ``n > 1`` tokens is the next step that accepted ``n − 1`` (the last may be cut short); the
+    steps that accepted nothing between two such chunks are among the one-token chunks there."""
+    plan: list[Group] = []
+    singles: list[Chunk] = []
+    j = 0
+    for n, (tokens, at) in enumerate(rest):
+        last = n == len(rest) - 1
+        if len(tokens) == 1 and not (last and j < len(accepted) and accepted[-1] > 0):
+            singles.append((tokens, at))
+            continue
+        k = j
+        while k < len(accepted) and not _fits(accepted[k], len(tokens), last):
+            if accepted[k] != 0:
+                raise _Mismatch
+            k += 1
+        if k == len(accepted):
+            raise _Mismatch
+        plan += _singles(singles, drafted[j:k])
+        singles = []
+        plan.append((tokens, drafted[k], accepted[k], True, at))
+        j = k + 1
+    return plan + _singles(singles, drafted[j:])
+
+
+def _singles(singles: list[Chunk], zero_steps: list[int]) -> list[Group]:
+    """One-token chunks and the drafting steps among them that accepted nothing (``zero_steps``:
+    their drafts). Known when every one of them drafted, or none did; else "not known" together."""
+    if len(zero_steps) > len(singles):
+        raise _Mismatch
+    if not zero_steps or len(zero_steps) == len(singles):
+        return [(tokens, zero_steps[i] if zero_steps else 0, 0, True, at) for i, (tokens, at) in enumerate(singles)]
+    tokens = [t for group, _at in singles for t in group]
+    return [(tokens, sum(zero_steps), 0, False, singles[-1][1])]
 
 
 def _fits(accepted: int, tokens: int, last: bool) -> bool:
@@ -192,8 +207,7 @@ def _spec_metrics(data: Any) -> dict[str, Any]:
         check_counts(d, a, "one step of metrics.speculative_decoding")
     if per_drafted and (sum(per_drafted) != drafted or sum(per_accepted) != accepted):
         raise ServerResponseError("The server's per-step draft counts do not add up to its totals.")
-    longest = max(per_drafted, default=0)
-    by_position = [sum(1 for a in per_accepted if a >= i) for i in range(1, longest + 1)]
+    by_position = list(accepted_by_position(per_drafted, per_accepted))
     return {
         "num_draft_tokens": drafted,
         "num_accepted_draft_tokens": accepted,

@@ -341,19 +341,19 @@
     </message>
     <message>
         <source>The speculative endpoint ({server}) drafted nothing for this conversation: it may not be started with speculation, or its drafter found nothing to propose.</source>
-        <translation>Le point d’accès spéculatif ({server}) n’a rien proposé pour cette conversation : il n’a peut-être pas été lancé avec la spéculation, ou son brouillon n’a rien trouvé à proposer.</translation>
+        <translation>Le point d'accès spéculatif ({server}) n'a rien proposé pour cette conversation : il n'est peut-être pas lancé avec la spéculation, ou son brouillon n'a rien trouvé à proposer.</translation>
     </message>
     <message>
         <source>The speculative endpoint ({server}) sent no speculation figures: start vLLM with --speculative-config and {flag} to see what it drafted.</source>
-        <translation>Le point d’accès spéculatif ({server}) n’a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu’il a proposé.</translation>
+        <translation>Le point d'accès spéculatif ({server}) n'a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu'il a proposé.</translation>
     </message>
     <message>
         <source>The plain endpoint ({server}) drafted too ({accepted} of {drafted} drafts accepted): this compares two speculative servers, not with and without.</source>
-        <translation>Le point d’accès simple ({server}) a lui aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : cela compare deux serveurs spéculatifs, pas avec et sans.</translation>
+        <translation>Le point d'accès sans spéculation ({server}) a aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : ceci compare deux serveurs spéculatifs, pas avec et sans.</translation>
     </message>
     <message>
         <source>{server} reports no speculation figures: SpecChat cannot tell whether it drafted.</source>
-        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s’il a proposé des brouillons.</translation>
+        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s'il a proposé des brouillons.</translation>
     </message>
     <message>
         <source>Both arms name the same server and model: nothing tells them apart.</source>
@@ -678,7 +678,7 @@
     </message>
     <message>
         <source>the server does not report what its passes cost, so no cost or predicted speed-up is shown</source>
-        <translation>le serveur ne communique pas ce que coûtent ses passes, donc aucun coût ni gain prévu n’est affiché</translation>
+        <translation>le serveur ne dit pas ce que coûtent ses passes, donc aucun coût ni gain prévu n'est affiché</translation>
     </message>
     <message>
         <source>The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per target pass); its stream did not say at which positions, so no acceptance α is shown</source>
