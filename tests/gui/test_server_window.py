@@ -99,6 +99,13 @@ def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtb
     qtbot.waitUntil(lambda: not window.controller.busy)
     assert again.args[1].text == result.text
     assert len(window.controller.conversation.messages) == 2
+    # Edit the question: answered again by the server, the old answer gone
+    question = window.controller.conversation.messages[0]
+    with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS) as edited:
+        assert window.edit_and_resend(question, "Name three colours.")
+    qtbot.waitUntil(lambda: not window.controller.busy)
+    messages = window.controller.conversation.messages
+    assert [m.content for m in messages] == ["Name three colours.", edited.args[1].text] and messages[1].content
 
 
 def test_stop_keeps_the_partial_answer_and_continue_goes_on(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -122,7 +129,7 @@ def test_stop_keeps_the_partial_answer_and_continue_goes_on(servers, server_wind
     assert answer.content.startswith(partial.text) and len(answer.content) > len(partial.text)
 
 
-def test_a_refused_connection_is_a_message_and_the_conversation_stays(server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_connection_is_a_message_and_the_conversation_stays(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     window = server_window(on_server(url), connected=False)
     assert not window.banner.isHidden()
@@ -136,6 +143,13 @@ def test_a_refused_connection_is_a_message_and_the_conversation_stays(server_win
     window.controller.flush()
     saved = ConversationStore().load(window.controller.conversation.id)
     assert saved.messages[0].content == "Are you there?"
+    # a server that answers, asked for a model it does not serve: said, and nothing is lost
+    real = servers.get("llama-plain")
+    wrong = replace(window.settings, server=replace(window.settings.server, url=real.url, model="no-such-model"))
+    with qtbot.waitSignal(window.worker.load_failed, timeout=CONNECT_TIMEOUT_MS):
+        window.apply_settings(wrong)
+    assert "no-such-model" in window.banner_text.text() and not window.banner.isHidden()
+    assert [m.content for m in window.controller.conversation.messages][0] == "Are you there?"
 
 
 def test_compare_shows_both_answers_and_the_servers_acceptance(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
