@@ -89,7 +89,7 @@ def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtb
     window.controller.flush()  # saved, then read back: the server's counts survive a restart
     saved = ConversationStore().load(window.controller.conversation.id).messages[-1]
     assert [r.kind for r in saved.records] == [r.kind for r in answer.records]
-    restored = saved.run_result().stats
+    restored = saved.run_result().steps[-1].stats  # rebuilt from the records and passes read back
     assert (restored.proposed, restored.accepted, restored.target_passes) == (
         result.stats.proposed, result.stats.accepted, result.stats.target_passes
     )

@@ -92,9 +92,10 @@ class PassRecord:
     draft_s: float
     verify_s: float
     predicted_speedup: float | None = None  # the k chooser's, for that pass
-    # from a server: rejected drafts it counted without naming; for a group of tokens of
-    # unknown source, the drafts accepted among them and the passes it stands for
-    server: tuple[int, int, int] | None = None  # (rejected_unseen, accepted, passes)
+    # from a server, what its token records cannot tell: the drafts it counted (some rejected
+    # without a name), the drafts accepted (some among tokens of unknown source), and the
+    # passes the event stands for (a group of unknown tokens may be several)
+    server: tuple[int, int, int] | None = None  # (proposed, accepted, passes)
 
     @classmethod
     def of(cls, step: StepEvent, offset: int = 0, before: RunStats | None = None) -> PassRecord:
@@ -139,14 +140,16 @@ class PassRecord:
 
 
 def _server_counts(step: StepEvent, before: RunStats | None) -> tuple[int, int, int] | None:
-    """What a server's step holds that its token records do not (None: a local pass).
-    ``before``: the run's stats before the step (None: it is the run's first)."""
-    if step.unattributed:
-        before = before or RunStats()
-        accepted = step.stats.accepted - before.accepted
-        passes = step.stats.target_passes - before.target_passes
-        return step.rejected_unseen, accepted, passes
-    return (step.rejected_unseen, len(step.accepted), 1) if step.rejected_unseen else None
+    """What a server's step holds that its token records do not (None: a local pass), from
+    the step's cumulative stats; ``before``: the run's stats before it (None: the run's first)."""
+    if not step.unattributed and not step.rejected_unseen:
+        return None
+    before = before or RunStats()
+    return (
+        step.stats.proposed - before.proposed,
+        step.stats.accepted - before.accepted,
+        step.stats.target_passes - before.target_passes,
+    )
 
 
 def _pass_records(steps: tuple[StepEvent, ...]) -> list[PassRecord]:
@@ -180,14 +183,15 @@ def steps_from_records(
         target = next((r.token_info() for r in mine if r.kind == "target"), None)
         rejected = tuple(r.token_info() for r in mine if r.kind == "rejected")
         unattributed = tuple(r.token_info() for r in mine if r.kind == "unknown")
-        unseen, server_accepted, passes = p.server or (0, len(accepted), 1)
+        proposed, server_accepted, passes = p.server or (len(accepted) + len(rejected), len(accepted), 1)
+        unseen = proposed - server_accepted - len(rejected) if p.server is not None and not unattributed else 0
         seconds = p.draft_s + p.verify_s
         stats = replace(
             stats,
             new_tokens=stats.new_tokens + len(accepted) + (target is not None) + len(unattributed),
             target_passes=stats.target_passes + passes,
             draft_passes=stats.draft_passes + p.draft_passes,
-            proposed=stats.proposed + server_accepted + len(rejected) + unseen,
+            proposed=stats.proposed + proposed,
             accepted=stats.accepted + server_accepted,
             prefill_s=stats.prefill_s + (seconds if p.step == 0 else 0.0),
             decode_s=stats.decode_s + (seconds if p.step > 0 else 0.0),
