@@ -284,3 +284,23 @@ def test_a_session_refuses_to_pick_a_drafter():
                             ServerInfo("llama.cpp", URL, None, ("m",)), "m")  # fmt: skip
     with pytest.raises(Exception, match="chooses its own drafter"):
         next(session.stream("hi", CONFIG, drafter_choice="lookup"))
+
+
+def test_a_connection_cut_after_the_last_chunk_is_no_failure():
+    """llama.cpp's /completion sends no [DONE]: once its chunk with "stop": true has come, the
+    answer is complete, whatever happens to the connection after it (seen on a loaded machine)."""
+
+    def cut_after_the_end(request):
+        if request.url.path != "/completion":
+            return None
+        text = recording("llamacpp-plain")["exchanges"][-1]["text"]
+
+        def body():
+            yield text.encode()
+            raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    steps, error = run("llamacpp-plain", handler=cut_after_the_end)
+    assert error is None
+    assert steps[-1].stop_reason == "max_new_tokens" and sum(len(s.tokens) for s in steps) == 40

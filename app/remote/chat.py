@@ -120,6 +120,7 @@ class ChatReader:
         self.usage: dict[str, Any] = {}
         self.last_chunk: dict[str, Any] = {}
         self.chunks = 0
+        self.finished = False  # the answer's last chunk has come: nothing more is read
 
     def feed(self, chunk: Mapping[str, Any]) -> list[StepEvent]:
         """The steps one chunk completes (often none until the next chunk shows the group's end)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
@@ -62,6 +62,9 @@ class ServerClient:
             follow_redirects=False,
             trust_env=False,
             transport=transport,
+            # a fresh connection per request: a kept-alive one the server has closed meanwhile
+            # would fail the next request
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
         self.read_timeout_s = read_timeout_s
 
@@ -89,9 +92,11 @@ class ServerClient:
 
     def stream(
         self, path: str, body: dict[str, Any], cancel: threading.Event | None = None
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """POST ``body`` and yield each server-sent event's JSON until ``[DONE]`` or the end;
-        stops quietly (closing the connection, so the server stops too) once ``cancel`` is set."""
+        stops quietly (closing the connection, so the server stops too) once ``cancel`` is set.
+        A caller that has read the answer's last chunk closes the generator: what the server
+        does with the connection after it is no failure."""
         with self._request("POST", path, body, accept="text/event-stream") as response:
             assert response is not None
             kind = response.headers.get("content-type", "").partition(";")[0].strip()

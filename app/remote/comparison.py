@@ -186,8 +186,8 @@ def endpoint_checks(speculative: ServerSession, plain: ServerSession, rounds: li
         checks.append(Phrase(CHECKS["spec_drafted_nothing"], (("server", speculative.server_name),)))
     drafting = next((f for f in base if f.speculated), None)
     if drafting is not None:  # its first answer that drafted
-        values = (("server", plain.server_name), ("drafted", drafting.drafted), ("accepted", drafting.accepted))
-        checks.append(Phrase(CHECKS["plain_drafts"], values))
+        counts = (("server", plain.server_name), ("drafted", drafting.drafted), ("accepted", drafting.accepted))
+        checks.append(Phrase(CHECKS["plain_drafts"], counts))
     return tuple(checks)
 
 

@@ -124,8 +124,10 @@ class Reader(ChatReader):
     def _parse(self, chunk: Mapping[str, Any]) -> list[StepEvent]:
         """One ``/completion`` chunk."""
         stop_type = chunk.get("stop_type")
-        if chunk.get("stop") is True and isinstance(stop_type, str):
-            self.stop_reason = STOP_TYPES.get(stop_type, "eos")
+        if chunk.get("stop") is True:  # the last chunk: /completion sends no [DONE] after it
+            self.finished = True
+            if isinstance(stop_type, str):
+                self.stop_reason = STOP_TYPES.get(stop_type, "eos")
         for key in ("tokens_evaluated",):
             if key in chunk:
                 self.usage["prompt_tokens"] = chunk[key]

@@ -150,8 +150,14 @@ class ServerSession:
         path, body = dialect.request(self.client, messages, config, self.model, self.options, continue_answer)
         reader: ChatReader = self._dialect.Reader(self.model) if self._dialect else ChatReader(self.model)
         self.last_figures = None
-        for chunk in self.client.stream(path, body, cancel):
-            yield from reader.feed(chunk)
+        chunks = self.client.stream(path, body, cancel)
+        try:
+            for chunk in chunks:
+                yield from reader.feed(chunk)
+                if reader.finished:
+                    break
+        finally:
+            chunks.close()  # the connection closes: a server still generating stops
         if cancel is not None and cancel.is_set():
             reader.stop_reason = "cancelled"
         elif reader.chunks == 0:
