@@ -66,10 +66,12 @@ def server_window(app_dirs: Path, qtbot) -> Iterator[Callable[..., MainWindow]]:
         window.close()
 
 
-def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
-    server = servers.get("llama-ngram")
+@pytest.mark.parametrize("name", ["llama-ngram", "vllm-ngram"])  # vLLM: only through ./test.sh --vllm
+def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtbot, name: str) -> None:  # type: ignore[no-untyped-def]
+    server = servers.get(name)
     window = server_window(on_server(server.url))
-    assert "llama.cpp" in window.model_label.text() and server.url in window.model_label.text()
+    kind = "llama.cpp" if name.startswith("llama") else "vLLM"
+    assert kind in window.model_label.text() and server.url in window.model_label.text()
     batches: list[int] = []
     window.worker.events_ready.connect(lambda _run, steps: batches.append(len(steps)))
     with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS) as done:
@@ -152,8 +154,9 @@ def test_a_refused_connection_is_a_message_and_the_conversation_stays(servers, s
     assert [m.content for m in window.controller.conversation.messages][0] == "Are you there?"
 
 
-def test_compare_shows_both_answers_and_the_servers_acceptance(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
-    spec, plain = servers.get("llama-ngram"), servers.get("llama-plain")
+@pytest.mark.parametrize("kind", ["llama", "vllm"])  # vLLM: only through ./test.sh --vllm
+def test_compare_shows_both_answers_and_the_servers_acceptance(servers, server_window, qtbot, kind: str) -> None:  # type: ignore[no-untyped-def]
+    spec, plain = servers.get(f"{kind}-ngram"), servers.get(f"{kind}-plain")
     window = server_window(on_server(spec.url, plain_url=plain.url))
     with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS):
         assert window.send_message(PROMPT)
@@ -168,7 +171,8 @@ def test_compare_shows_both_answers_and_the_servers_acceptance(servers, server_w
     drafts = box.cell("Drafts accepted, of proposed (the server's count)", 0)
     assert drafts.startswith(f"{figures.accepted} of {figures.drafted}")
     assert box.cell("Drafts accepted, of proposed (the server's count)", 1) == "not reported"
-    assert box.cell("Decode tokens/s (the server's clock, predicted_ms)", 0) != "not reported"
+    server_clock = box.cell("Decode tokens/s (the server's clock, predicted_ms)", 0)
+    assert (server_clock != "not reported") == (kind == "llama")  # vLLM gives no clock per request
     assert spec.url in box.cell("Server", 0) and plain.url in box.cell("Server", 1)
     assert box.warnings.isHidden()  # the plain endpoint drafted nothing, the other did
     assert "Monday" in dialog.speculative_view.toPlainText() and "Monday" in dialog.baseline_view.toPlainText()
