@@ -106,3 +106,33 @@ def test_acceptance_by_position_is_the_servers_per_step_figures(name):
     positions = explain(result).acceptance_by_position
     assert tuple(p.accepted for p in positions) == figures.accepted_by_position
     assert sum(figures.per_step_accepted) == figures.accepted and sum(figures.per_step_drafted) == figures.drafted
+
+
+def test_vllm_chunks_that_merge_steps_keep_the_counts_and_place_no_token():
+    """vLLM may merge engine steps into one chunk (a plain server did): then its chunks cannot
+    be its steps; the answer and the server's counts stand, no token is called a draft."""
+    import json
+
+    from remote_replay import replay_session
+
+    def merge_two_steps(chunks):
+        data = [json.loads(c) if c != "[DONE]" else c for c in chunks]
+        with_ids = [i for i, d in enumerate(data) if isinstance(d, dict) and d.get("choices")
+                    and len(d["choices"][0].get("token_ids") or []) > 1]  # fmt: skip
+        a, b = with_ids[0], with_ids[1]
+        first, second = data[a]["choices"][0], data[b]["choices"][0]
+        between = [d["choices"][0] for d in data[a + 1 : b + 1]]
+        first["token_ids"] += [t for c in between for t in c["token_ids"]]
+        first["delta"]["content"] += "".join(c["delta"].get("content", "") for c in between)
+        first["logprobs"]["content"] += [e for c in between for e in c["logprobs"]["content"]]
+        del data[a + 1 : b + 1]
+        assert second  # merged into the first
+        return [json.dumps(d) if isinstance(d, dict) else d for d in data]
+
+    expected = recording("vllm-ngram")["expected"]
+    session = replay_session("vllm-ngram", merge_two_steps)
+    result = session.generate(recording("vllm-ngram")["prompt"], GenerationConfig(max_new_tokens=48))
+    assert result.text == expected["text"]
+    assert (result.stats.proposed, result.stats.accepted) == (expected["drafted"], expected["accepted"])
+    assert "draft" not in {t.source for t in result.tokens[1:]} and "unknown" in {t.source for t in result.tokens}
+    assert any("merged steps" in note for note in session.last_figures.notes)

@@ -6,6 +6,7 @@ inference servers (``app.remote``). A server's text is printed as text: control 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -21,12 +22,12 @@ if TYPE_CHECKING:
 
 YELLOW = "\033[33m"
 ARM_NAMES = {"speculative": "speculative", "baseline": "plain"}
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"}
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
 
 
 def printable(text: str) -> str:
     """A server's text as it may reach a terminal: control characters escaped."""
-    return text.translate(_CONTROLS)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class ServerTokenPrinter:
@@ -160,6 +161,7 @@ def print_report(report: ServerComparisonReport, out: TextIO) -> None:
             f"{stats_line(run.stats, run.drafter)}\n"
         )
         out.write(f"{'':<12} {figures_line(figures)}\n")
+    out.write(f"why: {explain(spec, base).summary}\n")
     positions = explain(spec).acceptance_by_position
     if positions:
         shares = ", ".join(f"{p.position}: {p.accepted}/{p.reached}" for p in positions if p.reached)

@@ -9,10 +9,13 @@ is the with/without comparison against two endpoints. Torch-free and Qt-free::
     for step in session.stream(messages, GenerationConfig(max_new_tokens=64)):
         ...
 
-Parts: ``urls`` (what may be contacted, the API key), ``client`` (HTTP and server-sent events
-over httpx, every failure one ``ServerError``), ``detect`` (which server, its version),
-``llamacpp`` / ``vllm`` (each server's extra fields, turned into steps), ``steps`` (the
-events built from a server's counts), ``session``, ``comparison``.
+Parts, lowest first: ``errors``; ``urls`` (what may be contacted, the API key) and ``client``
+(HTTP and server-sent events over httpx and httpx-sse, every failure one ``ServerError``);
+``detect`` (which server, its version, its models) and ``steps`` (events built from a
+server's counts, ``ServerFigures``); ``chat`` (the OpenAI stream every server shares);
+``llamacpp`` / ``vllm`` (each server's extra fields and what its stream tells); ``session``;
+``comparison``. What a server cannot tell stays unknown: its pass costs, and which tokens were
+drafts where its stream does not say (``TokenInfo.source == "unknown"``).
 """
 
 from __future__ import annotations

@@ -118,7 +118,6 @@ class ChatReader:
         self.builder = StepBuilder(started=started)
         self.stop_reason: StopReason = "cancelled"
         self.usage: dict[str, Any] = {}
-        self.last_chunk: dict[str, Any] = {}
         self.chunks = 0
         self.finished = False  # the answer's last chunk has come: nothing more is read
 
@@ -130,7 +129,6 @@ class ChatReader:
 
             raise ServerError(f"The server stopped the answer: {server_message(chunk) or 'an error'}")
         self.chunks += 1
-        self.last_chunk = dict(chunk)
         return self._parse(chunk)
 
     def _parse(self, chunk: Mapping[str, Any]) -> list[StepEvent]:

@@ -12,7 +12,6 @@ endpoint really drafted is read from the answers, and said when it is not what w
 
 from __future__ import annotations
 
-import statistics
 import threading
 from dataclasses import dataclass, replace
 from typing import Any
@@ -189,7 +188,3 @@ def endpoint_checks(speculative: ServerSession, plain: ServerSession, rounds: li
         counts = (("server", plain.server_name), ("drafted", drafting.drafted), ("accepted", drafting.accepted))
         checks.append(Phrase(CHECKS["plain_drafts"], counts))
     return tuple(checks)
-
-
-def median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None

@@ -8,10 +8,10 @@ drafted). The totals jump on the first chunk of a pass that verified drafts; tha
 emits its accepted drafts and its own token, one chunk each, before the next pass runs (seen
 on this version: a jump of (2, 2) on a chunk, then two more chunks, then the next pass). So
 the chunk where the totals jump by (Δdrafted, Δaccepted) and the ``Δaccepted`` chunks after it
-are one pass — ``Δaccepted`` accepted drafts, then the target's token — and each later chunk
-up to the next jump is a pass that drafted nothing (the totals did not move: its token is the
-target's own). A group too short for its pass mid-answer cannot happen; if it did, its tokens
-would be "not known". Chunks before the first jump are passes that drafted nothing.
+are one pass — ``Δaccepted`` accepted drafts, then the target's token — shown as soon as its
+last token has come, and every other chunk is a pass that drafted nothing (the totals did not
+move: its token is the target's own). A pass left short mid-answer cannot happen; if it did,
+its tokens would be "not known"; at the end it is the last pass, cut by the length limit.
 
 Token probabilities: llama.cpp sends none for the tokens of a verified block (its chat stream,
 ``logprob`` 0.0): such a token gets no probability (a comparison takes them from the plain run).
@@ -114,9 +114,8 @@ class Reader(ChatReader):
     def __init__(self, model: str, started: float | None = None) -> None:
         super().__init__(model, started)
         self._totals = (0, 0)  # running (draft_n, draft_n_accepted) as last seen
-        self._group: list[ServerToken] = []
-        self._group_counts = (0, 0)  # drafted, accepted by the group's pass (0, 0: drafted nothing)
-        self._drafting_seen = False
+        self._pass: list[ServerToken] | None = None  # the tokens so far of a pass that verified drafts
+        self._pass_counts = (0, 0)  # its drafted, accepted
         self._steps_drafted: list[int] = []
         self._steps_accepted: list[int] = []
         self.timings: dict[str, Any] = {}
@@ -154,39 +153,32 @@ class Reader(ChatReader):
         jump = (totals[0] - self._totals[0], totals[1] - self._totals[1])
         self._totals = totals
         if jump[0] > 0:  # a pass that verified drafts starts with these tokens
-            out += self._close_group(now)
-            self._group_counts = jump
-            self._drafting_seen = True
+            out += self._close_pass(now, cut=False)
+            self._pass_counts = jump
             self._steps_drafted.append(jump[0])
             self._steps_accepted.append(jump[1])
-            self._group = list(tokens)
-        elif not self._drafting_seen:  # before any drafting: one plain pass per token
-            for token in tokens:
-                step = self.builder.group([token], 0, 0, attributed=True, now=now)
-                out += [step] if step is not None else []
-        else:
-            self._group += tokens
+            self._pass = []
+        for token in tokens:
+            if self._pass is not None:
+                self._pass.append(token)
+                if len(self._pass) == self._pass_counts[1] + 1:  # its drafts and its own token: complete
+                    out += self._close_pass(now, cut=False)
+            else:  # the totals did not move: a pass that drafted nothing, one token
+                out += _some(self.builder.group([token], 0, 0, attributed=True, now=now))
         return out
 
-    def _close_group(self, now: float | None, last: bool = False) -> list[StepEvent]:
-        """The group's pass (its first ``Δaccepted + 1`` tokens), then the passes after it that
-        drafted nothing (one token each: the totals did not move). A group too short for its
-        pass is the answer's last pass cut by the length limit, or — mid-answer, where it cannot
-        be — tokens of unknown source."""
-        if not self._group:
+    def _close_pass(self, now: float | None, cut: bool) -> list[StepEvent]:
+        """The pass being read, once complete; one left short is the answer's last pass cut by
+        the length limit (``cut``), or — mid-answer, where it cannot be — tokens of unknown source."""
+        if self._pass is None:
             return []
-        drafted, accepted = self._group_counts
-        tokens, self._group, self._group_counts = self._group, [], (0, 0)
-        size = accepted + 1
-        if len(tokens) < size and not last:
-            return _some(self.builder.group(tokens, drafted, accepted, attributed=False, now=now))
-        out = _some(self.builder.group(tokens[:size], drafted, accepted, attributed=True, now=now))
-        for token in tokens[size:]:
-            out += _some(self.builder.group([token], 0, 0, attributed=True, now=now))
-        return out
+        drafted, accepted = self._pass_counts
+        tokens, self._pass, self._pass_counts = self._pass, None, (0, 0)
+        complete = len(tokens) == accepted + 1
+        return _some(self.builder.group(tokens, drafted, accepted, attributed=complete or cut, now=now))
 
     def _flush(self) -> list[StepEvent]:
-        return self._close_group(None, last=True)
+        return self._close_pass(None, cut=True)
 
     def _figures(self) -> ServerFigures:
         t = self.timings

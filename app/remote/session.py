@@ -52,7 +52,6 @@ class ServerSession:
         self.last_figures: ServerFigures | None = None
         self._dialect = _dialect(info.kind)
         self._speculated: bool | None = info.speculates  # learnt from each answer's figures
-        self._lock = threading.Lock()
 
     @classmethod
     def connect(
