@@ -407,6 +407,7 @@ class MainWindow(QMainWindow):
         server, self._next_server = self._next_server, None
         self._load_servers.pop(load_id, None)
         self.models_in_use = ModelsInUse(models, target, drafter, path, server)  # the engine serves these now
+        self.controller.server_name = server.description if server is not None else None
         self.controller.drafter_name = drafter
         self.controller.model_ready = True
         if load_id == self._latest_load:

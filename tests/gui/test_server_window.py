@@ -76,6 +76,8 @@ def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtb
     window.worker.events_ready.connect(lambda _run, steps: batches.append(len(steps)))
     with qtbot.waitSignal(window.worker.finished, timeout=ANSWER_TIMEOUT_MS) as done:
         assert window.send_message(PROMPT)
+        streaming = window.chat_view.answer_for(window.controller.conversation.messages[-1])
+        assert streaming is not None and server.url in streaming.header.text()  # named while it streams
     qtbot.waitUntil(lambda: not window.controller.busy)
     result = done.args[1]
     if kind == "llama.cpp":  # streamed in pieces while the server answered, not one block

@@ -62,6 +62,7 @@ class ChatController(QObject):
         self.drafter_name = ""  # of the loaded models; "" while nothing is loaded
         self.model_ready = False
         self.plain_endpoint: ServerTarget | None = None  # on a server: what Compare measures against
+        self.server_name: str | None = None  # the server answering ("llama.cpp b1 at URL"); None: this computer
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
         self._sweep_run: int | None = None
@@ -153,6 +154,7 @@ class ChatController(QObject):
             # "": no model loaded yet, so no drafter either way (the result will say which)
             drafter=self.drafter_name if config.speculative or not self.drafter_name else "none",
         )
+        answer.asked_server = self.server_name  # named in its header until the server's answer does
         run_id = self._worker.request_generate(conversation.prompt(), config, history_id=conversation.id)
         conversation.messages.append(answer)
         self._view.add_message(answer)

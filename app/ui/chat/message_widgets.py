@@ -232,7 +232,7 @@ class AnswerWidget(QFrame):
 
     def update_labels(self) -> None:
         m = self.message
-        server = m.made_by.server if m.made_by is not None else None
+        server = m.made_by.server if m.made_by is not None else m.asked_server
         self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter, server)))
         self.stats.setText(stats_line(m.run_stats, m.speculative) if m.stats else "")
         notes = [n for n in (stop_note(m.stop_reason), m.error) if n]

@@ -249,6 +249,7 @@ class Message:
     result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
     comparison: ComparisonReport | None = field(default=None, compare=False, repr=False)  # not saved
     streamed: RunStats | None = field(default=None, compare=False, repr=False)  # the last streamed step's; not saved
+    asked_server: str | None = field(default=None, compare=False, repr=False)  # the server asked to answer; not saved
 
     @property
     def run_stats(self) -> RunStats:
