@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens
-from servers import free_port  # and the ``servers`` fixture, from tests/conftest.py
+from servers import free_port, llama_server, stop  # and the ``servers`` fixture, from tests/conftest.py
 
 from app.ui.common.conversation import Message
 from app.ui.common.storage import ConversationStore
@@ -91,6 +91,11 @@ def test_a_chat_streams_from_the_server_and_names_it(servers, server_window, qtb
     kinds = {kind for _text, kind in document_tokens(widget.view)}
     assert "draft" in kinds or "unknown" in kinds  # the server's drafts, attributed or not known
     assert "unknown" in window.legend.shown_kinds()
+    widget.why_button.click()  # Why on the answer alone: the server's counts, no invented costs
+    assert widget.why_dialog is not None
+    assert "server" in widget.why_dialog.summary.text()  # type: ignore[attr-defined]
+    assert "not reported" in widget.why_dialog.values["plain_cost"].text()  # type: ignore[attr-defined]
+    widget.why_dialog.close()
     window.controller.flush()  # saved, then read back: the server's counts survive a restart
     saved = ConversationStore().load(window.controller.conversation.id).messages[-1]
     assert [r.kind for r in saved.records] == [r.kind for r in answer.records]
@@ -195,3 +200,20 @@ def test_compare_warns_when_the_plain_endpoint_drafts(servers, server_window, qt
     box = compare_and_wait(qtbot, window, window.controller.conversation.messages[-1]).server_box
     assert box is not None and not box.warnings.isHidden()
     assert "drafted too" in box.warnings.text() and "drafted nothing" in box.warnings.text()
+
+
+def test_a_dropped_stream_keeps_the_partial_answer_and_says_why(server_logs, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    server = llama_server("plain", server_logs)  # its own: this test ends it in the middle of an answer
+    try:
+        window = server_window(on_server(server.url, tokens=LONG))
+        with qtbot.waitSignal(window.worker.events_ready, timeout=ANSWER_TIMEOUT_MS):
+            assert window.send_message(COUNT)
+        with qtbot.waitSignal(window.worker.failed, timeout=ANSWER_TIMEOUT_MS) as failed:
+            stop(server)
+    finally:
+        stop(server)
+    qtbot.waitUntil(lambda: not window.controller.busy)
+    question, answer = window.controller.conversation.messages
+    assert question.content == COUNT and answer.content  # what had come is kept
+    assert server.url in failed.args[1] and answer.error == failed.args[1]
+    assert not window.banner.isHidden() and failed.args[1] in window.banner_text.text()
