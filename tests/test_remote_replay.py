@@ -136,3 +136,35 @@ def test_vllm_chunks_that_merge_steps_keep_the_counts_and_place_no_token():
     assert (result.stats.proposed, result.stats.accepted) == (expected["drafted"], expected["accepted"])
     assert "draft" not in {t.source for t in result.tokens[1:]} and "unknown" in {t.source for t in result.tokens}
     assert any("merged steps" in note for note in session.last_figures.notes)
+
+
+def test_an_unknown_openai_server_streams_text_whose_source_is_not_known():
+    """A server that is neither llama.cpp nor vLLM: its answer streams, its tokens are "not
+    known" (it says nothing of drafts), and the run names it as OpenAI-compatible."""
+    import json
+
+    import httpx
+
+    from app.remote.client import ServerClient
+    from app.remote.detect import detect
+
+    chunks = [{"choices": [{"delta": {"content": piece}, "finish_reason": None}]} for piece in ("Hel", "lo", "!")]
+    usage = {"prompt_tokens": 5, "completion_tokens": 3}
+    chunks.append({"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": usage})
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+    def serve(request):
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "some-model"}]})
+        if request.url.path == "/v1/chat/completions":
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=stream)
+        return httpx.Response(404, json={"error": "no such path"})
+
+    client = ServerClient("http://other", transport=httpx.MockTransport(serve))
+    info = detect(client)
+    from app.remote.session import ServerSession
+
+    result = ServerSession(client, info, "some-model").generate("hi", GenerationConfig(max_new_tokens=8))
+    assert info.kind == "openai" and result.text == "Hello!" and result.stop_reason == "eos"
+    assert {t.source for t in result.tokens} == {"unknown"} and result.stats.proposed == 0
+    assert "OpenAI-compatible" in result.made_by.describe()
