@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens
+from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, tiny_settings
 from servers import free_port, llama_server, stop  # and the ``servers`` fixture, from tests/conftest.py
 
 from app.ui.common.conversation import Message
@@ -139,7 +139,9 @@ def test_stop_keeps_the_partial_answer_and_continue_goes_on(servers, server_wind
     assert answer.content.startswith(partial.text) and len(answer.content) > len(partial.text)
 
 
-def test_a_refused_connection_is_a_message_and_the_conversation_stays(servers, server_window, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_connection_is_a_message_and_the_conversation_stays(  # type: ignore[no-untyped-def]
+    servers, server_window, qtbot, tiny_models
+) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     window = server_window(on_server(url), connected=False)
     assert not window.banner.isHidden()
@@ -160,6 +162,12 @@ def test_a_refused_connection_is_a_message_and_the_conversation_stays(servers, s
         window.apply_settings(wrong)
     assert "no-such-model" in window.banner_text.text() and not window.banner.isHidden()
     assert [m.content for m in window.controller.conversation.messages][0] == "Are you there?"
+    # back to this computer: its models load, and the status bar and legend say so
+    local = replace(tiny_settings(tiny_models), server=replace(wrong.server, run_on="computer"))
+    with qtbot.waitSignal(window.worker.loaded, timeout=CONNECT_TIMEOUT_MS):
+        window.apply_settings(local)
+    assert window.model_label.text().startswith("Target:") and "unknown" not in window.legend.shown_kinds()
+    assert not window.worker.on_server
 
 
 @pytest.mark.parametrize("kind", ["llama", "vllm"])  # vLLM: only through ./test.sh --vllm
