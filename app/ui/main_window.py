@@ -35,7 +35,7 @@ from app.ui.chat.context_meter import ContextMeter
 from app.ui.chat.conversation_list import ConversationPanel
 from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
-from app.ui.common.engine_words import drafter_label, loading_message, model_label
+from app.ui.common.engine_words import drafter_label, loading_message, model_label, server_words
 from app.ui.common.formatting import byte_size, decimal
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
@@ -633,7 +633,10 @@ class MainWindow(QMainWindow):
         elif self.load_failure is not None:
             text += " · " + self.tr("the requested models could not be loaded (see Settings)")
         self.model_label.setText(text)
-        self.model_label.setToolTip(in_use.path.note if in_use is not None and in_use.path is not None else "")
+        tip = in_use.path.note if in_use is not None and in_use.path is not None else ""
+        if in_use is not None and in_use.server is not None:
+            tip = self.tr("Model {0} on {1}").format(in_use.server.model, server_words(in_use.server.description))
+        self.model_label.setToolTip(tip)
 
     def _path_text(self, path: ComputePath) -> str:
         """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""

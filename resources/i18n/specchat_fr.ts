@@ -204,6 +204,10 @@
         <translation>Avec spéculation — {0}</translation>
     </message>
     <message>
+        <source>Without speculation — the plain endpoint</source>
+        <translation>Sans spéculation — le point d’accès simple</translation>
+    </message>
+    <message>
         <source>Without speculation — target only</source>
         <translation>Sans spéculation — modèle cible seul</translation>
     </message>
@@ -881,6 +885,10 @@
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
         <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
+    </message>
+    <message>
+        <source>Model {0} on {1}</source>
+        <translation>Modèle {0} sur {1}</translation>
     </message>
     <message>
         <source>{0} weights, {1} compute</source>

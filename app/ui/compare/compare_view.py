@@ -33,6 +33,7 @@ from app.engine.analysis.compare import (
 from app.engine.analysis.explanation import alpha_of, format_percent, format_ratio, format_tokens
 from app.engine.events import RunResult
 from app.ui.common.conversation import TokenRecord
+from app.ui.common.engine_words import drafter_label
 from app.ui.common.formatting import how_made
 from app.ui.common.token_style import diff_format
 from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
@@ -96,9 +97,14 @@ class CompareDialog(QDialog):
         )
         texts = QSplitter(Qt.Orientation.Horizontal, self)
         texts.addWidget(
-            _boxed(self.tr("With speculation — {0}").format(speculative.drafter), self.speculative_view)
+            _boxed(self.tr("With speculation — {0}").format(drafter_label(speculative.drafter)), self.speculative_view)
         )
-        texts.addWidget(_boxed(self.tr("Without speculation — target only"), self.baseline_view))
+        plain_title = (
+            self.tr("Without speculation — the plain endpoint")
+            if is_server_report(report)
+            else self.tr("Without speculation — target only")
+        )
+        texts.addWidget(_boxed(plain_title, self.baseline_view))
         self._sync_scrolling()
         self._mark_first_difference()
 
@@ -172,10 +178,8 @@ class CompareDialog(QDialog):
         ]
         table = QTableWidget(len(rows), 2, self)
         table.setHorizontalHeaderLabels(
-            [
-                how_made(speculative.speculative, speculative.drafter, _server(speculative)),
-                how_made(False, "none", _server(baseline)),
-            ]
+            [how_made(speculative.speculative, speculative.drafter), how_made(False, "none")]
+            # (the servers are named in their own table below, in full)
         )
         table.setVerticalHeaderLabels([name for name, _ in rows])
         for row, (_, value) in enumerate(rows):
@@ -247,11 +251,6 @@ class CompareDialog(QDialog):
             view.setExtraSelections([selection])
             view.setTextCursor(cursor)
             view.ensureCursorVisible()
-
-
-def _server(run: RunResult) -> str | None:
-    """The server that made ``run`` (None: this computer)."""
-    return run.made_by.server if run.made_by is not None else None
 
 
 def _boxed(title: str, widget: QWidget) -> QGroupBox:

@@ -32,7 +32,7 @@ def plain_target(settings: AppSettings) -> ServerTarget | None:
 def server_label(path: ServerPath, drafter: str) -> str:
     """ "Server: llama.cpp b6550 at http://127.0.0.1:8080 · model smol · it drafts" for the status bar."""
     text = QCoreApplication.translate("ServerStatus", "Server: {0} · model {1}").format(
-        server_words(path.description), path.model
+        server_words(path.description), model_name(path.model)
     )
     if drafter == SERVER_DRAFTER or path.speculates:
         return text + " · " + QCoreApplication.translate("ServerStatus", "speculative decoding on the server")
@@ -42,3 +42,9 @@ def server_label(path: ServerPath, drafter: str) -> str:
         "ServerStatus", "whether it speculates shows with the first answer"
     )
 
+
+
+def model_name(model: str) -> str:
+    """The model's id as the server gives it; llama.cpp's is the file's path: its name is enough
+    (the whole id is in the status bar's tooltip)."""
+    return model.rstrip("/").rsplit("/", 1)[-1] or model
