@@ -1404,6 +1404,10 @@
         <translation>{0} contient un nom d’utilisateur ou un mot de passe : retirez-le et nommez plutôt une variable d’environnement qui contient la clé d’API (le fichier de réglages le garderait).</translation>
     </message>
     <message>
+        <source>{0} must not carry a query (?…) or a fragment (#…): the server's address only.</source>
+        <translation>{0} ne doit porter ni requête (?…) ni fragment (#…) : seulement l’adresse du serveur.</translation>
+    </message>
+    <message>
         <source>The API key setting takes the NAME of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), not the key itself: the key is never written to the settings.</source>
         <translation>Le réglage de la clé d’API prend le NOM d’une variable d’environnement (lettres, chiffres et _, par exemple OPENAI_API_KEY), pas la clé elle-même : la clé n’est jamais écrite dans les réglages.</translation>
     </message>

@@ -23,7 +23,7 @@ SECRET = "sk-test-7d1f0c55e2b94a"  # a key's value: must never reach the setting
 @pytest.mark.parametrize(
     "url",
     ["ftp://127.0.0.1:8080", "file:///etc/passwd", "127.0.0.1:8080", "http://", "http://a b:80",
-     "http://127.0.0.1:99999", "http://user:pw@127.0.0.1:8080", ""],
+     "http://127.0.0.1:99999", "http://user:pw@127.0.0.1:8080", "http://127.0.0.1:8080/?key=x", ""],
 )
 def test_only_http_and_https_urls_with_a_host_are_accepted(qapp, url: str) -> None:  # type: ignore[no-untyped-def]
     assert url_problem(url) is not None

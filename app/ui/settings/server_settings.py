@@ -69,6 +69,10 @@ def url_problem(url: str, what: str = "") -> str | None:
             "{0} holds a user name or password: leave it out and name an environment variable "
             "holding the API key instead (the settings file would keep it).",
         ).format(label)
+    if parts.query or parts.fragment:
+        return QCoreApplication.translate(
+            "ServerSettings", "{0} must not carry a query (?…) or a fragment (#…): the server's address only."
+        ).format(label)
     del port
     return None
 
