@@ -18,7 +18,7 @@ if [ "${1:-}" = "--vllm" ]; then
   shift
   SPECCHAT_VLLM_PYTHON="$("$root/scripts/install-vllm.sh")"
   export SPECCHAT_VLLM_PYTHON
-  exec "$bin/python" -m pytest -v tests/test_servers_real.py "$@"
+  exec "$bin/python" -m pytest -v tests/test_servers_real.py tests/gui/test_server_window.py "$@"
 fi
 if [ $# -gt 0 ]; then
   exec "$bin/python" -m pytest "$@"

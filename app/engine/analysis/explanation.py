@@ -157,6 +157,7 @@ class Explanation:
     accepted_drafts: int = 0  # draft tokens the target kept
     accepted_from_earlier: int = 0  # … of them copied from an earlier conversation (the suffix index)
     not_drafted: NotDrafted | None = None  # decode passes where auto k chose to verify no draft, and why
+    server_drafts: tuple[int, int] | None = None  # a server's run: (drafts accepted, proposed), its counts
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -484,6 +485,7 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         accepted_drafts=sum(t.source == "draft" for t in speculative.tokens),
         accepted_from_earlier=sum(t.source == "draft" and t.origin == EARLIER for t in speculative.tokens),
         not_drafted=not_drafted(decode),
+        server_drafts=(speculative.stats.accepted, speculative.stats.proposed) if from_server else None,
     )
     return replace(result, summary=summary_sentence(result))
 
@@ -558,6 +560,11 @@ UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure wha
 SERVER_COST = QT_TRANSLATE_NOOP(
     "Explanation", "the server does not report what its passes cost, so no cost or predicted speed-up is shown"
 )
+SERVER_DRAFTS = QT_TRANSLATE_NOOP(
+    "Explanation",
+    "The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per "
+    "target pass); its stream did not say at which positions, so no acceptance α is shown",
+)
 OUTCOMES = {
     (True, True): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was {ratio}"),
     (True, False): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was only {ratio}"),
@@ -615,6 +622,8 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
 def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
     if not e.has_steps:
         return translate(NO_STEPS)
+    if e.server_drafts is not None:
+        return _server_sentence(e, translate)
     if e.alpha is None:
         return translate(NO_DRAFTS)
     agreed = translate(AGREED).format(alpha=format_percent(e.alpha), tokens=format_tokens(e.tokens_per_pass))
@@ -631,3 +640,22 @@ def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
     outcome = translate(OUTCOMES[(measured, speedup >= 1.0)]).format(ratio=format_ratio(speedup))
     cause = f", {translate(CAUSES[e.cause])}" if e.cause is not None else ""
     return f"{agreed}; {costs}, {outcome}{cause}."
+
+
+def _server_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
+    """A server's run: its own counts (α where its stream said which tokens were drafts), no
+    pass costs (it reports none), and the measured speed-up when there is a plain run."""
+    accepted, proposed = e.server_drafts or (0, 0)
+    if e.alpha is not None:
+        said = translate(AGREED).format(alpha=format_percent(e.alpha), tokens=format_tokens(e.tokens_per_pass))
+    elif proposed:
+        said = translate(SERVER_DRAFTS).format(
+            accepted=accepted, proposed=proposed, share=format_percent(e.drafts_accepted_share),
+            tokens=format_tokens(e.tokens_per_pass),
+        )
+    else:
+        return translate(NO_DRAFTS)
+    if e.decode_speedup is None:
+        return f"{said}; {translate(SERVER_COST)}."
+    outcome = translate(OUTCOMES[(True, e.decode_speedup >= 1.0)]).format(ratio=format_ratio(e.decode_speedup))
+    return f"{said}; {translate(SERVER_COST)}; {outcome}."
