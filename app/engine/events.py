@@ -249,6 +249,14 @@ class RunProvenance:
     device: str  # "cpu", "cuda:0", "mps"
     draft_dtype: str | None = None  # the draft model's dtype; None without a draft model
     config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
+    # the longest context at which the target's verified block gives one-token decoding's
+    # logits bit for bit (CpuKernels.exact_up_to): 0 none; None not recorded (older files)
+    exact_context: int | None = None
+
+    def exact_at(self, context: int) -> bool:
+        """Whether a verified block was exact at ``context`` tokens: then greedy speculation
+        cannot differ from target-only decoding, not even at a near tie."""
+        return self.exact_context is not None and 0 < context <= self.exact_context
 
     # What must agree for two runs to come from the same models (the settings are the
     # caller's: a comparison reruns with the stored answer's own settings).

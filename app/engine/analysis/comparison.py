@@ -9,16 +9,20 @@ The CLI's ``compare`` and the GUI's Compare both call ``run_comparison`` and onl
 Cache policy (``CACHE_POLICY``): the engine's kernels are warmed up once, then each arm starts
 from empty KV caches (``engine.reset()``), so neither arm reuses a prompt the other prefilled;
 the speculative arm runs first, so whatever one-off cost the warm-up left lands on speculation,
-never in its favour. Afterwards the caches are empty: the next turn prefills the whole chat.
+never in its favour. Before each arm a few plain passes are timed and, during it, the load of
+other processes measured (``Engine.start_arm``): when the machine changed between the arms the
+measured speed-up is reported as not comparable instead of as a result (``measure_speedup``).
+Afterwards the caches are empty: the next turn prefills the whole chat.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
+from app.engine.analysis.explanation import ArmConditions
 from app.engine.config import GenerationConfig
 from app.engine.events import RunResult
 
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     from app.engine.session import Conversation, Engine
 
 ORDER = ("speculative", "baseline")
-CACHE_POLICY = "warmed up, then each arm from empty caches; speculative first"
+CACHE_POLICY = "warmed up, then each arm from empty caches after a timed plain pass; speculative first"
 
 
 def arm_configs(config: GenerationConfig) -> tuple[GenerationConfig, GenerationConfig]:
@@ -54,18 +58,20 @@ def run_comparison(
     if warm_up:
         engine.warm_up()
     runs: dict[str, RunResult] = {}
-    more: dict[str, Any] = {} if history_id is None else {"history_id": history_id}  # stand-in engines take none
+    conditions: dict[str, ArmConditions] = {}
     for arm in ORDER:
         engine.reset()
+        arm_done = engine.start_arm()  # a plain pass timed before each arm: like conditions, or says not
         runs[arm] = engine.generate(
-            conversation, spec_config if arm == "speculative" else base_config, cancel, **more
+            conversation, spec_config if arm == "speculative" else base_config, cancel, history_id=history_id
         )
+        conditions[arm] = arm_done()
     engine.reset()  # leave no cache that only one of the arms built
     speculative, baseline = runs["speculative"], runs["baseline"]
     return ComparisonReport(
         speculative=speculative,
         baseline=baseline,
-        comparison=compare_runs(speculative, baseline),
+        comparison=compare_runs(speculative, baseline, conditions=(conditions["speculative"], conditions["baseline"])),
         order=ORDER,
         cache_policy=CACHE_POLICY,
         stored=None if stored is None else check_stored(stored, speculative, baseline, config, engine),
