@@ -470,7 +470,8 @@ def test_a_measured_speedup_above_the_runs_ceiling_is_not_presented_as_a_result(
 
 
 def test_a_load_change_between_the_arms_is_said_instead_of_the_figure():
-    from app.engine.analysis.explanation import ArmConditions, measure_speedup
+    from app.engine.analysis.explanation import measure_speedup
+    from app.engine.events import ArmConditions
 
     spec, base = _speculative(), _baseline()
     quiet = ArmConditions(plain_pass_s=0.010, other_load=0.1, threads=1, cores=2)

@@ -137,6 +137,22 @@ class RunStats:
         return cls(**_known(cls, data))
 
 
+@dataclass(frozen=True)
+class ArmConditions:
+    """What the machine was doing while one arm of a comparison ran (measured by the service)."""
+
+    plain_pass_s: float | None = None  # a plain pass timed just before the arm (median of a few)
+    other_load: float | None = None  # cores other processes kept busy during the arm (OtherLoad)
+    threads: int = 1  # torch threads the arm ran on
+    cores: int = 0  # the machine's cores (0: unknown)
+
+    def contention(self) -> float | None:
+        """Cores short for our threads while the arm ran (0: none)."""
+        if self.other_load is None or self.cores <= 0:
+            return None
+        return max(0.0, self.other_load + self.threads - self.cores)
+
+
 KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid"]
 
 

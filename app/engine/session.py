@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 import torch
 
-from app.engine.analysis.explanation import ArmConditions
 from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
@@ -33,7 +32,7 @@ from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDraf
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
-from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.events import ArmConditions, RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.engine.analysis.explanation import (
-    ArmConditions,
     MeasuredSpeedup,
     explain,
     format_ratio,
     measure_speedup,
 )
-from app.engine.events import RunProvenance, RunResult
+from app.engine.events import ArmConditions, RunProvenance, RunResult
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]

@@ -22,9 +22,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
-from app.engine.analysis.explanation import ArmConditions
 from app.engine.config import GenerationConfig
-from app.engine.events import RunResult
+from app.engine.events import ArmConditions, RunResult
 
 if TYPE_CHECKING:
     from app.engine.session import Conversation, Engine

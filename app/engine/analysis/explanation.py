@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 from app.engine.decoding.cost import acceptance_evidence, expected_tokens, monotone_fit
-from app.engine.events import EARLIER, RunResult, StepEvent
+from app.engine.events import EARLIER, ArmConditions, RunResult, StepEvent
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
-__all__ = ["expected_tokens", "explain", "formula_speedup", "summary_sentence"]  # E(α, m) is the chooser's
+# E(α, m), the acceptance evidence and the fit of v(m) are the chooser's (decoding/cost.py), not copies
 
 PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
 Cause = Literal["acceptance", "draft", "verify"]
@@ -267,22 +267,6 @@ SpeedProblem = Literal["above_ceiling", "load_changed"]
 # 0.92x to 1.16x of itself from one minute to the next).
 PLAIN_DRIFT = 1.15
 LOAD_CHANGE_CORES = 0.5  # other processes' busy cores beyond ours, changed by this much
-
-
-@dataclass(frozen=True)
-class ArmConditions:
-    """What the machine was doing while one arm of a comparison ran (measured by the service)."""
-
-    plain_pass_s: float | None = None  # a plain pass timed just before the arm (median of a few)
-    other_load: float | None = None  # cores other processes kept busy during the arm (OtherLoad)
-    threads: int = 1  # torch threads the arm ran on
-    cores: int = 0  # the machine's cores (0: unknown)
-
-    def contention(self) -> float | None:
-        """Cores short for our threads while the arm ran (0: none)."""
-        if self.other_load is None or self.cores <= 0:
-            return None
-        return max(0.0, self.other_load + self.threads - self.cores)
 
 
 @dataclass(frozen=True)

@@ -286,7 +286,12 @@ class AnswerWidget(QFrame):
         # speed-ups come from it
         compared = self.message.comparison
         baseline = compared.baseline if compared is not None else None
-        self.why_dialog = ExplainDialog(self.message.run_result(), baseline, self.window())
+        # its measured speed-up is the comparison's (its fresh reruns, as Compare shows it), never
+        # this answer divided by a plain run made later under other load
+        measured = compared.comparison.measured if compared is not None else None
+        self.why_dialog = ExplainDialog(
+            self.message.run_result(), baseline, self.window(), measured=measured, measured_on="reruns"
+        )
         self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
         self.why_dialog.show()
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.analysis.compare import (
+    FRESH_RERUNS,
     Comparison,
     ComparisonReport,
     Phrase,
@@ -102,6 +103,9 @@ class CompareDialog(QDialog):
         self._mark_first_difference()
 
         self.table = self._stats_table(speculative, baseline)
+        # the stats line under the answer is the answer's own run; these are new runs of it
+        self.reruns_note = QLabel(_say(Phrase(FRESH_RERUNS)), self)
+        self.reruns_note.setWordWrap(True)
         self.diff_view = QTextEdit(self)
         self.diff_view.setReadOnly(True)
         self._render_diff(speculative.text, baseline.text)
@@ -125,6 +129,7 @@ class CompareDialog(QDialog):
         layout.addWidget(self.stored_note)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)
+        layout.addWidget(self.reruns_note)
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
@@ -135,7 +140,8 @@ class CompareDialog(QDialog):
 
         if self.why_dialog is not None:
             self.why_dialog.close()
-        self.why_dialog = ExplainDialog(self.report.speculative, self.report.baseline, self)
+        report = self.report
+        self.why_dialog = ExplainDialog(report.speculative, report.baseline, self, report.comparison.measured)
         self.why_dialog.show()
         return self.why_dialog
 
@@ -143,8 +149,18 @@ class CompareDialog(QDialog):
         comparison = self.comparison
         alpha = alpha_of(speculative)
 
+        measured = comparison.measured
+        unlike = measured is not None and measured.problem is not None
+
         def speedup(value: float) -> Callable[[RunResult], str]:
-            return lambda r: (format_ratio(value) if value > 0 else "—") if r is speculative else "1.00×"
+            def shown(r: RunResult) -> str:
+                if r is not speculative:
+                    return "1.00×"
+                if value <= 0:
+                    return "—"
+                return self.tr("{0} (not comparable)").format(format_ratio(value)) if unlike else format_ratio(value)
+
+            return shown
 
         rows = [
             (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),

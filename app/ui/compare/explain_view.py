@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
 
 from app.engine.analysis.explanation import (
     Explanation,
+    MeasuredOn,
+    MeasuredSpeedup,
     explain,
     format_percent,
     format_ratio,
@@ -47,11 +49,19 @@ class ExplainDialog(QDialog):
     comparison_requested = Signal()  # "Run comparison": the window reruns the answer without speculation
 
     def __init__(
-        self, speculative: RunResult, baseline: RunResult | None = None, parent: QWidget | None = None
+        self,
+        speculative: RunResult,
+        baseline: RunResult | None = None,
+        parent: QWidget | None = None,
+        measured: MeasuredSpeedup | None = None,
+        measured_on: MeasuredOn = "these_runs",
     ) -> None:
+        """``measured``: the comparison's measured speed-up (``Comparison.measured``), so this
+        panel shows Compare's figure; ``measured_on`` "reruns" when that comparison reran the
+        answer explained here (opened on the answer) rather than being it (opened from Compare)."""
         super().__init__(parent)
         self.setWindowTitle(self.tr("Why was it faster or slower?"))
-        self.explanation = explain(speculative, baseline)
+        self.explanation = explain(speculative, baseline, measured, measured_on)
         self.has_baseline = baseline is not None
         sentence = summary_sentence(
             self.explanation, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
@@ -115,11 +125,21 @@ class ExplainDialog(QDialog):
                 _ratio(e.verify_cost_ratio),
             ),
             ("predicted", self.tr("Predicted decode speed-up"), _ratio(e.predicted_decode_speedup)),
-            ("measured", self.tr("Decode speed-up, measured (prefill left out)"), _ratio(e.decode_speedup)),
+            (
+                "chooser_predicted",
+                self.tr("Decode speed-up auto k predicted when it chose (its α, its measured costs)"),
+                _ratio(e.chooser_predicted),
+            ),
+            ("measured", self._measured_label(), self._measured_value(e.decode_speedup)),
             (
                 "whole_run",
                 self.tr("Whole-run speed-up, measured (prefill included)"),
-                _ratio(e.whole_run_speedup),
+                self._measured_value(e.whole_run_speedup),
+            ),
+            (
+                "ceiling",
+                self.tr("Most a decode speed-up of these passes can be (tokens per pass)"),
+                _ratio(e.measured.ceiling if e.measured is not None else None),
             ),
             ("plain_cost", self.tr("Cost of a plain pass"), self._plain_cost_note()),
         ]
@@ -131,6 +151,25 @@ class ExplainDialog(QDialog):
             self.values[key] = shown
             form.addRow(label, shown)
         return form
+
+    def _measured_label(self) -> str:
+        if self.explanation.measured_on == "reruns":
+            return self.tr(
+                "Decode speed-up, measured by Compare (its fresh reruns of this answer: with ÷ without "
+                "speculation; prefill left out)"
+            )
+        return self.tr("Decode speed-up, measured (this run ÷ the run without speculation; prefill left out)")
+
+    def _measured_value(self, value: float | None) -> str:
+        """The measured figure, or why it is not a result (the load changed, above the ceiling)."""
+        m = self.explanation.measured
+        if m is None or m.problem is None or value is None:
+            return _ratio(value)
+        if m.problem == "load_changed":
+            return self.tr("{0}: not a result, the machine's load changed between the runs").format(_ratio(value))
+        return self.tr("{0}: not a result, above the {1} these passes allow").format(
+            _ratio(value), _ratio(m.ceiling)
+        )
 
     def _plain_cost_note(self) -> str:
         e = self.explanation
