@@ -24,15 +24,14 @@ from transformers import PreTrainedTokenizerBase
 
 from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.answer_text import AnswerText
 from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
-from app.engine.decoding.detok import IncrementalDetokenizer
 from app.engine.decoding.drafters import Drafter, Proposal
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
-CONTINUABLE: tuple[StopReason, ...] = ("cancelled", "max_new_tokens")  # cuts an answer can go on from
 # A draft model asked again after plain steps first feeds what it missed: past this many tokens
 # that pass is a catch-up, not a draft step, and is not timed as one.
 CATCH_UP_IN_TURN = 4
@@ -49,65 +48,6 @@ def _sync(device: torch.device) -> None:
 def _clock(device: torch.device) -> float:
     _sync(device)
     return time.perf_counter()
-
-
-class _Output:
-    """The answer being built: detokenises each token and decides when to stop."""
-
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        eos_ids: frozenset[int],
-        limit: int,
-        stop_strings: tuple[str, ...],
-        limit_reason: StopReason = "max_new_tokens",
-        context: tuple[int, ...] = (),
-    ) -> None:
-        self.detok = IncrementalDetokenizer(tokenizer, context)
-        self.eos_ids = eos_ids
-        self.limit = limit
-        self.limit_reason = limit_reason  # what ``limit`` is: max_new_tokens or the context's room
-        self.stop_strings = stop_strings
-        self._tail_len = max((len(s) for s in stop_strings), default=0)
-        # enough recent text to spot a stop string across tokens, and across a Continue cut
-        self._tail = self.detok.context_text[-self._tail_len :] if self._tail_len else ""
-        self.count = 0
-        self.stop_reason: StopReason | None = None
-
-    def push(self, token_id: int, **info: object) -> TokenInfo | None:
-        """Add a token unless the answer already stopped; the token that stops it is kept
-        (EOS, the last allowed token, the token completing a stop string)."""
-        if self.stop_reason is not None:
-            return None
-        piece = self.detok.add(token_id)
-        self.count += 1
-        if token_id in self.eos_ids:
-            self.stop_reason = "eos"
-        elif self._completes_stop_string(piece):
-            self.stop_reason = "stop_string"
-        elif self.count >= self.limit:
-            self.stop_reason = self.limit_reason
-        return TokenInfo(id=token_id, text=piece, **info)  # type: ignore[arg-type]
-
-    def _completes_stop_string(self, piece: str) -> bool:
-        """Whether ``piece`` completes a stop string (one ending in it: an occurrence wholly
-        inside the text before it was there already, e.g. in the cut answer being continued)."""
-        if not self.stop_strings or not piece:
-            return False
-        before, window = len(self._tail), self._tail + piece
-        self._tail = window[-self._tail_len :]
-        return any(window.find(s, max(0, before - len(s) + 1)) >= 0 for s in self.stop_strings)
-
-    def finish(self, tokens: list[TokenInfo]) -> list[TokenInfo]:
-        """On the last step of an answer that ends for good, give any undecoded remainder to
-        the last token. A cut that Continue can go on from (``CONTINUABLE``) keeps an
-        incomplete last character in its ids only: the continuation emits it whole."""
-        if self.stop_reason in CONTINUABLE:
-            return tokens
-        rest = self.detok.flush()
-        if rest and tokens:
-            tokens[-1] = replace(tokens[-1], text=tokens[-1].text + rest)
-        return tokens
 
 
 @dataclass
@@ -163,7 +103,7 @@ def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Reado
 
 
 def _verify_step(
-    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output, new_turn: bool
+    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: AnswerText, new_turn: bool
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
@@ -346,7 +286,7 @@ def _steps(
     drafter: Drafter | None,
     prompt: list[int],
     config: GenerationConfig,
-    out: _Output,
+    out: AnswerText,
     context_length: int,
     cancel: threading.Event | None,
     chooser: KChooser | None,
@@ -465,7 +405,7 @@ def decode(
     limit = min(config.max_new_tokens, room)
     limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
     context = tuple(prompt[len(prompt) - answer_so_far :]) if answer_so_far > 0 else ()
-    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
+    out = AnswerText(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
     if chooser is not None:
         chooser.costs.context = len(prompt)  # the catch-up plan is made at this answer's context
     drafter, unseen, set_aside = _drafter_for_answer(drafter, chooser, prompt, config, limit)

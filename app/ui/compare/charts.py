@@ -237,9 +237,10 @@ class WhatIfChart(pg.PlotWidget):
         even = pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
         self.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=even))  # named in the legend
         legend.addItem(pg.PlotDataItem(pen=even), QCoreApplication.translate("Charts", "break-even (1×)"))
-        self.measured_point = self._point(
+        measured = explanation.measured
+        self.measured_point = self._point(  # not drawn when the figure is not a result
             explanation,
-            explanation.decode_speedup,
+            measured.shown if measured is not None else None,
             "o",
             QCoreApplication.translate("Charts", "decode speed-up, measured"),
         )
