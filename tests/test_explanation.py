@@ -522,3 +522,19 @@ def test_the_panel_and_the_chooser_share_one_model_of_acceptance_and_costs():
     fitted = {row.drafts: row.fitted for row in explain(_run(steps)).verify_cost_by_tokens}
     for tokens in times:
         assert curve[tokens - 1] / curve[0] == pytest.approx(fitted[tokens - 1])
+
+
+def test_why_on_an_answer_shows_its_comparisons_figure_and_says_whose_it_is():
+    """The answer's own run divided by a later plain rerun is another number (main showed it):
+    Why on the answer shows the comparison's figure, labelled as measured on Compare's reruns."""
+    from dataclasses import replace as _replace
+
+    from app.engine.analysis.explanation import measure_speedup
+
+    answer = _speculative()
+    rerun = _run([_replace(s, verify_s=s.verify_s * 1.1) for s in answer.steps])  # slower this time
+    base = _baseline()
+    compared = measure_speedup(rerun, base)
+    e = explain(answer, base, compared, "reruns")
+    assert e.decode_speedup == compared.value != explain(answer, base).decode_speedup
+    assert e.measured_on == "reruns" and "Compare measured on fresh reruns" in e.summary

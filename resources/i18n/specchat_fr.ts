@@ -661,6 +661,14 @@
         <translation>l’accélération prédite du décodage n’est donc que de {ratio}</translation>
     </message>
     <message>
+        <source>so the decode speed-up Compare measured on fresh reruns was {ratio}</source>
+        <translation>donc l&apos;accélération du décodage mesurée par Comparer sur de nouvelles exécutions était de {ratio}</translation>
+    </message>
+    <message>
+        <source>so the decode speed-up Compare measured on fresh reruns was only {ratio}</source>
+        <translation>donc l&apos;accélération du décodage mesurée par Comparer sur de nouvelles exécutions n&apos;était que de {ratio}</translation>
+    </message>
+    <message>
         <source>held back most by the drafts the target rejected</source>
         <translation>freinée surtout par les brouillons que la cible a rejetés</translation>
     </message>

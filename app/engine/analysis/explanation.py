@@ -644,6 +644,12 @@ OUTCOMES = {
     (False, True): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is {ratio}"),
     (False, False): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is only {ratio}"),
 }
+RERUN_OUTCOMES = {  # the measured figure of a comparison that reran this answer (Why on an answer)
+    True: QT_TRANSLATE_NOOP("Explanation", "so the decode speed-up Compare measured on fresh reruns was {ratio}"),
+    False: QT_TRANSLATE_NOOP(
+        "Explanation", "so the decode speed-up Compare measured on fresh reruns was only {ratio}"
+    ),
+}
 CAUSES = {
     "acceptance": QT_TRANSLATE_NOOP("Explanation", "held back most by the drafts the target rejected"),
     "draft": QT_TRANSLATE_NOOP("Explanation", "held back most by the cost of drafting"),
@@ -728,7 +734,9 @@ def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
         verify=format_ratio(e.verify_cost_ratio),
         draft=format_ratio(e.k_used * e.draft_cost_ratio),
     )
-    outcome = translate(OUTCOMES[(measured, speedup >= 1.0)]).format(ratio=format_ratio(speedup))
+    reruns = measured and e.measured_on == "reruns"
+    template = RERUN_OUTCOMES[speedup >= 1.0] if reruns else OUTCOMES[(measured, speedup >= 1.0)]
+    outcome = translate(template).format(ratio=format_ratio(speedup))
     cause = f", {translate(CAUSES[e.cause])}" if e.cause is not None else ""
     sentence = f"{agreed}; {costs}, {outcome}{cause}."
     m = e.measured
