@@ -26,7 +26,13 @@ beats 1× at α = 0, and a curve of k drafts never beats (k + 1) ÷ v(k).
 
 The decode speed-up (``decode_speedup``) is the measured ratio of decode tokens per second
 (prefill left out on both sides, like the model); the whole-run speed-up
-(``whole_run_speedup``) includes the prompt's pass. Both are defined once, here.
+(``whole_run_speedup``) includes the prompt's pass. Both are defined once, here, and checked
+once (``measure_speedup``): above the run's ceiling (decode tokens ÷ decode passes) or across a
+change of the machine's load between the arms, a measured figure is not presented as a result.
+
+One model with the chooser: E(α, m), the acceptance evidence of a block and the fit of v(m)
+are ``decoding/cost.py``'s (``expected_tokens``, ``acceptance_evidence``, ``monotone_fit``), so
+the panel explains the decisions auto k took with the maths it took them with.
 """
 
 from __future__ import annotations
