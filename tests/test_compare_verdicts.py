@@ -146,7 +146,9 @@ def test_a_plain_run_measured_faster_than_another_plain_run_is_not_a_speedup():
     text = headline(comparison).render()
     assert "2.00× faster" not in text and "not comparable" in text
     reasons = " ".join(p.render() for p in verdict_reasons(comparison))
-    assert "above the 1.00× these passes allow" in reasons
+    # the same one-token pass took twice as long in the plain run: the load changed between them
+    assert "load changed" in reasons and "the same one-token pass inside each run: 0.50× of the other" in reasons
+    assert "unknown" not in reasons  # only what was measured is named
 
 
 def test_a_cause_needs_step_events():
@@ -187,6 +189,17 @@ def test_a_near_tie_depends_on_the_dtype_at_the_logit(margin, top, bf16, fp32):
         assert comparison.verdict == expected, dtype
         assert comparison.dtype == dtype
         assert dtype in verdict_reasons(comparison)[0].render()
+
+
+def test_a_speedup_above_what_the_passes_allow_is_not_a_result():
+    """2 tokens per pass cannot measure 8x faster than one token per plain pass."""
+    fast = _speculative_run(steps_n=4, k=1, accepted=1, draft_pass_s=0.0, verify_s=0.05)
+    comparison = compare_runs(fast, _plain_run(n=20, step_s=0.2))
+    assert comparison.decode_speedup == pytest.approx(8.0) and comparison.outcome == "not_comparable"
+    assert comparison.measured is not None and comparison.measured.problem == "above_ceiling"
+    reasons = " ".join(p.render() for p in verdict_reasons(comparison))
+    assert "above the 2.00× these passes allow" in reasons and "8.00×" in reasons
+    assert "8.00× faster" not in headline(comparison).render()
 
 
 def test_under_exact_kernels_a_greedy_divergence_is_a_defect_never_a_near_tie():

@@ -416,6 +416,12 @@ def test_the_runs_own_plain_passes_are_the_unit_when_it_has_a_few():
     assert e.plain_cost_source == "own_plain_steps" and e.plain_pass_s == pytest.approx(0.1)
     assert e.verify_cost_ratio == pytest.approx(1.1)  # not 0.11 / 0.13 = 0.85
     assert e.decode_speedup is not None and e.decode_speedup > 1
+    # the same plain step measured 30 % dearer in the plain run: the load changed between the
+    # two, so the measured figure is not a result (the predicted one, at the run's own unit, is)
+    assert e.measured is not None and e.measured.own_plain_drift == pytest.approx(0.1 / 0.13)
+    assert e.measured.problem == "load_changed" and "load changed" in e.summary
+    like = explain(_run(steps), _baseline(pass_s=0.1))
+    assert like.measured is not None and like.measured.problem is None
 
 
 def test_the_why_sentence_says_when_and_why_auto_k_chose_not_to_draft():

@@ -296,12 +296,24 @@
         <translation>vitesse non comparable</translation>
     </message>
     <message>
-        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine&apos;s load changed between the run with speculation and the run without (other processes: {before} then {after} busy cores; a plain pass timed before each: {drift} of the other). Compare again on a quieter machine.</source>
-        <translation>L&apos;accélération du décodage mesurée, {ratio}, n&apos;est pas présentée comme un résultat : la charge de la machine a changé entre l&apos;exécution avec spéculation et celle sans (autres processus : {before} puis {after} cœurs occupés ; une passe simple chronométrée avant chacune : {drift} de l&apos;autre). Comparez à nouveau sur une machine plus calme.</translation>
+        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine&apos;s load changed between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.</source>
+        <translation>L&apos;accélération du décodage mesurée, {ratio}, n&apos;est pas présentée comme un résultat : la charge de la machine a changé entre l&apos;exécution avec spéculation et celle sans ({evidence}). Comparez à nouveau sur une machine plus calme.</translation>
     </message>
     <message>
         <source>The decode speed-up measured {ratio}, above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one): the runs did not run under like conditions, so it is not shown as a result. Compare again.</source>
         <translation>L&apos;accélération du décodage mesurée, {ratio}, dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) : les exécutions n&apos;ont pas eu lieu dans les mêmes conditions, elle n&apos;est donc pas présentée comme un résultat. Comparez à nouveau.</translation>
+    </message>
+    <message>
+        <source>a plain pass timed before each run: {value} of the other</source>
+        <translation>une passe simple chronométrée avant chaque exécution : {value} de l&apos;autre</translation>
+    </message>
+    <message>
+        <source>the same one-token pass inside each run: {value} of the other</source>
+        <translation>la même passe d&apos;un jeton dans chaque exécution : {value} de l&apos;autre</translation>
+    </message>
+    <message>
+        <source>other processes: {before} then {after} busy cores</source>
+        <translation>autres processus : {before} puis {after} cœurs occupés</translation>
     </message>
     <message>
         <source>Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer&apos;s own stats line); the speed-ups divide the first column by the second.</source>

@@ -326,7 +326,7 @@ class Phrase:
     values: tuple[tuple[str, Any], ...] = ()
 
     def render(self, translate: Callable[[str], str] = lambda text: text) -> str:
-        values = {k: v.render(translate) if isinstance(v, Phrase) else v for k, v in self.values}
+        values = {k: v.render(translate) if hasattr(v, "render") else v for k, v in self.values}
         return translate(self.template).format(**values)
 
 
@@ -360,8 +360,7 @@ NOT_COMPARABLE = {
     "load_changed": QT_TRANSLATE_NOOP(
         "CompareDialog",
         "The decode speed-up measured {ratio}, which is not shown as a result: the machine's load changed "
-        "between the run with speculation and the run without (other processes: {before} then {after} "
-        "busy cores; a plain pass timed before each: {drift} of the other). Compare again on a quieter machine.",
+        "between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.",
     ),
     "above_ceiling": QT_TRANSLATE_NOOP(
         "CompareDialog",
@@ -369,6 +368,11 @@ NOT_COMPARABLE = {
         "each pass costing at least a plain one): the runs did not run under like conditions, so it is "
         "not shown as a result. Compare again.",
     ),
+}
+LOAD_EVIDENCE = {
+    "probe": QT_TRANSLATE_NOOP("CompareDialog", "a plain pass timed before each run: {value} of the other"),
+    "own": QT_TRANSLATE_NOOP("CompareDialog", "the same one-token pass inside each run: {value} of the other"),
+    "others": QT_TRANSLATE_NOOP("CompareDialog", "other processes: {before} then {after} busy cores"),
 }
 FRESH_RERUNS = QT_TRANSLATE_NOOP(
     "CompareDialog",
@@ -475,8 +479,27 @@ def speed_phrase(ratio: float, measured: MeasuredSpeedup | None = None) -> Phras
     return _phrase(SPEED[outcome(ratio, measured)], ratio=format_ratio(ratio))
 
 
-def _cores(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.1f}"
+@dataclass(frozen=True)
+class _Joined:
+    """Phrases rendered one after the other, separated by "; " (the evidence of a load change)."""
+
+    parts: tuple[Phrase, ...]
+
+    def render(self, translate: Callable[[str], str] = lambda text: text) -> str:
+        return "; ".join(p.render(translate) for p in self.parts)
+
+
+def _load_evidence(measured: MeasuredSpeedup) -> _Joined:
+    """What was measured of the machine's load, as far as it is known."""
+    parts = []
+    if measured.plain_drift is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["probe"], value=format_ratio(measured.plain_drift)))
+    if measured.own_plain_drift is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["own"], value=format_ratio(measured.own_plain_drift)))
+    before, after = measured.load
+    if before is not None and after is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["others"], before=f"{before:.1f}", after=f"{after:.1f}"))
+    return _Joined(tuple(parts))
 
 
 def not_comparable_phrase(measured: MeasuredSpeedup) -> Phrase | None:
@@ -487,9 +510,7 @@ def not_comparable_phrase(measured: MeasuredSpeedup) -> Phrase | None:
         NOT_COMPARABLE[measured.problem],
         ratio=format_ratio(measured.value),
         ceiling=format_ratio(measured.ceiling or 0.0),
-        before=_cores(measured.load[0]),
-        after=_cores(measured.load[1]),
-        drift="unknown" if measured.plain_drift is None else format_ratio(measured.plain_drift),
+        evidence=_load_evidence(measured),
     )
 
 

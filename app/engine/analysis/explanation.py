@@ -287,6 +287,9 @@ class MeasuredSpeedup:
     plain_drift: float | None  # plain pass before the speculative arm ÷ before the plain arm (1: same load)
     load: tuple[float | None, float | None] = (None, None)  # other processes' busy cores, per arm
     problem: SpeedProblem | None = None
+    # the speculative run's own one-token passes ÷ the plain run's (the plain step measured
+    # inside both runs; None when the speculative run has too few)
+    own_plain_drift: float | None = None
 
     @property
     def shown(self) -> float | None:
@@ -318,17 +321,34 @@ def measure_speedup(
     value, ceiling = decode_speedup(speculative, baseline), speedup_ceiling(speculative)
     spec, base = conditions or (ArmConditions(), ArmConditions())
     drift = _ratio(spec.plain_pass_s or 0.0, base.plain_pass_s or 0.0) if spec.plain_pass_s else None
+    own = _own_plain_drift(speculative, baseline)
     problem: SpeedProblem | None = None
     busy = (spec.contention(), base.contention())
-    if drift is not None and not 1 / PLAIN_DRIFT <= drift <= PLAIN_DRIFT:
+    if any(d is not None and not 1 / PLAIN_DRIFT <= d <= PLAIN_DRIFT for d in (drift, own)):
         problem = "load_changed"
     elif busy[0] is not None and busy[1] is not None and abs(busy[0] - busy[1]) >= LOAD_CHANGE_CORES:
         problem = "load_changed"
     elif value is not None and ceiling is not None and value > ceiling * (1 + 1e-9):
         problem = "above_ceiling"
     return MeasuredSpeedup(
-        value, whole_run_speedup(speculative, baseline), ceiling, drift, (spec.other_load, base.other_load), problem
+        value,
+        whole_run_speedup(speculative, baseline),
+        ceiling,
+        drift,
+        (spec.other_load, base.other_load),
+        problem,
+        own,
     )
+
+
+def _own_plain_drift(speculative: RunResult, baseline: RunResult) -> float | None:
+    """Mean one-token decode pass of the speculative run ÷ of the plain run: the same step,
+    timed inside both runs (None unless the speculative run has ``MIN_OWN_PLAIN_PASSES``)."""
+    own = [s.verify_s for s in _decode(speculative) if _drafts(s) == 0 and s.verify_s > 0]
+    theirs = [s.verify_s for s in _decode(baseline) if s.verify_s > 0]
+    if len(own) < MIN_OWN_PLAIN_PASSES or not theirs:
+        return None
+    return _ratio(statistics.fmean(own), statistics.fmean(theirs))
 
 
 def whole_run_speedup(speculative: RunResult, baseline: RunResult) -> float | None:
