@@ -113,8 +113,9 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
     out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
     out.write(f"verdict: {comparison.verdict} · {headline(comparison).render()}\n")
+    unlike = " (not comparable: see below)" if comparison.outcome == "not_comparable" else ""
     out.write(
-        f"decode speed-up {comparison.decode_speedup:.2f}x (prefill left out) · "
+        f"decode speed-up {comparison.decode_speedup:.2f}x{unlike} (prefill left out) · "
         f"whole-run speed-up {comparison.whole_run_speedup:.2f}x (prefill included)\n"
     )
     out.writelines(f"  {phrase.render()}\n" for phrase in verdict_reasons(comparison))

@@ -143,6 +143,22 @@ class RunStats:
         return cls(**_known(cls, data))
 
 
+@dataclass(frozen=True)
+class ArmConditions:
+    """What the machine was doing while one arm of a comparison ran (measured by the service)."""
+
+    plain_pass_s: float | None = None  # a plain pass timed just before the arm (median of a few)
+    other_load: float | None = None  # cores other processes kept busy during the arm (OtherLoad)
+    threads: int = 1  # torch threads the arm ran on
+    cores: int = 0  # the machine's cores (0: unknown)
+
+    def contention(self) -> float | None:
+        """Cores short for our threads while the arm ran (0: none)."""
+        if self.other_load is None or self.cores <= 0:
+            return None
+        return max(0.0, self.other_load + self.threads - self.cores)
+
+
 KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid"]
 
 
@@ -280,6 +296,14 @@ class RunProvenance:
     config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
     # an inference server that made the run: "llama.cpp b6550 at http://127.0.0.1:8080" (None: this computer)
     server: str | None = None
+    # the longest context at which the target's verified block gives one-token decoding's
+    # logits bit for bit (CpuKernels.exact_up_to): 0 none; None not recorded (older files)
+    exact_context: int | None = None
+
+    def exact_at(self, context: int) -> bool:
+        """Whether a verified block was exact at ``context`` tokens: then greedy speculation
+        cannot differ from target-only decoding, not even at a near tie."""
+        return self.exact_context is not None and 0 < context <= self.exact_context
 
     # What must agree for two runs to come from the same models (the settings are the
     # caller's: a comparison reruns with the stored answer's own settings).

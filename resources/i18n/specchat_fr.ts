@@ -106,14 +106,6 @@
         <translation>acceptés</translation>
     </message>
     <message>
-        <source>of drafts judged (earlier ones accepted)</source>
-        <translation>des brouillons jugés (les précédents acceptés)</translation>
-    </message>
-    <message>
-        <source>of drafts proposed</source>
-        <translation>des brouillons proposés</translation>
-    </message>
-    <message>
         <source>acceptance α = {0}</source>
         <translation>acceptation α = {0}</translation>
     </message>
@@ -184,6 +176,22 @@
     <message>
         <source>this run (its mix of draft lengths)</source>
         <translation>cette exécution (son mélange de longueurs de brouillon)</translation>
+    </message>
+    <message>
+        <source>not used</source>
+        <translation>non utilisée</translation>
+    </message>
+    <message>
+        <source>accepted, of the drafts judged here (earlier ones accepted)</source>
+        <translation>acceptés, parmi les brouillons jugés ici (les précédents acceptés)</translation>
+    </message>
+    <message>
+        <source>accepted, of the drafts proposed here</source>
+        <translation>acceptés, parmi les brouillons proposés ici</translation>
+    </message>
+    <message>
+        <source>all positions: drafts accepted, of all proposed = {0}</source>
+        <translation>toutes positions : brouillons acceptés, sur tous les proposés = {0}</translation>
     </message>
     <message>
         <source>k = {0} (this run)</source>
@@ -275,6 +283,10 @@
         <translation>Pourquoi la spéculation a-t-elle été plus rapide ou plus lente ici ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
+        <source>{0} (not comparable)</source>
+        <translation>{0} (non comparable)</translation>
+    </message>
+    <message>
         <source>Wall time</source>
         <translation>Durée réelle</translation>
     </message>
@@ -335,6 +347,34 @@
         <translation>vitesse inconnue</translation>
     </message>
     <message>
+        <source>speed not comparable</source>
+        <translation>vitesse non comparable</translation>
+    </message>
+    <message>
+        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine's load changed between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.</source>
+        <translation>L'accélération du décodage mesurée, {ratio}, n'est pas présentée comme un résultat : la charge de la machine a changé entre l'exécution avec spéculation et celle sans ({evidence}). Comparez à nouveau sur une machine plus calme.</translation>
+    </message>
+    <message>
+        <source>The decode speed-up measured {ratio}, above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one): the runs did not run under like conditions, so it is not shown as a result. Compare again.</source>
+        <translation>L'accélération du décodage mesurée, {ratio}, dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) : les exécutions n'ont pas eu lieu dans les mêmes conditions, elle n'est donc pas présentée comme un résultat. Comparez à nouveau.</translation>
+    </message>
+    <message>
+        <source>a plain pass timed before each run: {value} of the other</source>
+        <translation>une passe simple chronométrée avant chaque exécution : {value} de l'autre</translation>
+    </message>
+    <message>
+        <source>the same one-token pass inside each run: {value} of the other</source>
+        <translation>la même passe d'un jeton dans chaque exécution : {value} de l'autre</translation>
+    </message>
+    <message>
+        <source>other processes: {before} then {after} busy cores</source>
+        <translation>autres processus : {before} puis {after} cœurs occupés</translation>
+    </message>
+    <message>
+        <source>Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer's own stats line); the speed-ups divide the first column by the second.</source>
+        <translation>Les deux colonnes sont de nouvelles exécutions de cette réponse (leurs vitesses et brouillons peuvent différer de la ligne de statistiques de la réponse) ; les accélérations divisent la première colonne par la seconde.</translation>
+    </message>
+    <message>
         <source>Identical answer · {speed}</source>
         <translation>Réponse identique · {speed}</translation>
     </message>
@@ -365,6 +405,10 @@
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
         <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
+    </message>
+    <message>
+        <source>{where} (the target's two best tokens {margin} logits apart). Both runs verified on exact kernels, where a checked block gives the very logits of one-token decoding, so greedy answers cannot differ, not even at a near tie: this is a defect, please report it.</source>
+        <translation>{where} (les deux meilleurs jetons de la cible à {margin} logits l'un de l'autre). Les deux exécutions ont vérifié avec des noyaux exacts, où un bloc vérifié donne exactement les logits du décodage jeton par jeton : des réponses gloutonnes ne peuvent pas différer, même à une quasi-égalité. C'est un défaut, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
@@ -648,12 +692,16 @@
         <translation>Accélération du décodage prédite</translation>
     </message>
     <message>
-        <source>Decode speed-up, measured (prefill left out)</source>
-        <translation>Accélération du décodage, mesurée (préremplissage exclu)</translation>
+        <source>Decode speed-up auto k predicted when it chose (its α, its measured costs)</source>
+        <translation>Accélération du décodage prévue par k auto lors de son choix (son α, ses coûts mesurés)</translation>
     </message>
     <message>
         <source>Whole-run speed-up, measured (prefill included)</source>
         <translation>Accélération de l’exécution entière, mesurée (préremplissage inclus)</translation>
+    </message>
+    <message>
+        <source>Most a decode speed-up of these passes can be (tokens per pass)</source>
+        <translation>Accélération du décodage maximale possible pour ces passes (jetons par passe)</translation>
     </message>
     <message>
         <source>Cost of a plain pass</source>
@@ -686,6 +734,22 @@
     <message>
         <source>Decode tokens/s on the server's own clock</source>
         <translation>Jetons/s de décodage selon l’horloge du serveur</translation>
+    </message>
+    <message>
+        <source>Decode speed-up, measured by Compare (its fresh reruns of this answer: with ÷ without speculation; prefill left out)</source>
+        <translation>Accélération du décodage, mesurée par Comparer (ses nouvelles exécutions de cette réponse : avec ÷ sans spéculation ; préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>Decode speed-up, measured (this run ÷ the run without speculation; prefill left out)</source>
+        <translation>Accélération du décodage, mesurée (cette exécution ÷ celle sans spéculation ; préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>{0}: not a result, the machine's load changed between the runs</source>
+        <translation>{0} : pas un résultat, la charge de la machine a changé entre les exécutions</translation>
+    </message>
+    <message>
+        <source>{0}: not a result, above the {1} these passes allow</source>
+        <translation>{0} : pas un résultat, au-delà des {1} que ces passes permettent</translation>
     </message>
     <message>
         <source>not reported: a server does not say what its passes cost</source>
@@ -787,8 +851,28 @@
         <translation>l’accélération prédite du décodage n’est donc que de {ratio}</translation>
     </message>
     <message>
-        <source>held back most by low acceptance</source>
-        <translation>freinée surtout par une faible acceptation</translation>
+        <source>so the decode speed-up Compare measured on fresh reruns was {ratio}</source>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions était de {ratio}</translation>
+    </message>
+    <message>
+        <source>so the decode speed-up Compare measured on fresh reruns was only {ratio}</source>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions n'était que de {ratio}</translation>
+    </message>
+    <message>
+        <source>held back most by the drafts the target rejected</source>
+        <translation>freinée surtout par les brouillons que la cible a rejetés</translation>
+    </message>
+    <message>
+        <source>The measured decode speed-up ({ratio}) is not a result: the machine's load changed between the runs with and without speculation.</source>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : la charge de la machine a changé entre les exécutions avec et sans spéculation.</translation>
+    </message>
+    <message>
+        <source>The measured decode speed-up ({ratio}) is not a result: it is above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one), so the runs did not run under like conditions.</source>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : elle dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) ; les exécutions n'ont donc pas eu lieu dans les mêmes conditions.</translation>
+    </message>
+    <message>
+        <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha} and a pass over them measured at {v} a plain step).</source>
+        <translation>k auto a choisi de ne pas proposer de brouillon dans {count} passes sur {total} : aucun nombre de brouillons ne devait faire gagner 3 % (le meilleur : {gain} avec {k} brouillons, pour une acceptation supposée de {alpha} et une passe sur eux mesurée à {v} une étape simple).</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>
@@ -797,10 +881,6 @@
     <message>
         <source>held back most by the cost of verifying several tokens at once</source>
         <translation>freinée surtout par le coût de la vérification de plusieurs jetons à la fois</translation>
-    </message>
-    <message>
-        <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} at an assumed acceptance of {alpha}).</source>
-        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : aucun nombre de jetons proposés ne devait faire gagner 3 % (le meilleur : {gain} pour une acceptation supposée de {alpha}).</translation>
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>

@@ -354,8 +354,16 @@ class AnswerWidget(QFrame):
         compared = self.message.comparison
         baseline = compared.baseline if compared is not None else None
         figures = getattr(compared, "figures", ())  # compared against servers: what they said
+        # its measured speed-up is the comparison's (its fresh reruns, as Compare shows it), never
+        # this answer divided by a plain run made later under other load
+        measured = compared.comparison.measured if compared is not None else None
         self.why_dialog = ExplainDialog(
-            self.message.run_result(), baseline, self.window(), server_figures=figures[0] if figures else None
+            self.message.run_result(),
+            baseline,
+            self.window(),
+            measured=measured,
+            measured_on="reruns",
+            server_figures=figures[0] if figures else None,
         )
         self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
         self.why_dialog.show()

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.analysis.compare import (
+    FRESH_RERUNS,
     Comparison,
     ComparisonReport,
     Phrase,
@@ -135,6 +136,9 @@ class CompareDialog(QDialog):
 
         self.table = self._stats_table(speculative, baseline)
         self.server_box = ServerFiguresBox(report, self) if is_server_report(report) else None
+        # the stats line under the answer is the answer's own run; these are new runs of it
+        self.reruns_note = QLabel(_say(Phrase(FRESH_RERUNS)), self)
+        self.reruns_note.setWordWrap(True)
         self.diff_view = QTextEdit(self)
         self.diff_view.setReadOnly(True)
         self._render_diff(speculative.text, baseline.text)
@@ -161,6 +165,7 @@ class CompareDialog(QDialog):
         layout.addWidget(self.table)
         if self.server_box is not None:
             layout.addWidget(self.server_box)
+        layout.addWidget(self.reruns_note)
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
@@ -185,9 +190,14 @@ class CompareDialog(QDialog):
 
         if self.why_dialog is not None:
             self.why_dialog.close()
-        figures = getattr(self.report, "figures", ())  # a comparison against servers: theirs
+        report = self.report
+        figures = getattr(report, "figures", ())  # a comparison against servers: theirs
         self.why_dialog = ExplainDialog(
-            self.report.speculative, self.report.baseline, self, server_figures=figures[0] if figures else None
+            report.speculative,
+            report.baseline,
+            self,
+            report.comparison.measured,
+            server_figures=figures[0] if figures else None,
         )
         self.why_dialog.show()
         return self.why_dialog
@@ -196,8 +206,18 @@ class CompareDialog(QDialog):
         comparison = self.comparison
         alpha = alpha_of(speculative)
 
+        measured = comparison.measured
+        unlike = measured is not None and measured.problem is not None
+
         def speedup(value: float) -> Callable[[RunResult], str]:
-            return lambda r: (ratio(value) if value > 0 else "—") if r is speculative else ratio(1.0)
+            def shown(r: RunResult) -> str:
+                if r is not speculative:
+                    return ratio(1.0)
+                if value <= 0:
+                    return "—"
+                return self.tr("{0} (not comparable)").format(ratio(value)) if unlike else ratio(value)
+
+            return shown
 
         rows = [
             (self.tr("Wall time"), lambda r: self.tr("{0} s").format(decimal(r.stats.wall_s, 2))),

@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
 
 from app.engine.analysis.explanation import (
     Explanation,
+    MeasuredOn,
+    MeasuredSpeedup,
     explain,
     summary_sentence,
 )
@@ -52,13 +54,18 @@ class ExplainDialog(QDialog):
         speculative: RunResult,
         baseline: RunResult | None = None,
         parent: QWidget | None = None,
+        measured: MeasuredSpeedup | None = None,
+        measured_on: MeasuredOn = "these_runs",
         server_figures: Any = None,
     ) -> None:
-        """``server_figures``: what the server said of ``speculative`` (``ServerFigures``, from
-        a comparison against servers), shown beside the figures read from its stream."""
+        """``measured``: the comparison's measured speed-up (``Comparison.measured``), so this
+        panel shows Compare's figure; ``measured_on`` "reruns" when that comparison reran the
+        answer explained here (opened on the answer) rather than being it (opened from Compare).
+        ``server_figures``: what the server said of ``speculative`` (``ServerFigures``, from a
+        comparison against servers), shown beside the figures read from its stream."""
         super().__init__(parent)
         self.setWindowTitle(self.tr("Why was it faster or slower?"))
-        self.explanation = explain(speculative, baseline)
+        self.explanation = explain(speculative, baseline, measured, measured_on)
         self.has_baseline = baseline is not None
         made_by = speculative.made_by
         self.server = made_by.server if made_by is not None else None  # the server that made it
@@ -125,11 +132,21 @@ class ExplainDialog(QDialog):
                 _ratio(e.verify_cost_ratio),
             ),
             ("predicted", self.tr("Predicted decode speed-up"), _ratio(e.predicted_decode_speedup)),
-            ("measured", self.tr("Decode speed-up, measured (prefill left out)"), _ratio(e.decode_speedup)),
+            (
+                "chooser_predicted",
+                self.tr("Decode speed-up auto k predicted when it chose (its α, its measured costs)"),
+                _ratio(e.chooser_predicted),
+            ),
+            ("measured", self._measured_label(), self._measured_value(e.decode_speedup)),
             (
                 "whole_run",
                 self.tr("Whole-run speed-up, measured (prefill included)"),
-                _ratio(e.whole_run_speedup),
+                self._measured_value(e.whole_run_speedup),
+            ),
+            (
+                "ceiling",
+                self.tr("Most a decode speed-up of these passes can be (tokens per pass)"),
+                _ratio(e.measured.ceiling if e.measured is not None else None),
             ),
             ("plain_cost", self.tr("Cost of a plain pass"), self._plain_cost_note()),
         ]
@@ -177,6 +194,24 @@ class ExplainDialog(QDialog):
                 ),
             ]
         return rows
+    def _measured_label(self) -> str:
+        if self.explanation.measured_on == "reruns":
+            return self.tr(
+                "Decode speed-up, measured by Compare (its fresh reruns of this answer: with ÷ without "
+                "speculation; prefill left out)"
+            )
+        return self.tr("Decode speed-up, measured (this run ÷ the run without speculation; prefill left out)")
+
+    def _measured_value(self, value: float | None) -> str:
+        """The measured figure, or why it is not a result (the load changed, above the ceiling)."""
+        m = self.explanation.measured
+        if m is None or m.problem is None or value is None:
+            return _ratio(value)
+        if m.problem == "load_changed":
+            return self.tr("{0}: not a result, the machine's load changed between the runs").format(_ratio(value))
+        return self.tr("{0}: not a result, above the {1} these passes allow").format(
+            _ratio(value), _ratio(m.ceiling)
+        )
 
     def _plain_cost_note(self) -> str:
         e = self.explanation
