@@ -419,9 +419,9 @@ def test_a_prompt_on_stdin_that_is_not_utf8_exits_2_with_one_line(models, capsys
 
 
 def test_a_prompts_file_beyond_the_size_cap_is_refused_before_it_is_read_whole(models, capsys, monkeypatch, tmp_path):
-    import app.cli
+    import app.cli.inputs
 
-    monkeypatch.setattr(app.cli, "MAX_INPUT_BYTES", 1000)
+    monkeypatch.setattr(app.cli.inputs, "MAX_INPUT_BYTES", 1000)
     big = tmp_path / "big.txt"
     big.write_text("a prompt\n" * 300)  # 2,700 bytes
     code, out, err = run_cli(capsys, "bench", *tiny(models), "--prompts-file", str(big))

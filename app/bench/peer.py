@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.bench.common import ratio, rotated, share
 from app.engine.config import GenerationConfig
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def run(
     ours(engine, messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)), OURS_SPEC)  # warm-up
     table: list[dict[str, PeerRun]] = []
     for r in range(rounds):
-        order = KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]
+        order = rotated(KINDS, r)
         table.append({kind: one(kind) for kind in order})
         if on_round is not None:
             on_round(r + 1, rounds)
@@ -219,13 +220,13 @@ def run(
     spec_rows = [row[LLAMA_SPEC] for row in table]
     summary = {
         "ours_speculative_vs_llama_speculative": statistics.median(ratios) if ratios else None,
-        "ours_speculative_vs_ours_plain": _safe(medians[OURS_SPEC], medians[OURS_PLAIN]),
-        "llama_speculative_vs_llama_plain": _safe(medians[LLAMA_SPEC], medians[LLAMA_PLAIN]),
+        "ours_speculative_vs_ours_plain": ratio(medians[OURS_SPEC], medians[OURS_PLAIN]),
+        "llama_speculative_vs_llama_plain": ratio(medians[LLAMA_SPEC], medians[LLAMA_PLAIN]),
         "identical": all(row[OURS_SPEC].ids == row[OURS_PLAIN].ids for row in table),
-        "llama_drafts_accepted_share": _share(
+        "llama_drafts_accepted_share": share(
             sum(r.accepted or 0 for r in spec_rows), sum(r.drafted or 0 for r in spec_rows)
         ),
-        "ours_drafts_accepted_share": _share(
+        "ours_drafts_accepted_share": share(
             sum(row[OURS_SPEC].accepted or 0 for row in table), sum(row[OURS_SPEC].drafted or 0 for row in table)
         ),
     }
@@ -240,14 +241,6 @@ def run(
         "summary": summary,
         "method": METHOD,
     }
-
-
-def _safe(a: float, b: float) -> float | None:
-    return a / b if b > 0 else None
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
 
 
 def format_report(report: dict[str, Any]) -> str:
