@@ -284,14 +284,17 @@ def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
     assert after.token_ids == before.token_ids
 
 
-def test_an_int8_target_is_refused_for_speculation_but_runs_alone(tiny_models):
+@pytest.mark.parametrize("form", ["int8", "int4"])
+def test_a_quantized_target_speculates_and_answers_as_it_does_alone(tiny_models, form):
+    """Dynamic int8 (scaled per block) was refused as a target; the weight-only forms are exact."""
     from app.engine.models.loading import load_model
 
-    target = load_model(str(tiny_models["llama"]), device="cpu", dtype="int8")
-    with pytest.raises(InvalidSettingError, match="int8"):
-        Engine(target, lookup=True)
-    result = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False, max_new_tokens=8))
-    assert len(result.tokens) == 8
+    target = load_model(str(tiny_models["llama"]), device="cpu", dtype=form)
+    engine = Engine(target, lookup=True)
+    config = replace(GREEDY, max_new_tokens=24)
+    spec = engine.generate(PROMPTS[0], config)
+    assert spec.stats.proposed > 0
+    assert spec.token_ids == engine.generate(PROMPTS[0], replace(config, speculative=False)).token_ids
 
 
 @pytest.mark.parametrize("keep", [0, 1, 3, 9])
