@@ -23,12 +23,12 @@ GREEDY = GenerationConfig(max_new_tokens=48, k=4, auto_k=False)
 DRAFTERS = ["well-matched", "mismatched", "self", "lookup"]
 
 
-def make_engine(load_tiny, arch: str, drafter: str) -> Engine:
-    target = load_tiny(arch)
+def make_engine(load_tiny, arch: str, drafter: str, form: str = "float32", draft_form: str | None = None) -> Engine:
+    target = load_tiny(arch, form)
     if drafter == "lookup":
         return Engine(target, lookup=True)
     draft = {"well-matched": f"{arch}-draft", "mismatched": f"{arch}-other", "self": arch}[drafter]
-    return Engine(target, load_tiny(draft))
+    return Engine(target, load_tiny(draft, draft_form or form))
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -42,6 +42,24 @@ def test_greedy_speculation_equals_target_alone_and_hf_generate(load_tiny, arch,
         assert spec.token_ids == hf_greedy(engine, prompt, GREEDY.max_new_tokens)
         assert spec.text == base.text
         assert spec.stats.proposed > 0
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize(
+    "form, draft_form, drafter",
+    [("int4", "int4", "well-matched"), ("int8", "int8", "well-matched"), ("bfloat16", "int4", "well-matched"),
+     ("int4", None, "lookup"), ("int8", None, "lookup")],
+)
+def test_greedy_speculation_equals_target_alone_in_every_weights_form(load_tiny, arch, form, draft_form, drafter):
+    """Issue 18 §3: a target in a weight-only (or bf16) form, drafted for by any form, answers
+    greedily exactly as it does alone."""
+    engine = make_engine(load_tiny, arch, drafter, form, draft_form)
+    assert engine.target.dtype == form
+    for prompt in PROMPTS:
+        spec = engine.generate(prompt, GREEDY)
+        assert spec.token_ids == engine.generate(prompt, replace(GREEDY, speculative=False)).token_ids
+        assert spec.stats.proposed > 0
+        assert spec.made_by is not None and spec.made_by.dtype == form
 
 
 @pytest.mark.parametrize("drafter", DRAFTERS)
