@@ -358,7 +358,7 @@ class MainWindow(QMainWindow):
         if self.catalog is None:  # set by the app (app/gui.py), which owns the worker threads
             self.show_error(self.tr("The model library is not available in this window."))
             return None
-        dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self)
+        dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self, self._running_forms())
         self._remember_geometry(dialog, "models_dialog")
         dialog.pair_chosen.connect(lambda models: self.apply_settings(replace(self.settings, models=models)))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -612,6 +612,20 @@ class MainWindow(QMainWindow):
             else:
                 text += " · " + self.tr("draft {0}").format(draft)
         return text
+
+    def _running_forms(self) -> dict[str, str]:
+        """Model source -> the form the loaded target and draft model run in (for the library)."""
+        in_use = self.models_in_use
+        if in_use is None or in_use.path is None:
+            return {}
+        running = {}
+        models, path = in_use.models, in_use.path
+        if path.form is not None:
+            running[models.target_source] = self._form_text(path.form)
+        draft = models.draft_source
+        if path.draft_form is not None and draft not in (None, "lookup", "suffix"):
+            running[str(draft)] = self._form_text(path.draft_form)
+        return running
 
     def _form_text(self, form: WeightsWords) -> str:
         """ "int4 (quantized by SpecChat) from bf16 · 0.90 GB", "int4 from Q4_K · 0.90 GB"."""

@@ -1082,6 +1082,10 @@
         <translation>Inutilisable</translation>
     </message>
     <message>
+        <source>{0}, running as {1}</source>
+        <translation>{0}, exécuté en {1}</translation>
+    </message>
+    <message>
         <source>Target</source>
         <translation>Cible</translation>
     </message>
