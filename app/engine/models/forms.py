@@ -171,6 +171,8 @@ def to_form(
         model.to(torch.bfloat16)  # type: ignore[arg-type]  # quantized buffers: integers (kept) or bf16 already
     elif form in DTYPE_OF:
         model.to(getattr(torch, DTYPE_OF[form]))
+        for layer in quantized_layers(model):  # layers a file brought quantized keep their bf16 scales
+            layer.to(torch.bfloat16)
     if not cpu_kernels or model.device.type != "cpu":
         return None
     return apply_cpu_kernels(model, cpu=cpu)
