@@ -472,9 +472,11 @@ def test_sweep_passes_the_kernel_and_thread_options_to_the_engine(capsys, monkey
         raise ModelLoadError("stop here")
 
     monkeypatch.setattr(Engine, "load", load)
-    argv = ["sweep", "--prompt", "hi", "--no-cpu-kernels", "--threads", "3", "--dtype", "BFloat16"]
+    from app.engine.config import available_cpus
+
+    argv = ["sweep", "--prompt", "hi", "--no-cpu-kernels", "--threads", str(available_cpus()), "--dtype", "BFloat16"]
     assert run_cli(capsys, *argv)[0] == 2
-    assert seen["cpu_kernels"] is False and seen["threads"] == 3 and seen["dtype"] == "BFloat16"
+    assert seen["cpu_kernels"] is False and seen["threads"] == available_cpus() and seen["dtype"] == "BFloat16"
 
 
 def test_keywords_are_accepted_in_any_case_everywhere():

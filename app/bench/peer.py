@@ -19,6 +19,7 @@ llama.cpp's own "decoded N tokens in S seconds" and llama-bench's ``avg_ts``; ou
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -54,6 +55,25 @@ _ACCEPTED = re.compile(r"n_accept\s*=\s*(\d+)")
 
 class PeerError(Exception):
     """A peer run that cannot be made, in one sentence for the person."""
+
+
+def checked_rate(value: object, tool: str, what: str = "tokens per second") -> float:
+    """A figure a tool printed, as a rate: a finite number above zero, else PeerError naming the
+    tool (NaN, ±inf, a negative or zero rate is a tool's bug, never a measurement to show)."""
+    try:
+        rate = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise PeerError(f"{tool} printed {str(value)[:40]!r} as its {what}, which is not a number") from None
+    if not math.isfinite(rate) or rate <= 0:
+        raise PeerError(f"{tool} printed {str(value)[:40]} as its {what}: not a finite rate above zero")
+    return rate
+
+
+def checked_drafts(drafted: int | None, accepted: int | None, tool: str) -> tuple[int | None, int | None]:
+    """Drafts proposed and accepted as a tool counted them; it cannot accept more than it drafted."""
+    if drafted is not None and accepted is not None and accepted > drafted:
+        raise PeerError(f"{tool} reports it accepted {accepted} drafts of {drafted} drafted, which cannot be")
+    return drafted, accepted
 
 
 @dataclass(frozen=True)
@@ -135,10 +155,12 @@ def llama_plain(tools: PeerTools, files: PeerFiles, tokens: int, threads: int, r
     start = output.find("[")
     try:
         rows = json.loads(output[start : output.rindex("]") + 1])
-        tps = float(rows[0]["avg_ts"])
+        avg_ts = rows[0]["avg_ts"]
     except (ValueError, LookupError, TypeError):
         raise PeerError(f"{BENCH_TOOL} printed no result this version of SpecChat can read") from None
-    return PeerRun(LLAMA_PLAIN, tps, tokens)
+    if isinstance(avg_ts, (bool, str)):  # json gives NaN / Infinity as floats; a string is no figure
+        raise PeerError(f"{BENCH_TOOL} printed {str(avg_ts)[:40]!r} as its avg_ts, which is not a number")
+    return PeerRun(LLAMA_PLAIN, checked_rate(avg_ts, BENCH_TOOL, "avg_ts"), tokens)
 
 
 def llama_speculative(
@@ -155,15 +177,17 @@ def llama_speculative(
     decoded = _DECODED.search(output)
     if decoded is None:
         raise PeerError(f"{SPEC_TOOL} printed no timing this version of SpecChat can read")
-    count, seconds = int(decoded.group(1)), float(decoded.group(2))
+    count = int(decoded.group(1))
+    try:
+        seconds = float(decoded.group(2))
+    except ValueError:
+        raise PeerError(f"{SPEC_TOOL} printed {decoded.group(2)[:40]!r} as its decode seconds") from None
+    rate = checked_rate(count / seconds if seconds > 0 else math.inf, SPEC_TOOL, "decode tokens per second")
     drafted, accepted = _DRAFTED.search(output), _ACCEPTED.search(output)
-    return PeerRun(
-        LLAMA_SPEC,
-        count / seconds if seconds > 0 else 0.0,
-        count,
-        int(drafted.group(1)) if drafted else None,
-        int(accepted.group(1)) if accepted else None,
+    counts = checked_drafts(
+        int(drafted.group(1)) if drafted else None, int(accepted.group(1)) if accepted else None, SPEC_TOOL
     )
+    return PeerRun(LLAMA_SPEC, rate, count, *counts)
 
 
 def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfig, kind: str) -> PeerRun:

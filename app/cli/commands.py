@@ -60,6 +60,19 @@ def weights_options(args: argparse.Namespace) -> dict[str, str | None]:
     return {"weights": weights, "draft_weights": "same as target" if draft == "same" else draft}
 
 
+def fit_to_engine(engine: Engine, config: GenerationConfig) -> GenerationConfig:
+    """``config`` with no more new tokens than the loaded target holds, and a note saying so."""
+    from app.engine.config import fit_to_context
+
+    fitted = fit_to_context(config, int(engine.context_length))
+    if fitted is not config:
+        _clear_progress(sys.stderr)
+        sys.stderr.write(
+            f"specchat: note: --max-new-tokens {config.max_new_tokens} capped to {fitted.max_new_tokens}, "
+            f"the context length of {engine.target.name}\n"
+        )
+    return fitted
+
 
 def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     speculative = not args.no_spec
@@ -67,6 +80,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     messages = conversation(read_prompt(args), args.system)
     engine = load_engine(args, drafter=speculative)
     _clear_progress(sys.stderr)
+    config = fit_to_engine(engine, config)
     if args.json:
         from app.engine.analysis.explanation import explain
 
@@ -100,6 +114,7 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     messages = conversation(read_prompt(args), args.system)
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
+    config = fit_to_engine(engine, config)
     report = run_comparison(engine, messages, config)
     if args.json:
         _print_json(report.to_dict(), out)
@@ -138,6 +153,7 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     conversations = [conversation(p, args.system) for p in prompts]
     engine = load_engine(args, drafter=True)
     _clear_progress(sys.stderr)
+    config = fit_to_engine(engine, config)
     report = bench.run(
         engine, prompts, conversations, config, args.repeat, on_round=_bench_progress(sys.stderr)
     )
@@ -245,6 +261,7 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
     )
     arms = plan_arms(choices, args.k_values or [2, 4, 8], engine.drafter_choices)
     _clear_progress(sys.stderr)
+    config = fit_to_engine(engine, config)
     engine.warm_up()
     rows = []
     for row in sweep(engine, messages, config, arms):

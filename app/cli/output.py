@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import warnings
@@ -60,8 +61,21 @@ def _clear_progress(stream: TextIO) -> None:
 
 
 def _print_json(data: dict[str, Any], out: TextIO) -> None:
-    json.dump(data, out, ensure_ascii=False, indent=2, default=str)
+    """Strict JSON: a figure that is not finite (NaN, ±inf) is written as null, never as the
+    ``NaN`` / ``Infinity`` most parsers refuse; ``allow_nan=False`` makes a missed one an error."""
+    json.dump(_finite(data), out, ensure_ascii=False, indent=2, default=str, allow_nan=False)
     out.write("\n")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None, through dicts, lists and tuples."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 # --- readable output -------------------------------------------------------------------------

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from app import __version__
 from app.cli.inputs import DEFAULT_PROMPTS_FILE, UsageError, _utf8_text
-from app.engine.config import MAX_REPETITION_PENALTY, MAX_SEED, MIN_REPETITION_PENALTY, GenerationConfig
+from app.engine.config import (
+    MAX_REPETITION_PENALTY,
+    MAX_SEED,
+    MAX_TEMPERATURE,
+    MIN_REPETITION_PENALTY,
+    GenerationConfig,
+    cap_threads,
+)
 
 COMMANDS = ("generate", "compare", "bench", "sweep")
 WEIGHTS = ("auto", "int4", "int8", "bf16", "fp32")  # forms.WEIGHTS_CHOICES (the CLI does not import torch)
+VERSION = f"SpecChat {__version__}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,7 +33,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _threads(text: str) -> str | int:
-    """An argparse ``type`` for ``--threads``: ``auto`` or a whole number ≥ 1."""
+    """An argparse ``type`` for ``--threads``: ``auto`` or a whole number ≥ 1; a number above the
+    CPUs this process may use is capped to them, with a note on stderr (more threads than CPUs
+    only fight over them: 999 decoded at 0.6 tok/s against 42.9 with one thread)."""
     if text.strip().lower() == "auto":
         return "auto"
     try:
@@ -33,7 +44,12 @@ def _threads(text: str) -> str | int:
         raise argparse.ArgumentTypeError(f"expected auto or a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be auto or at least 1, got {text}")
-    return value
+    capped = cap_threads(value)
+    if capped != value:
+        sys.stderr.write(
+            f"specchat: note: --threads {text.strip()} capped to {capped}, the CPUs this process may use\n"
+        )
+    return capped
 
 
 def _bounded(
@@ -74,7 +90,7 @@ def _non_empty(text: str) -> str:
     return text
 
 
-SOURCE_KEYWORDS = ("default", "lookup")  # model sources that are words, not paths or hub ids
+SOURCE_KEYWORDS = ("default", "lookup", "suffix")  # model sources that are words, not paths or hub ids
 
 
 def _source(text: str) -> str:
@@ -151,7 +167,7 @@ def _common_options() -> argparse.ArgumentParser:
     )
     models.add_argument(
         "--draft-dtype",
-        type=_non_empty,
+        type=_keyword("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "int8", "int4"),
         metavar="X",
         default="auto",
         help="the older name of --draft-weights: auto, float32, bfloat16, float16, int8 or int4",
@@ -209,7 +225,11 @@ def _common_options() -> argparse.ArgumentParser:
         help="the draft model stops drafting below this probability (default: 0, off)",
     )
     gen.add_argument(
-        "--temperature", type=_bounded(float, 0.0), default=0.0, metavar="T", help="0 (default) is greedy"
+        "--temperature",
+        type=_bounded(float, 0.0, MAX_TEMPERATURE),
+        default=0.0,
+        metavar="T",
+        help=f"0 (default) is greedy; at most {MAX_TEMPERATURE:g} (past it any model writes word salad)",
     )
     gen.add_argument("--top-p", type=_bounded(float, 0.0, 1.0, open_low=True), default=1.0, metavar="P")
     gen.add_argument("--top-k", type=_bounded(int, 0), default=0, metavar="K", help="0 (default) is off")
@@ -240,6 +260,7 @@ def _common_options() -> argparse.ArgumentParser:
         help="stop when the answer contains STR (repeatable)",
     )
     common.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    common.add_argument("--version", action="version", version=VERSION)
     return common
 
 
@@ -249,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m app",
         description="SpecChat: speculative decoding you can see. Without a command it opens the desktop app.",
     )
-    parser.add_argument("--version", action="version", version=f"SpecChat {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     generate = commands.add_parser(
         "generate",
@@ -325,9 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _drafter_list(text: str) -> list[str]:
     from app.engine.analysis.sweep import NONE
-    from app.engine.config import DRAFT_MODEL, LOOKUP
+    from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
 
-    keywords = (NONE, LOOKUP, DRAFT_MODEL)
+    keywords = (NONE, LOOKUP, SUFFIX, DRAFT_MODEL)
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError("expected a comma-separated list such as none,lookup")
