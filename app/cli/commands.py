@@ -38,6 +38,7 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
         device=args.device,
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
+        **weights_options(args),
         allow_pickle=args.allow_pickle,
         cpu_kernels=args.cpu_kernels,
         threads=args.threads,
@@ -48,6 +49,15 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
             _clear_progress(sys.stderr)
             sys.stderr.write(f"specchat: note: {loaded.name}: {loaded.note}\n")
     return engine
+
+
+def weights_options(args: argparse.Namespace) -> dict[str, str | None]:
+    """``--weights`` / ``--draft-weights`` as ``Engine.load`` takes them: the target's form is
+    auto unless ``--weights`` or a ``--dtype`` names one; the draft's defaults to
+    ``--draft-dtype`` (auto), ``same`` follows the target."""
+    weights = args.weights or ("auto" if str(args.dtype).strip().lower() == "auto" else None)
+    draft = args.draft_weights
+    return {"weights": weights, "draft_weights": "same as target" if draft == "same" else draft}
 
 
 def fit_to_engine(engine: Engine, config: GenerationConfig) -> GenerationConfig:
@@ -86,8 +96,17 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     out.write("\n")
     if printer.colour and result.stats.accepted:
         out.write(f"{DIM}(green: draft tokens the target accepted){RESET}\n")
+    out.write(weights_line(engine) + "\n")
     out.write(stats_line(result.stats, result.drafter, result.stop_reason) + "\n")
     return 0
+
+
+def weights_line(engine: Engine) -> str:
+    """ "weights: int4 (quantized by SpecChat) from GGUF · 0.15 GB (auto: …); draft: int8 …" """
+    parts = [f"weights: {engine.target.form.describe() if engine.target.form else engine.target.dtype}"]
+    if engine.draft is not None and engine.draft_form is not None:
+        parts.append(f"draft: {engine.draft_form.describe()}")
+    return "; ".join(parts)
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -243,6 +262,7 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
         device=args.device,
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
+        **weights_options(args),
         allow_pickle=args.allow_pickle,
         cpu_kernels=args.cpu_kernels,
         threads=args.threads,

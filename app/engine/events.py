@@ -290,15 +290,17 @@ class RunProvenance:
 
     target: str  # the target's name
     drafter: str  # "draft model: NAME", "prompt lookup", "suffix index" or "none" (this run drafted nothing)
-    dtype: str  # the target's dtype: "float32", "bfloat16", "float16"
+    dtype: str  # the target's weights form in dtype words: "float32", "bfloat16", "float16", "int8", "int4"
     device: str  # "cpu", "cuda:0", "mps"
-    draft_dtype: str | None = None  # the draft model's dtype; None without a draft model
+    draft_dtype: str | None = None  # the draft model's, likewise; None without a draft model
     config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
     # an inference server that made the run: "llama.cpp b6550 at http://127.0.0.1:8080" (None: this computer)
     server: str | None = None
     # the longest context at which the target's verified block gives one-token decoding's
     # logits bit for bit (CpuKernels.exact_up_to): 0 none; None not recorded (older files)
     exact_context: int | None = None
+    weights: str = ""  # the target's form as a label: "int4 (quantized by SpecChat) from bf16 · 0.1 GB"
+    draft_weights: str | None = None  # the draft model's form as a label; None without a draft model
 
     def exact_at(self, context: int) -> bool:
         """Whether a verified block was exact at ``context`` tokens: then greedy speculation
@@ -326,14 +328,15 @@ class RunProvenance:
         return tuple(n for n in names if getattr(self, n) != getattr(other, n))
 
     def describe(self) -> str:
-        """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"; from a server:
-        "SmolLM2 on llama.cpp b6550 at http://127.0.0.1:8080, drafting"."""
+        """ "SmolLM2 (int4 (quantized by SpecChat) from GGUF · 0.1 GB, cpu) + draft model: tiny (int8 …)";
+        from a server: "SmolLM2 on llama.cpp b6550 at http://127.0.0.1:8080, drafting"."""
         if self.server:
             return f"{self.target} on {self.server}" + (", drafting" if self.drafter != "none" else "")
-        made = f"{self.target} ({self.dtype}, {self.device})"
+        made = f"{self.target} ({self.weights or self.dtype}, {self.device})"
         if self.drafter == "none":
             return made
-        return made + f" + {self.drafter}" + (f" ({self.draft_dtype})" if self.draft_dtype else "")
+        draft = self.draft_weights or self.draft_dtype
+        return made + f" + {self.drafter}" + (f" ({draft})" if draft else "")
 
 
 @dataclass(frozen=True)

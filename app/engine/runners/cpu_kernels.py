@@ -50,6 +50,7 @@ from transformers.pytorch_utils import Conv1D
 from app.engine.config import cap_threads
 from app.engine.errors import InvalidSettingError
 from app.engine.runners.cpu_probe import CpuProbe, probe
+from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 
 ROWWISE = "specchat_rowwise"
 ROWWISE_MAX_ROWS = 16  # longer blocks (a prompt) run as one SDPA call
@@ -291,31 +292,36 @@ class CpuKernels:
     cpu: str = ""  # CpuProbe.describe() of the CPU that decided
     window: int | None = None  # the attention's sliding window (None: it sees the whole context)
     max_context: int = 0  # the longest context the model holds (0: not known)
+    quantized: int = 0  # linear layers with weight-only int4 / int8 weights (runners/quant.py)
+    form: str = ""  # the weight-only forms among them: "int4", "int8", "int4+int8" ("" when none)
 
     @property
     def applied(self) -> bool:
-        return self.packed > 0
+        return self.packed > 0 or self.quantized > 0
 
     @property
     def exact(self) -> bool:
         """Block logits = one-at-a-time at every context the model holds: every linear
-        prepacked, the attention row-wise, and no sliding window shorter than the context
-        (past a window plain attention runs: ``exact_up_to``)."""
+        prepacked or weight-only, the attention row-wise, and no sliding window shorter than the
+        context (past a window plain attention runs: ``exact_up_to``)."""
         return self.exact_up_to() > 0 and (self.window is None or self.window >= self.max_context > 0)
 
     def exact_up_to(self) -> int:
         """The longest context at which a verified block's logits equal one-token decoding's:
         0 when no context is exact; the window for a sliding-window model; else the model's
         whole context (``max_context``; a large number when that is not known)."""
-        if self.packed != self.linears or self.attention != ROWWISE:
+        if self.packed + self.quantized != self.linears or self.attention != ROWWISE:
             return 0
         whole = self.max_context or UNBOUNDED_CONTEXT
         return whole if self.window is None else min(self.window, whole)
 
     @property
     def path(self) -> str:
-        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""
+        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels",
+        "int4 · weight-only kernels"."""
         dtype = SHORT.get(self.dtype, self.dtype)
+        if self.quantized:
+            return f"{self.form} · weight-only kernels"
         if not self.applied:
             return f"{dtype} · stock kernels"
         if self.compute != self.dtype:
@@ -334,7 +340,7 @@ def cpu_kernels_apply(model: PreTrainedModel) -> bool:
     return (
         model.device.type == "cpu"
         and model.dtype in PACKED_DTYPES
-        and any(type(m) in (nn.Linear, Conv1D) for m in model.modules())
+        and any(type(m) in (nn.Linear, Conv1D) or isinstance(m, WeightOnlyLinear) for m in model.modules())
     )
 
 
@@ -349,23 +355,29 @@ def apply_cpu_kernels(
         return None
     cpu = cpu or probe()
     dtype = str(model.dtype).removeprefix("torch.")
+    weight_only = quantized_layers(model)
     packed, linears, computes = _prepack_linears(model, cpu)
+    if weight_only:
+        computes.add(torch.bfloat16)
+    linears += len(weight_only)
+    forms = "+".join(sorted({layer.form for layer in weight_only}, key=lambda f: f != "int4"))
     compute = str(max(computes, key=lambda d: d.itemsize)).removeprefix("torch.") if computes else ""
     notes: list[str] = []
     attention = model.config._attn_implementation
-    if not packed:
+    if not packed and not weight_only:
         notes.append(
             f"This CPU's oneDNN cannot prepack {dtype} linears, so the stock kernels run: a verified block's "
             "logits can differ from one-token decoding in the last bits."
         )
     else:
-        if compute != dtype:
+        if compute != dtype and not weight_only:
             notes.append(
                 f"{SHORT[dtype]} weights computed in {SHORT[compute]}: "
                 f"this CPU has no {SHORT[dtype]} matrix instructions."
             )
-        if packed < linears:
-            notes.append(f"{linears - packed} of {linears} linear layers are not prepacked (not exact in a block).")
+        if packed + len(weight_only) < linears:
+            missing = linears - packed - len(weight_only)
+            notes.append(f"{missing} of {linears} linear layers are not prepacked (not exact in a block).")
         if rowwise:
             attention, why_not = _use_rowwise_attention(model)
             if why_not:
@@ -387,6 +399,8 @@ def apply_cpu_kernels(
         cpu.describe(),
         window=window if isinstance(window, int) and window > 0 else None,
         max_context=int(getattr(text, "max_position_embeddings", 0) or 0),
+        quantized=len(weight_only),
+        form=forms,
     )
     setattr(model, "specchat_cpu_kernels", report)  # noqa: B010 - a marker transformers does not declare
     return report
