@@ -13,6 +13,7 @@ target. Token ids and tokenizers only: what happens next is the session's busine
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -27,10 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from gguf import GGUFReader
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
@@ -38,6 +41,7 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
+from app.engine.models import gguf_model
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
 
@@ -242,12 +246,13 @@ def _gguf_cache_folder(path: Path) -> Path:
     return cache_dir() / "converted" / f"{path.stem}-{digest}"
 
 
-def _convert_gguf(path: Path, target: Path, source: str) -> None:
-    """Dequantize a GGUF to float32 safetensors in ``target``, atomically: a killed conversion
-    leaves only a ``.tmp-*`` folder, never a half cache."""
-    with path.open("rb") as f:
-        if f.read(4) != b"GGUF":
-            raise ModelLoadError(f"'{source}' is not a GGUF file (it does not start with 'GGUF').")
+def _convert_gguf(
+    path: Path, target: Path, source: str, write: Callable[[Path, Path, str], None] | None = None
+) -> None:
+    """Convert a GGUF into ``target`` with ``write`` (default: dequantized to float32
+    safetensors), atomically: a killed conversion leaves only a ``.tmp-*`` folder, never a half
+    cache."""
+    _check_gguf_magic(path, source)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temps(target)
@@ -255,7 +260,7 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
     except OSError as exc:
         raise _unwritable_cache(source, target, exc) from exc
     try:
-        _write_converted(path, temp, source)
+        (write or _write_converted)(path, temp, source)
         os.replace(temp, target)
     except OSError as exc:
         if not (target / "config.json").is_file():  # else another process converted it first
@@ -263,6 +268,12 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
         gc.collect()
+
+
+def _check_gguf_magic(path: Path, source: str) -> None:
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelLoadError(f"'{source}' is not a GGUF file (it does not start with 'GGUF').")
 
 
 def _write_converted(path: Path, folder: Path, source: str) -> None:
@@ -291,13 +302,26 @@ def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedToke
     except OUT_OF_MEMORY:
         raise
     except Exception as exc:
-        if "not supported" in str(exc):
-            raise ModelLoadError(
-                f"The GGUF file '{source}' holds an architecture transformers cannot load "
-                f"({_first_line(exc)})."
-            ) from exc
-        raise ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.") from exc
+        raise _unreadable_gguf(source, exc) from exc
     return model, tokenizer
+
+
+def _read_gguf_header(path: Path, source: str) -> tuple[PretrainedConfig, PreTrainedTokenizerBase]:
+    """The config and the tokenizer transformers derives from a GGUF's metadata (no tensors)."""
+    try:
+        config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+    return config, tokenizer
+
+
+def _unreadable_gguf(source: str, exc: Exception) -> ModelLoadError:
+    if "not supported" in str(exc):
+        return ModelLoadError(
+            f"The GGUF file '{source}' holds an architecture transformers cannot load ({_first_line(exc)})."
+        )
+    return ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.")
 
 
 def _remove_stale_temps(target: Path) -> None:
@@ -314,20 +338,98 @@ def _gguf_folder(path: Path, source: str, progress: ProgressFn) -> Path:
     return folder
 
 
+# ---------------------------------------------------------------- GGUF at its own size
+
+
+GGUF_WANTS = {"auto": "native", "int4": "int4", "int8": "int8"}  # weights form -> gguf_model's want
+
+
+def _forms_wanted(weights: str, device: torch.device, dtype: str) -> str | None:
+    """What a quantized GGUF becomes: its own forms ("native"), all int4 or all int8; None: the
+    float conversion (fp32 / bf16 weights asked, another device, or dynamic int8)."""
+    if device.type != "cpu" or dtype not in ("float32", "bfloat16"):
+        return None
+    return GGUF_WANTS.get(weights)
+
+
+def _gguf_forms_folder(path: Path, want: str) -> Path:
+    folder = _gguf_cache_folder(path)
+    return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}")
+
+
+def _write_forms(reader: GGUFReader, path: Path, folder: Path, source: str, want: str) -> None:
+    config, tokenizer = _read_gguf_header(path, source)
+    try:
+        gguf_model.write_forms(reader, folder, config, want)
+    except OUT_OF_MEMORY:
+        raise
+    except OSError:
+        raise
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+    config.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def _load_gguf_forms(
+    path: Path, source: str, want: str, reader: GGUFReader | None, progress: ProgressFn
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The GGUF as its quantized forms, from the cache (converted on first load; a damaged cache
+    is said, removed and converted again)."""
+    folder = _gguf_forms_folder(path, want)
+    for attempt in range(2):
+        if not (folder / gguf_model.MANIFEST).is_file():
+            progress("Converting GGUF to its quantized form (first load only)…", None)
+            reader = reader or _gguf_reader(path, source)
+            _convert_gguf(path, folder, source, functools.partial(_write_forms, reader, want=want))
+        progress("Loading weights…", 0.3)
+        try:
+            model, _ = gguf_model.load_forms(folder)
+            break
+        except gguf_model.DamagedForms as exc:
+            if attempt:
+                raise ModelLoadError(f"The quantized form of '{source}' could not be built ({exc}).") from exc
+            progress(f"The cached form of {describe_source(source)} is damaged ({exc}); converting it again…", None)
+            shutil.rmtree(folder, ignore_errors=True)
+    return model, _read_tokenizer(folder, source, progress)
+
+
+def _gguf_reader(path: Path, source: str) -> GGUFReader:
+    try:
+        return GGUFReader(path)
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+
+
+FLOAT_MARK = "no-quantized-linears"  # in a float conversion: the file has none, do not ask again
+
+
+def _quantized_reader(path: Path, source: str, want: str) -> tuple[bool, GGUFReader | None]:
+    """Whether the GGUF has quantized linears, and its reader when it had to be opened: asked of
+    the file once (reading its header costs seconds; a cached form says yes, a float conversion
+    marked ``FLOAT_MARK`` no)."""
+    if (_gguf_forms_folder(path, want) / gguf_model.MANIFEST).is_file():
+        return True, None
+    if (_gguf_cache_folder(path) / FLOAT_MARK).is_file():
+        return False, None
+    reader = _gguf_reader(path, source)
+    return gguf_model.has_quantized_linears(reader), reader
+
+
+def _mark_float(folder: Path) -> None:
+    try:
+        (folder / FLOAT_MARK).touch()
+    except OSError:
+        pass  # asked again next time
+
+
 # ---------------------------------------------------------------- loading
 
 
 def _read_folder(
     folder: Path, source: str, torch_dtype: torch.dtype, use_safetensors: bool, progress: ProgressFn
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    progress("Loading tokenizer…", 0.2)
-    try:
-        tokenizer = _tokenizer_class(folder).from_pretrained(
-            folder, local_files_only=True, trust_remote_code=False
-        )
-    except Exception as exc:
-        detail = _first_line(exc)
-        raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
+    tokenizer = _read_tokenizer(folder, source, progress)
     progress("Loading weights…", 0.3)
     try:
         model = AutoModelForCausalLM.from_pretrained(
@@ -340,6 +442,18 @@ def _read_folder(
         detail = _first_line(exc)
         raise ModelLoadError(f"The weights of '{source}' could not be loaded ({detail}).") from exc
     return model, tokenizer
+
+
+def _read_tokenizer(folder: Path, source: str, progress: ProgressFn) -> PreTrainedTokenizerBase:
+    progress("Loading tokenizer…", 0.2)
+    try:
+        tokenizer: PreTrainedTokenizerBase = _tokenizer_class(folder).from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False
+        )
+    except Exception as exc:
+        detail = _first_line(exc)
+        raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
+    return tokenizer
 
 
 def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoTokenizer]:
@@ -408,13 +522,20 @@ def _out_of_memory(source: str, device: torch.device, dtype: str) -> ModelLoadEr
 
 
 def _load(
-    source: str, device: torch.device, dtype: str, allow_pickle: bool, progress: ProgressFn
+    source: str, device: torch.device, dtype: str, allow_pickle: bool, progress: ProgressFn, weights: str = "auto"
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     path = _find_folder(source)
     if path.is_file():
         if path.suffix != ".gguf":
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
+        _check_gguf_magic(path, source)
+        want = _forms_wanted(weights, device, dtype)
+        quantized, reader = _quantized_reader(path, source, want) if want else (False, None)
+        if want and quantized:
+            return _load_gguf_forms(path, source, want, reader, progress)
         path = _gguf_folder(path, source, progress)
+        if reader is not None:  # asked, and it has none
+            _mark_float(path)
     use_safetensors = _use_safetensors(path, source, allow_pickle)
     _check_architecture(path, source)
     torch_dtype = DTYPES.get(dtype, torch.float32)  # int8: quantized from float32
@@ -431,21 +552,27 @@ def load_model(
     allow_pickle: bool = False,
     cpu_kernels: bool = True,
     progress: ProgressFn | None = None,
+    weights: str = "auto",
 ) -> LoadedModel:
     """Load ``source``. ``cpu_kernels``: an fp32 / bf16 model on the CPU runs prepacked linears and
-    row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time."""
+    row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time.
+    ``weights``: a quantized GGUF on the CPU keeps its own size ("auto": int4 / int8 per tensor as
+    ``gguf_forms`` maps it; "int4" / "int8": every linear in that form); "fp32" / "bf16": the GGUF
+    is dequantized to float (the conversion cache) and computed in ``dtype``."""
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
     dtype_name = resolve_dtype(dtype, dev)
     progress(f"Opening {describe_source(source)}…", 0.0)
     try:
-        model, tokenizer = _load(source, dev, dtype_name, allow_pickle, progress)
+        model, tokenizer = _load(source, dev, dtype_name, allow_pickle, progress, weights)
     except OUT_OF_MEMORY as exc:
         raise _out_of_memory(source, dev, dtype_name) from exc
     except RuntimeError as exc:
         if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
             raise _out_of_memory(source, dev, dtype_name) from exc
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
+    if gguf_model.forms_of(model) is not None:
+        dtype_name = "bfloat16"  # the activations of int4 / int8 weights
     kernels = _apply_kernels(model, source, dev, dtype_name) if cpu_kernels else None
     progress("Ready", 1.0)
     return LoadedModel(
