@@ -150,6 +150,27 @@ def test_each_layer_computes_the_files_own_weights_in_hf_order(llama, tok, q4_gg
     assert torch.equal(top, logits(float_).argmax(-1))  # a sharp tiny model: same greedy tokens
 
 
+def test_a_qwen2_gguf_with_biases_and_a_tied_head_maps_onto_the_same_model(tok, tmp_path):
+    """Qwen2 (the pairs of issue 18): Q/K/V biases ride on the int4 layers, no row permutation,
+    and a tied head computes with the embedding's own int8 tensor."""
+    qwen = build_model("qwen2", tok, seed=3, scale=30.0)
+    qwen.config.tie_word_embeddings = True
+    with torch.no_grad():
+        for name, p in qwen.named_parameters():
+            if name.endswith("_proj.bias"):
+                p.normal_(0, 0.5)
+    path = write_gguf(qwen, tok, tmp_path / "tiny-qwen2.gguf", Q.Q4_0, embedding=Q.Q8_0, tied=True)
+    quant = load_model(str(path), device="cpu")
+    float_ = load_model(str(path), device="cpu", weights="fp32", cpu_kernels=False)
+    head, embedding = quant.model.get_output_embeddings(), quant.model.get_input_embeddings()
+    assert isinstance(head, Int8Linear) and head.q is embedding.q
+    q_proj = quant.model.model.layers[0].self_attn.q_proj
+    assert isinstance(q_proj, Int4Linear) and q_proj.bias is not None
+    reference = float_.model.model.layers[0].self_attn.q_proj.bias
+    assert torch.allclose(q_proj.bias.float(), reference, rtol=BF16_REL, atol=0)
+    assert torch.equal(logits(quant).argmax(-1), logits(float_).argmax(-1))
+
+
 def test_the_cached_forms_give_bit_identical_logits(q4_gguf, monkeypatch):
     first = load_model(str(q4_gguf), device="cpu")
 

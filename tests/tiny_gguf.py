@@ -39,11 +39,16 @@ def _permute(w, n_head: int):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(model, tok: PreTrainedTokenizerFast, path: Path, qtype: Q = Q.F32, embedding: Q | None = None) -> Path:
-    """A real llama GGUF with a gpt2-style BPE tokenizer: float32, or its matrices quantized to
-    ``qtype`` (the embedding to ``embedding``, default ``qtype``) with gguf's own quantizers."""
+def write_gguf(
+    model, tok: PreTrainedTokenizerFast, path: Path, qtype: Q = Q.F32, embedding: Q | None = None, tied: bool = False
+) -> Path:
+    """A real llama (or qwen2: Q/K/V biases, no Q/K row permutation) GGUF with a gpt2-style BPE
+    tokenizer: float32, or its matrices quantized to ``qtype`` (the embedding to ``embedding``,
+    default ``qtype``) with gguf's own quantizers. ``tied``: no output.weight (the head is the
+    embedding)."""
     c = model.config
-    w = gguf.GGUFWriter(str(path), "llama")
+    arch = c.model_type
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
     w.add_block_count(c.num_hidden_layers)
@@ -72,7 +77,8 @@ def write_gguf(model, tok: PreTrainedTokenizerFast, path: Path, qtype: Q = Q.F32
 
     add("token_embd.weight", sd["model.embed_tokens.weight"], embedding or qtype)
     w.add_tensor("output_norm.weight", sd["model.norm.weight"])
-    add("output.weight", sd["lm_head.weight"], qtype)
+    if not tied:
+        add("output.weight", sd["lm_head.weight"], qtype)
     names = {
         "attn_norm": "input_layernorm", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
         "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
@@ -81,10 +87,15 @@ def write_gguf(model, tok: PreTrainedTokenizerFast, path: Path, qtype: Q = Q.F32
     for i in range(c.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
-        add(f"blk.{i}.attn_q.weight", _permute(q, c.num_attention_heads), qtype)
-        add(f"blk.{i}.attn_k.weight", _permute(k, c.num_key_value_heads), qtype)
+        if arch == "llama":
+            q, k = _permute(q, c.num_attention_heads), _permute(k, c.num_key_value_heads)
+        add(f"blk.{i}.attn_q.weight", q, qtype)
+        add(f"blk.{i}.attn_k.weight", k, qtype)
         for g, h in names.items():
             add(f"blk.{i}.{g}.weight", sd[f"{p}{h}.weight"], qtype)
+        for g in ("q", "k", "v"):
+            if f"{p}self_attn.{g}_proj.bias" in sd:
+                w.add_tensor(f"blk.{i}.attn_{g}.bias", sd[f"{p}self_attn.{g}_proj.bias"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -29,7 +29,8 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from gguf import GGUFReader
 from gguf.gguf_reader import ReaderTensor
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
 from safetensors.torch import save_file
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
@@ -161,6 +162,8 @@ def write_forms(reader: GGUFReader, folder: Path, config: PretrainedConfig, want
         else:
             shards.add(hf, _dense(tensor, processor))
     shards.close()
+    for name, info in layers.items():
+        info["bias"] = f"{name}.bias" in shards.keys
     manifest = {"format": FORMAT, "want": want, "layers": layers, "tied": head_tied, "shards": shards.sizes}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return _summary(manifest)
@@ -220,11 +223,13 @@ class _ShardWriter:
         self.folder, self.bytes = folder, 0
         self.pending: dict[str, torch.Tensor] = {}
         self.sizes: dict[str, int] = {}
+        self.keys: set[str] = set()
 
     def add(self, key: str, tensor: torch.Tensor) -> None:
         if self.bytes > SHARD_BYTES:
             self.flush()
         self.pending[key] = tensor.contiguous()
+        self.keys.add(key)
         self.bytes += tensor.numel() * tensor.element_size()
 
     def flush(self) -> None:
@@ -261,8 +266,7 @@ def load_forms(folder: Path) -> tuple[PreTrainedModel, FormsSummary]:
     config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     model = skeleton(config)
     try:
-        with _Shards(folder, manifest) as tensors:
-            _place(model, tensors, manifest)
+        _place(model, _stream(folder, manifest), manifest)
     except (SafetensorError, OSError, ValueError, KeyError, RuntimeError) as exc:
         raise DamagedForms(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     left = [n for n, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
@@ -280,64 +284,52 @@ def forms_of(model: nn.Module) -> FormsSummary | None:
     return summary if isinstance(summary, FormsSummary) else None
 
 
-class _Shards:
-    """Every tensor of the shards by key, read when asked (safetensors maps the files)."""
-
-    def __init__(self, folder: Path, manifest: dict[str, object]) -> None:
-        self.files = [safe_open(str(folder / s), framework="pt") for s in dict(manifest["shards"])]  # type: ignore[call-overload]
-        self.where = {key: f for f in self.files for key in f.keys()}  # type: ignore[no-untyped-call]
-
-    def __enter__(self) -> _Shards:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.files.clear()
-
-    def keys(self) -> Iterator[str]:
-        return iter(self.where)
-
-    def get(self, key: str) -> torch.Tensor | None:
-        """A copy in memory: a tensor left on the mapped file would crash the process (SIGBUS)
-        the moment the cache is truncated or removed under it."""
-        f = self.where.get(key)
-        if f is None:
-            return None
-        tensor: torch.Tensor = f.get_tensor(key)  # type: ignore[no-untyped-call]
-        return tensor.clone()
+def _stream(folder: Path, manifest: dict[str, object]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor of the shards, one shard in memory at a time. Read, not mapped: a tensor
+    left on a mapped file would crash the process (SIGBUS) if the cache were cut under it."""
+    for shard in dict(manifest["shards"]):  # type: ignore[call-overload]
+        tensors = load_safetensors((folder / shard).read_bytes())
+        while tensors:
+            yield tensors.popitem()
 
 
-def _place(model: PreTrainedModel, tensors: _Shards, manifest: dict[str, object]) -> None:
+def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], manifest: dict[str, object]) -> None:
+    """Each quantized layer built as soon as its parts have been read; the rest put in place."""
     layers = {n: i for n, i in dict(manifest["layers"]).items() if i["form"] != "dense"}  # type: ignore[call-overload]
+    parts: dict[str, dict[str, torch.Tensor]] = {}
     embedding: Int8Embedding | None = None
-    for name, info in layers.items():
-        layer = _quantized_layer(tensors, name, info)
-        embedding = layer if isinstance(layer, Int8Embedding) else embedding
-        _set_module(model, name, layer)
-    consumed = {f"{n}.{leaf}" for n in layers for leaf in ("q4", "q8", "scale", "zero", "bias")}
-    for key in tensors.keys():
-        if key not in consumed:
-            _set_tensor(model, key, _need(tensors, key).to(COMPUTE))
+    for key, tensor in stream:
+        name, _, leaf = key.rpartition(".")
+        info = layers.get(name)
+        if info is None:
+            _set_tensor(model, key, tensor.to(COMPUTE))
+            continue
+        got = parts.setdefault(name, {})
+        got[leaf] = tensor
+        if set(got) >= _parts_of(info):
+            layer = _quantized_layer(parts.pop(name), info)
+            embedding = layer if isinstance(layer, Int8Embedding) else embedding
+            _set_module(model, name, layer)
+    if parts:
+        raise KeyError(f"{next(iter(parts))} is incomplete")
     if manifest.get("tied"):
         _tie_head(model, embedding)
 
 
-def _quantized_layer(tensors: _Shards, name: str, info: dict[str, object]) -> nn.Module:
-    bias = tensors.get(f"{name}.bias")
-    scale = _need(tensors, f"{name}.scale").float()
+def _parts_of(info: dict[str, object]) -> set[str]:
+    parts = {"q4", "scale", "zero"} if info["form"] == "int4" else {"q8", "scale"}
+    return parts | {"bias"} if info.get("bias") else parts
+
+
+def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) -> nn.Module:
+    bias, scale = parts.get("bias"), parts["scale"].float()
     if info["form"] == "int4":
-        packed = _need(tensors, f"{name}.q4")  # [N, K/2]: two values per byte, the even one low
+        packed = parts["q4"]  # [N, K/2]: two values per byte, the even one low
         q = torch.stack([packed & 0x0F, packed >> 4], -1).reshape(packed.shape[0], -1)
-        return Int4Linear.from_quantized(q, scale, _need(tensors, f"{name}.zero").float(), bias)
+        return Int4Linear.from_quantized(q, scale, parts["zero"].float(), bias)
     if info["embedding"]:
-        return Int8Embedding(_need(tensors, f"{name}.q8"), scale)
-    return Int8Linear.from_quantized(_need(tensors, f"{name}.q8"), scale, bias)
-
-
-def _need(tensors: _Shards, key: str) -> torch.Tensor:
-    tensor = tensors.get(key)
-    if tensor is None:
-        raise KeyError(f"{key} is missing")
-    return tensor
+        return Int8Embedding(parts["q8"], scale)
+    return Int8Linear.from_quantized(parts["q8"], scale, bias)
 
 
 def _tie_head(model: PreTrainedModel, embedding: Int8Embedding | None) -> None:

@@ -372,16 +372,19 @@ def _write_forms(reader: GGUFReader, path: Path, folder: Path, source: str, want
 
 
 def _load_gguf_forms(
-    path: Path, source: str, want: str, reader: GGUFReader | None, progress: ProgressFn
+    path: Path, source: str, want: str, opened: list[GGUFReader], progress: ProgressFn
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The GGUF as its quantized forms, from the cache (converted on first load; a damaged cache
-    is said, removed and converted again)."""
+    is said, removed and converted again). ``opened``: the file's reader if one was opened,
+    handed over (popped), so that its mapping closes before the model is built."""
     folder = _gguf_forms_folder(path, want)
     for attempt in range(2):
         if not (folder / gguf_model.MANIFEST).is_file():
             progress("Converting GGUF to its quantized form (first load only)…", None)
-            reader = reader or _gguf_reader(path, source)
+            reader = opened.pop() if opened else _gguf_reader(path, source)
             _convert_gguf(path, folder, source, functools.partial(_write_forms, reader, want=want))
+            del reader
+        opened.clear()
         progress("Loading weights…", 0.3)
         try:
             model, _ = gguf_model.load_forms(folder)
@@ -404,16 +407,16 @@ def _gguf_reader(path: Path, source: str) -> GGUFReader:
 FLOAT_MARK = "no-quantized-linears"  # in a float conversion: the file has none, do not ask again
 
 
-def _quantized_reader(path: Path, source: str, want: str) -> tuple[bool, GGUFReader | None]:
-    """Whether the GGUF has quantized linears, and its reader when it had to be opened: asked of
-    the file once (reading its header costs seconds; a cached form says yes, a float conversion
-    marked ``FLOAT_MARK`` no)."""
+def _has_quantized_linears(path: Path, source: str, want: str, opened: list[GGUFReader]) -> bool:
+    """Whether the GGUF has quantized linears, asked of the file once (reading its header costs
+    seconds; a cached form says yes, a float conversion marked ``FLOAT_MARK`` no). A reader it
+    opens is left in ``opened`` for the conversion."""
     if (_gguf_forms_folder(path, want) / gguf_model.MANIFEST).is_file():
-        return True, None
+        return True
     if (_gguf_cache_folder(path) / FLOAT_MARK).is_file():
-        return False, None
-    reader = _gguf_reader(path, source)
-    return gguf_model.has_quantized_linears(reader), reader
+        return False
+    opened.append(_gguf_reader(path, source))
+    return gguf_model.has_quantized_linears(opened[0])
 
 
 def _mark_float(folder: Path) -> None:
@@ -530,11 +533,12 @@ def _load(
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
         _check_gguf_magic(path, source)
         want = _forms_wanted(weights, device, dtype)
-        quantized, reader = _quantized_reader(path, source, want) if want else (False, None)
-        if want and quantized:
-            return _load_gguf_forms(path, source, want, reader, progress)
+        opened: list[GGUFReader] = []
+        if want and _has_quantized_linears(path, source, want, opened):
+            return _load_gguf_forms(path, source, want, opened, progress)
         path = _gguf_folder(path, source, progress)
-        if reader is not None:  # asked, and it has none
+        if opened:  # asked, and it has none
+            opened.clear()
             _mark_float(path)
     use_safetensors = _use_safetensors(path, source, allow_pickle)
     _check_architecture(path, source)
