@@ -204,7 +204,8 @@ def _llama_cpp(path: Path, prompts: list[list[int]], n: int) -> list[list[int]] 
             request = urllib.request.Request(
                 f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(), {"Content-Type": "application/json"}
             )
-            answers.append(json.loads(urllib.request.urlopen(request, timeout=300).read())["tokens"])
+            reply = json.loads(urllib.request.urlopen(request, timeout=300).read())
+            answers.append((reply[0] if isinstance(reply, list) else reply)["tokens"])
         return answers
     finally:
         proc.terminate()
@@ -218,11 +219,10 @@ def agree(path: Path, n: int = 32) -> None:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    prompts = [
-        list(tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True))
-        for p in PROMPTS
-    ]
-    prompts = [p["input_ids"] if isinstance(p, dict) else p for p in prompts]  # type: ignore[call-overload]
+    prompts: list[list[int]] = []
+    for text in PROMPTS:
+        encoded = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
+        prompts.append(list(encoded if isinstance(encoded, list) else encoded["input_ids"]))
     theirs = _llama_cpp(path, prompts, n)
     runs = {w: _ours(path, w, prompts, n) for w in ("auto", "fp32")}
     for i, text in enumerate(PROMPTS):

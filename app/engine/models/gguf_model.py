@@ -42,7 +42,7 @@ from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear
 
 FORMAT = 1  # of the cached forms; another number is converted again
 MANIFEST = "forms.json"
-SHARD_BYTES = 256 << 20
+SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
 WANTS = ("native", "int4", "int8")
 
