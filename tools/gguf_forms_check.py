@@ -199,7 +199,7 @@ def _llama_cpp(path: Path, prompts: list[list[int]], n: int) -> list[list[int]] 
                 time.sleep(0.5)
         answers = []
         for ids in prompts:
-            body = {"prompt": ids, "n_predict": n, "temperature": 0, "top_k": 1, "cache_prompt": False,
+            body = {"prompt": [ids], "n_predict": n, "temperature": 0, "top_k": 1, "cache_prompt": False,
                     "return_tokens": True, "ignore_eos": True}
             request = urllib.request.Request(
                 f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(), {"Content-Type": "application/json"}
