@@ -233,6 +233,12 @@ def test_fp32_weights_keep_the_float_conversion(q4_gguf, isolated_cache):
     assert any((isolated_cache / "converted").glob("*/model.safetensors"))
 
 
+def test_an_unknown_weights_form_is_a_clear_error(q4_gguf):
+    with pytest.raises(loading.InvalidSettingError) as err:
+        load_model(str(q4_gguf), device="cpu", weights="int3")
+    assert "'int3' is not a weights form" in str(err.value)
+
+
 def test_speculative_greedy_output_on_a_quantized_gguf_equals_target_only(llama, tok, q4_gguf, tmp_path):
     draft_path = write_gguf(perturbed_copy(llama, 0.3, seed=7), tok, tmp_path / "draft-q4.gguf", Q.Q4_0)
     target = load_model(str(q4_gguf), device="cpu")

@@ -342,6 +342,7 @@ def _gguf_folder(path: Path, source: str, progress: ProgressFn) -> Path:
 
 
 GGUF_WANTS = {"auto": "native", "int4": "int4", "int8": "int8"}  # weights form -> gguf_model's want
+FLOAT_WEIGHTS = ("fp32", "float32", "bf16", "bfloat16", "fp16", "float16")
 
 
 def _forms_wanted(weights: str, device: torch.device, dtype: str) -> str | None:
@@ -350,6 +351,13 @@ def _forms_wanted(weights: str, device: torch.device, dtype: str) -> str | None:
     if device.type != "cpu" or dtype not in ("float32", "bfloat16"):
         return None
     return GGUF_WANTS.get(weights)
+
+
+def _parse_weights(weights: str | None) -> str:
+    name = (weights or "auto").strip().lower()
+    if name not in GGUF_WANTS and name not in FLOAT_WEIGHTS:
+        raise InvalidSettingError(f"'{weights}' is not a weights form; use auto, int4, int8, bf16 or fp32.")
+    return name
 
 
 def _gguf_forms_folder(path: Path, want: str) -> Path:
@@ -566,6 +574,7 @@ def load_model(
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
     dtype_name = resolve_dtype(dtype, dev)
+    weights = _parse_weights(weights)
     progress(f"Opening {describe_source(source)}…", 0.0)
     try:
         model, tokenizer = _load(source, dev, dtype_name, allow_pickle, progress, weights)
