@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import qasync
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -37,16 +39,57 @@ async def run_app(app: QApplication, smoke_prompt: str | None = None) -> int:
     window.closed.connect(lambda: closed.done() or closed.set_result(None))
     window.show()
     window.start()
+    restore_signals = close_on_signals(window.close, window)
     outcome: list[int] = []
     if smoke_prompt is not None:
         _smoke_test(window, worker, smoke_prompt, outcome)
     await closed
+    restore_signals()
     if outcome and outcome[0] != 0:
         worker.shutdown(0.0)
         return outcome[0]
     # closeEvent already cancelled the run and joined the engine thread (bounded). A model
     # load cannot be interrupted: if one is still running, leave without waiting for it.
     return 0 if worker.shutdown(0.0) else -1
+
+
+def close_on_signals(close: Callable[[], object], parent: QObject) -> Callable[[], None]:
+    """SIGINT and SIGTERM close the window as its close button does (the answer under way is
+    kept as a cut answer), instead of a KeyboardInterrupt inside a Qt slot (a traceback, then
+    an abort). Python runs a signal handler only between bytecodes, and Qt's event loop may
+    sleep in C++ for long: the signal's wake-up byte lands on a socket a ``QSocketNotifier``
+    watches, which wakes the loop so the handler runs at once. Returns what undoes it."""
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, parent)
+
+    def drain() -> None:
+        try:
+            reader.recv(64)
+        except OSError:
+            pass
+
+    notifier.activated.connect(drain)
+    closing: list[bool] = []
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        if not closing:  # a second signal while closing changes nothing: the close is bounded
+            closing.append(True)
+            QTimer.singleShot(0, close)  # from the event loop, not from inside whatever was running
+
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_fd)
+        notifier.setEnabled(False)
+        reader.close()
+        writer.close()
+
+    return restore
 
 
 def _smoke_test(window: MainWindow, worker: EngineWorker, prompt: str, outcome: list[int]) -> None:

@@ -193,7 +193,7 @@ NUMERIC_VALUES = [
 
 
 def test_cli_numeric_options_exit_0_or_2_with_one_line_never_a_traceback(small_engine, monkeypatch, capsys):
-    monkeypatch.setattr("app.cli.load_engine", lambda args, drafter: small_engine)
+    monkeypatch.setattr("app.cli.commands.load_engine", lambda args, drafter: small_engine)
     for option in NUMERIC_OPTIONS:
         for value in NUMERIC_VALUES:
             for sampling in ([], ["--temperature", "0.8"]):
@@ -226,13 +226,13 @@ def test_cli_numeric_options_exit_0_or_2_with_one_line_never_a_traceback(small_e
 
 
 def test_cli_reports_a_full_context_as_the_stop_reason(small_engine, monkeypatch, capsys):
-    monkeypatch.setattr("app.cli.load_engine", lambda args, drafter: small_engine)
+    monkeypatch.setattr("app.cli.commands.load_engine", lambda args, drafter: small_engine)
     assert cli_main(["generate", "--prompt", PROMPT, "--max-new-tokens", "500"]) == 0
     assert "stop: context_full" in capsys.readouterr().out
 
 
 def test_cli_refuses_a_seed_beyond_64_bits_and_accepts_the_largest(small_engine, monkeypatch, capsys):
-    monkeypatch.setattr("app.cli.load_engine", lambda args, drafter: small_engine)
+    monkeypatch.setattr("app.cli.commands.load_engine", lambda args, drafter: small_engine)
     base = ["generate", "--prompt", PROMPT, "--max-new-tokens", "2", "--temperature", "1", "--seed"]
     assert cli_main([*base, str(MAX_SEED)]) == 0
     capsys.readouterr()

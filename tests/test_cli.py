@@ -419,9 +419,9 @@ def test_a_prompt_on_stdin_that_is_not_utf8_exits_2_with_one_line(models, capsys
 
 
 def test_a_prompts_file_beyond_the_size_cap_is_refused_before_it_is_read_whole(models, capsys, monkeypatch, tmp_path):
-    import app.cli
+    import app.cli.inputs
 
-    monkeypatch.setattr(app.cli, "MAX_INPUT_BYTES", 1000)
+    monkeypatch.setattr(app.cli.inputs, "MAX_INPUT_BYTES", 1000)
     big = tmp_path / "big.txt"
     big.write_text("a prompt\n" * 300)  # 2,700 bytes
     code, out, err = run_cli(capsys, "bench", *tiny(models), "--prompts-file", str(big))
@@ -439,9 +439,11 @@ def test_sweep_passes_the_kernel_and_thread_options_to_the_engine(capsys, monkey
         raise ModelLoadError("stop here")
 
     monkeypatch.setattr(Engine, "load", load)
-    argv = ["sweep", "--prompt", "hi", "--no-cpu-kernels", "--threads", "3", "--dtype", "BFloat16"]
+    from app.engine.config import available_cpus
+
+    argv = ["sweep", "--prompt", "hi", "--no-cpu-kernels", "--threads", str(available_cpus()), "--dtype", "BFloat16"]
     assert run_cli(capsys, *argv)[0] == 2
-    assert seen["cpu_kernels"] is False and seen["threads"] == 3 and seen["dtype"] == "BFloat16"
+    assert seen["cpu_kernels"] is False and seen["threads"] == available_cpus() and seen["dtype"] == "BFloat16"
 
 
 def test_keywords_are_accepted_in_any_case_everywhere():

@@ -39,9 +39,9 @@ class _SpyEngine:
         self.calls.append("reset")
         self.engine.reset()
 
-    def generate(self, conversation, config, cancel=None):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, **indexing):  # type: ignore[no-untyped-def]
         self.calls.append("speculative" if config.speculative else "baseline")
-        return self.engine.generate(conversation, config, cancel)
+        return self.engine.generate(conversation, config, cancel, **indexing)
 
 
 def test_both_arms_run_after_a_warm_up_from_empty_caches_speculative_first(engine):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app import cli, peer
+from app import cli
+from app.bench import peer
 from app.engine import Engine, GenerationConfig
 
 BENCH_JSON = '[{"model_filename": "t.gguf", "n_gen": 8, "avg_ts": 40.5, "stddev_ts": 0.3}]'

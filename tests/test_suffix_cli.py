@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_cli import PROMPT, models, run_cli, run_json, tiny  # noqa: F401 - models is a fixture
 
-from app.bench_sessions import ARMS, EDIT_SESSION
+from app.bench.sessions import ARMS, EDIT_SESSION
 
 
 def test_generate_with_suffix_names_its_drafter_and_each_guess_its_origin(models, capsys):  # noqa: F811

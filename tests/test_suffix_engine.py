@@ -125,17 +125,51 @@ def test_standard_sampling_with_suffix_drafts_keeps_the_target_distribution(load
     assert stat < chi2_critical(df), (stat, df, pairs)
 
 
-def test_the_drafter_experiment_records_nothing_and_knows_this_conversation(load_tiny):
-    from app.engine.analysis.sweep import plan_arms, run_sweep
+def _index_of(engine: Engine) -> dict[str, list[list[int]]]:
+    return {owner: engine.history.documents(owner) for owner in engine.history.owners}
+
+
+def test_compare_with_the_suffix_drafter_reruns_fresh_and_never_recites_the_compared_answer(load_tiny):
+    from app.engine.analysis.comparison import run_comparison
+
+    loaded = load_tiny("qwen2")
+    engine = Engine(loaded, suffix=True)
+    engine.generate(QUESTIONS[0], GREEDY, history_id="this chat")  # the answer now compared: indexed
+    engine.history.record("another chat", engine.prompt_ids("Say hello") + [5, 6, 7])
+    before = _index_of(engine)
+    report = run_comparison(engine, QUESTIONS[0], GREEDY, warm_up=False, history_id="this chat")
+    # as on an engine that never saw the answer: the same drafts, the same passes
+    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, record=False)
+    assert report.speculative.token_ids == report.baseline.token_ids == fresh.token_ids
+    assert report.speculative.stats.target_passes == fresh.stats.target_passes
+    assert report.speculative.stats.accepted == fresh.stats.accepted
+    assert not [t for t in report.speculative.tokens if t.origin == "earlier"]
+    assert _index_of(engine) == before  # neither arm recorded its answer
+
+
+def test_compare_still_drafts_from_the_same_answer_in_another_conversation(load_tiny):
+    from app.engine.analysis.comparison import run_comparison
 
     engine = Engine(load_tiny("qwen2"), suffix=True)
+    engine.generate(QUESTIONS[0], GREEDY, history_id="an earlier chat")
+    report = run_comparison(engine, QUESTIONS[0], GREEDY, warm_up=False, history_id="this chat")
+    drafted = [t for t in report.speculative.tokens if t.source == "draft"]
+    assert drafted and all(t.origin == "earlier" for t in drafted)
+    assert report.speculative.stats.target_passes < report.baseline.stats.target_passes
+
+
+def test_the_drafter_experiment_reruns_fresh_and_never_recites_the_answer_it_reruns(load_tiny):
+    from app.engine.analysis.sweep import plan_arms, run_sweep
+
+    loaded = load_tiny("qwen2")
+    engine = Engine(loaded, suffix=True)
     answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), record=False)
     engine.history.record("this chat", engine.prompt_ids(QUESTIONS[0]) + answer.token_ids)  # the answer tried again
-    size = engine.history.size
+    before = _index_of(engine)
     arms = plan_arms([SUFFIX], [6], engine.drafter_choices)
     plain, suffix = run_sweep(engine, QUESTIONS[0], GREEDY, arms, history_id="this chat")
-    assert engine.history.size == size  # no arm left its answer behind for another
+    assert _index_of(engine) == before  # no arm left its answer behind for another
     assert suffix.identical and suffix.arm.label == "suffix index, k=6"
-    drafted = [t for t in suffix.run.tokens if t.source == "draft"]
-    assert drafted and all(t.origin == "conversation" for t in drafted)
-    assert suffix.run.stats.target_passes < plain.run.stats.target_passes
+    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, record=False)
+    assert suffix.run.stats.target_passes == fresh.stats.target_passes
+    assert not [t for t in suffix.run.tokens if t.origin == "earlier"]

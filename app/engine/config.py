@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from app.engine.errors import InvalidSettingError
@@ -21,6 +22,22 @@ MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts
 # past 10 every repeated token is as good as banned (below 0.1, forced); the bounds keep
 # penalised logits far from float overflow
 MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY = 0.1, 10.0
+# the fronts' bound (the window, the CLI): past 2 the distribution is so flat that any model
+# writes word salad (5 did, from the window); the engine itself takes any (tests flatten with 3)
+MAX_TEMPERATURE = 2.0
+
+
+def available_cpus() -> int:
+    """The logical CPUs this process may run on (its affinity mask, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def cap_threads(threads: int) -> int:
+    """A thread count the machine can run: at most ``available_cpus()`` (more threads than CPUs
+    only take turns on them, and OpenMP's spin-waiting makes that far slower), at least 1."""
+    return max(1, min(threads, available_cpus()))
 
 
 @dataclass(frozen=True)
@@ -83,12 +100,13 @@ class GenerationConfig:
         """The one mapping from stored or front-end settings to a config: unknown keys are
         ignored (older or newer files), missing ones take their defaults, and the values are
         validated like any other (``InvalidSettingError``)."""
+        if not isinstance(data, dict):
+            raise InvalidSettingError(f"the settings must be a JSON object of names and values (got {_shown(data)})")
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        if "stop_strings" in values:
-            stops = values["stop_strings"]
-            values["stop_strings"] = (stops,) if isinstance(stops, str) else tuple(stops or ())
-        return cls(**values)
+        if values.get("stop_strings") is None:
+            values.pop("stop_strings", None)  # null: none, as in older files
+        return cls(**values)  # each value checked by its normaliser (a list of stop strings included)
 
 
 # --- types: one normaliser per annotation, so a new field is checked by declaring it ------------
@@ -194,3 +212,12 @@ def validate(config: GenerationConfig) -> None:
     for ok, message in checks:
         if not ok:
             raise InvalidSettingError(message)
+
+
+def fit_to_context(config: GenerationConfig, context_length: int) -> GenerationConfig:
+    """``config`` with at most ``context_length`` new tokens (a prompt and its answer share the
+    context, so more can never be made); the same config when it fits or the length is unknown
+    (0). The fronts say so when it changed."""
+    if 0 < context_length < config.max_new_tokens:
+        return replace(config, max_new_tokens=context_length)
+    return config

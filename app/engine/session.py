@@ -54,6 +54,32 @@ def _text(value: str) -> str:
     return value
 
 
+def _messages(conversation: object) -> list[dict[str, str]]:
+    """A conversation as a list of {"role", "content"} text dicts: a string is one user turn;
+    anything else of the wrong shape is one InvalidSettingError naming what is wrong."""
+    if isinstance(conversation, str):
+        return [{"role": "user", "content": conversation}]
+    if isinstance(conversation, Mapping) or not isinstance(conversation, Sequence):
+        raise InvalidSettingError(
+            f"A conversation must be a list of messages, not {type(conversation).__name__}: "
+            'e.g. [{"role": "user", "content": "Hello"}].'
+        )
+    messages = []
+    for n, message in enumerate(conversation, start=1):
+        if not isinstance(message, Mapping):
+            raise InvalidSettingError(
+                f'Message {n} must be a {{"role": ..., "content": ...}} object, not {type(message).__name__}.'
+            )
+        for key in ("role", "content"):
+            if key not in message:
+                raise InvalidSettingError(f"Message {n} has no {key!r}.")
+        for key, value in message.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise InvalidSettingError(f"Message {n}: {str(key)[:40]!r} must be text, not {type(value).__name__}.")
+        messages.append(dict(message))
+    return messages
+
+
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
 DRAFT_AUTO = "auto"  # draft_dtype: the cheaper draft form, measured at load (CPU)
 DRAFT_PROBE_ROUNDS = 3  # interleaved rounds of timed draft steps per form
@@ -142,6 +168,7 @@ class Engine:
         self.history = SuffixIndex()
         self.remembering = True  # False: nothing is recorded (a privacy setting)
         self._runs = itertools.count(1)  # names answers given without a conversation id
+        self._forgotten: dict[str, int] = {}  # owner -> times forgotten: a stream started before stops recording
         self._suffix = SuffixDrafter(self.history, eos_ids)
         self._drafters: dict[str, Drafter] = {LOOKUP: PromptLookupDrafter(eos_ids), SUFFIX: self._suffix}
         # what passes cost on these models and how often drafts pass: kept across answers
@@ -350,15 +377,35 @@ class Engine:
         closing end-of-turn), which is exact only when that gives back the same ids."""
         return self._prompt(conversation, continue_answer, answer_ids)[0]
 
+    def answer_ids_problem(self, answer_ids: Sequence[int] | None, made_by: str | None = None) -> str:
+        """Why a cut answer's saved token ids cannot be fed to this model ("" when they can):
+        ids are only reused with the model (its tokenizer) that made them, named ``made_by``
+        (None: not recorded, trusted), and each must be a token of this vocabulary. Continue
+        then goes from the answer's text instead."""
+        if not answer_ids:
+            return ""
+        if made_by is not None and made_by != self.target.name:
+            return (
+                f"This answer was made by {made_by}, whose token ids mean other tokens to "
+                f"{self.target.name}: it goes on from the answer's text instead."
+            )
+        vocab = self.target.vocab_size
+        bad = next((i for i in answer_ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab), None)
+        if bad is not None:
+            return (
+                f"This answer's saved token id {str(bad)[:24]} is not a token of {self.target.name} "
+                f"(0 to {vocab - 1}): it goes on from the answer's text instead."
+            )
+        return ""
+
     def _prompt(
         self, conversation: Conversation, continue_answer: bool, answer_ids: Sequence[int] | None
     ) -> tuple[list[int], int]:
         """The prompt's ids, and how many of its last ids are the cut answer being continued."""
-        messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
-        messages = [{k: _text(v) for k, v in m.items()} for m in messages]
+        messages = [{k: _text(v) for k, v in m.items()} for m in _messages(conversation)]
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         if not last_user.strip():
-            raise PromptError("The prompt is empty: write something to send.")
+            raise PromptError.of("prompt_empty")
         if continue_answer and (messages[-1]["role"] != "assistant" or not messages[-1]["content"].strip()):
             if not (answer_ids and messages[-1]["role"] == "assistant"):
                 raise PromptError("There is no answer to continue: the last message is not a partial answer.")
@@ -372,9 +419,8 @@ class Engine:
         else:
             ids, answer = self._encode(messages, continue_answer=False), 0
         if len(ids) >= self.target.context_length:
-            raise PromptError(
-                f"The prompt is {len(ids)} tokens long, but {self.target.name} has room for "
-                f"{self.target.context_length} tokens: shorten it or start a new chat."
+            raise PromptError.of(
+                "prompt_too_long", tokens=len(ids), model=self.target.name, limit=self.target.context_length
             )
         return ids, answer
 
@@ -414,8 +460,10 @@ class Engine:
             self.history.record(owner, ids)
 
     def forget(self, owner: str) -> None:
-        """Drop everything indexed under ``owner`` (a deleted conversation)."""
+        """Drop everything indexed under ``owner`` (a deleted conversation), also what a stream
+        running for it would still record: deletion wins over an answer in flight."""
         self.history.forget(owner)
+        self._forgotten[owner] = self._forgotten.get(owner, 0) + 1
 
     def set_remembering(self, on: bool) -> None:
         """Off: forget every conversation and record none until it is on again."""
@@ -456,29 +504,40 @@ class Engine:
         answer_ids: Sequence[int] | None = None,
         history_id: str | None = None,
         record: bool = True,
+        rerun: bool = False,
+        answer_made_by: str | None = None,
     ) -> Iterator[StepEvent]:
         """Answer the conversation, yielding one ``StepEvent`` per target pass; with
         ``continue_answer`` go on with the cut answer that ends the conversation (from its
-        exact ``answer_ids`` when given, see ``prompt_ids``).
+        exact ``answer_ids`` when given, see ``prompt_ids``; ids this model cannot take, or made
+        by another model than ``answer_made_by`` says, are set aside: ``answer_ids_problem``).
         ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
         ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
         conversation's id; None: a name of their own) unless ``record`` is False.
+        ``rerun``: a fresh rerun of an answer already given in ``history_id`` (Compare, the
+        drafter experiment): nothing is recorded, and the suffix drafter sees nothing indexed
+        under ``history_id`` (neither the answer rerun nor its variants), only the prompt (by
+        prompt lookup) and the other conversations.
 
         The caches follow one answer at a time: once another ``stream`` or ``generate`` has
         started on this engine, resuming this one raises ``StaleStreamError``."""
         self._answers += 1
         answer = self._answers
         self._answer_drafter = None
+        if self.answer_ids_problem(answer_ids, answer_made_by):
+            answer_ids = None  # never fed to the model: the answer's text is tokenised again
         prompt, answer_so_far = self._prompt(conversation, continue_answer, answer_ids)
         chosen = self._pick_drafter(drafter_choice)
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
         owner = history_id or f"run {next(self._runs)}"
-        recording = record and self.remembering
+        recording = record and self.remembering and not rerun
+        forgotten = self._forgotten.get(owner, 0)
         if recording:
             self.history.record(owner, prompt)
         self._suffix.owner = owner
+        self._suffix.hidden = owner if rerun else None
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
@@ -512,7 +571,7 @@ class Engine:
                 raise
             if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
                 self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
-            if recording:
+            if recording and self._forgotten.get(owner, 0) == forgotten and self.remembering:
                 self.history.extend(owner, [t.id for t in step.tokens])
             yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
             if self._answers != answer:
@@ -533,11 +592,14 @@ class Engine:
         answer_ids: Sequence[int] | None = None,
         history_id: str | None = None,
         record: bool = True,
+        rerun: bool = False,
+        answer_made_by: str | None = None,
     ) -> RunResult:
         """Answer the conversation (or continue its cut answer) and return the whole run."""
         steps = []
         stream = self.stream(
-            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record
+            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record, rerun,
+            answer_made_by,
         )
         for step in stream:
             steps.append(step)

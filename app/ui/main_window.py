@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, fit_to_context
 from app.engine.errors import SpecChatError
 from app.ui.chat.chat_controller import ChatController, CompareOutcome
 from app.ui.chat.chat_view import ChatView
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from app.worker.engine_worker import ComputePath
 
 SHUTDOWN_TIMEOUT_S = 1.5
+MAX_BANNER_CHARS = 1200  # an error longer than this is cut in the banner (its tooltip holds more)
+MAX_BANNER_TOOLTIP_CHARS = 8000
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
 NOTICE_MS = 10_000  # how long a confirmation stays in the status bar
 AUTO_OPEN_MAX_BYTES = 8_000_000  # a larger latest conversation is not opened by itself at start
@@ -104,7 +106,9 @@ class MainWindow(QMainWindow):
         self.devices: list[str] | None = None  # what this machine can run on, once the worker knows
         self.cpu: CpuProbe | None = None  # what this CPU prepacks, once the worker knows
         self._next_path: ComputePath | None = None  # sent by the worker just before ``loaded``
-        self._banner_is_load_error = False  # a successful load clears it
+        self._banner_kind = ""  # "load" (a load clears it), "answer" (a load or an answer does), "other"
+        self._fallback_load = 0  # the bundled model, asked for because the saved models failed
+        self._fallback_failure: LoadFailure | None = None  # why: still shown beside them in Settings
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
@@ -208,12 +212,14 @@ class MainWindow(QMainWindow):
         c.comparison_ready.connect(self._on_comparison_ready)
         c.conversation_saved.connect(self._on_conversation_saved)
         c.context_changed.connect(self.context_meter.set_used)
+        c.notice.connect(lambda text: self.statusBar().showMessage(text, NOTICE_MS))
         self.chat_view.regenerate_requested.connect(self.regenerate)
         self.chat_view.edit_requested.connect(self.edit_and_resend)
         self.chat_view.continue_requested.connect(self.controller.continue_answer)
         self.chat_view.sweep_requested.connect(self.open_sweep)
         w.sweep_row.connect(self._on_sweep_row)
         w.sweep_done.connect(self._on_sweep_done)
+        w.finished.connect(lambda _run, _result: self._clear_banner("answer"))  # a later answer works
         self.conversation_panel.deleted.connect(self._on_conversation_deleted)
         self.conversation_panel.restored.connect(self._on_conversation_restored)
         self.conversation_panel.error.connect(self.show_error)
@@ -253,7 +259,9 @@ class MainWindow(QMainWindow):
                 NOTICE_MS,
             )
         self.loader.read([h.id for h in listed])  # newest first; search then covers messages
-        if not listed:
+        if listed:
+            self._hold_answers_until_read()
+        else:
             self._hand_history()
             self._report_skipped_files()
 
@@ -279,6 +287,8 @@ class MainWindow(QMainWindow):
         self._mirror_settings()
         if settings.remember_conversations != remembered:
             self._hand_history()
+        if not self.conversations_read:
+            self._hold_answers_until_read()
         if settings.models != self._requested_models:
             self._request_load(settings.models)
 
@@ -300,10 +310,19 @@ class MainWindow(QMainWindow):
         config = self._generation_config()
         return config is not None and self.controller.edit_and_resend(message, text, config)
 
-    def show_error(self, text: str) -> None:
-        self.banner_text.setText(text)
+    def show_error(self, text: str, kind: str = "other") -> None:
+        """The red banner; ``kind`` says what clears it besides its × ("load": a model loading,
+        "answer": that or an answer made). A huge message is cut; the whole is in its tooltip."""
+        shown = text if len(text) <= MAX_BANNER_CHARS else text[: MAX_BANNER_CHARS - 1] + "…"
+        self.banner_text.setText(shown)
+        self.banner_text.setToolTip(text[:MAX_BANNER_TOOLTIP_CHARS] if shown != text else "")
         self.banner.show()
-        self._banner_is_load_error = False
+        self._banner_kind = kind
+
+    def _clear_banner(self, *kinds: str) -> None:
+        if self._banner_kind in kinds:
+            self.banner.hide()
+            self._banner_kind = ""
 
     # ---- handlers ----------------------------------------------------------------------
     def _on_send(self) -> None:
@@ -326,7 +345,7 @@ class MainWindow(QMainWindow):
         self.new_chat_action.setEnabled(not busy)
 
     def _on_error(self, text: str) -> None:
-        self.show_error(text)
+        self.show_error(text, "answer")
 
     def _on_speculation_toggled(self, checked: bool) -> None:
         if checked != self.settings.speculative:
@@ -334,7 +353,7 @@ class MainWindow(QMainWindow):
 
     def _on_show_rejected_toggled(self, checked: bool) -> None:
         self.chat_view.set_show_rejected(checked)
-        self.legend.set_speculation_visible(self.settings.speculative, checked)
+        self._update_legend(checked)
         if checked != self.settings.show_rejected:
             self.apply_settings(replace(self.settings, show_rejected=checked))
 
@@ -389,10 +408,11 @@ class MainWindow(QMainWindow):
         if load_id == self._latest_load:
             self.load_failure = None
             self.progress.hide()
+            if load_id == self._fallback_load:
+                self.load_failure = self._fallback_failure  # the saved models still need fixing
+            else:  # the models it complained about load now; an answer's failure is old news
+                self._clear_banner("load", "answer")
             self._show_models()
-            if self._banner_is_load_error:  # the models it complained about load now
-                self.banner.hide()
-                self._banner_is_load_error = False
 
     def _on_load_failed(self, message: str, load_id: int) -> None:
         models = self._loads.pop(load_id, None)
@@ -404,8 +424,12 @@ class MainWindow(QMainWindow):
         text = self.tr("Could not load the models: {0}").format(message)
         if self.models_in_use is not None:
             text += " " + self.tr("Still using the models loaded before.")
-        self.show_error(text + " " + self.tr("Fix them in Settings."))
-        self._banner_is_load_error = True
+        if self.models_in_use is None and models != ModelSettings():  # nothing to answer with
+            self._fallback_failure = self.load_failure
+            self._request_load(ModelSettings())
+            self._fallback_load = self._latest_load
+            text += " " + self.tr("Using the bundled model meanwhile.")
+        self.show_error(text + " " + self.tr("Fix them in Settings."), "load")
 
     def open_sweep(self, answer: Message) -> SweepDialog:
         """"Try drafters…" on ``answer``: the experiment dialog; Run starts it on the worker."""
@@ -463,6 +487,16 @@ class MainWindow(QMainWindow):
 
     def _on_conversation_saved(self, conversation: Conversation) -> None:
         self.conversation_panel.upsert(conversation)
+        if conversation is self.controller.conversation:
+            self._update_legend(self.settings.show_rejected)  # an answer came in
+        if self.settings.remember_conversations and conversation.messages:
+            self._worker.keep_conversation(conversation.id, conversation.prompt())  # for the next load
+
+    def _hold_answers_until_read(self) -> None:
+        """With the "earlier conversations" drafter, an answer asked while the saved chats are
+        still being read waits for them (its widget says so), so it drafts from all of them."""
+        if self.settings.models.draft_kind == "suffix" and self.settings.remember_conversations:
+            self._worker.hold_for_history()
 
     def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
         conversation = item.data(Qt.ItemDataRole.UserRole)
@@ -512,9 +546,16 @@ class MainWindow(QMainWindow):
         self._report_skipped_files()
 
     def _on_conversation_deleted(self, conversation: Conversation) -> None:
+        reading = self.loader.pending
+        self.loader.forget(conversation.id)  # a read of it under way must not list it again
         self._worker.forget_conversation(conversation.id)  # its file is gone: so is what was learned from it
+        if self._to_open == conversation.id:
+            self._to_open = ""
+            self.statusBar().clearMessage()
         if conversation.id == self.controller.conversation.id:
             self._open(Conversation())
+        if reading and not self.loader.pending:
+            self._after_reading()  # it was the last one still to read
 
     def _on_conversation_restored(self, conversation: Conversation) -> None:
         if self.settings.remember_conversations:
@@ -540,18 +581,27 @@ class MainWindow(QMainWindow):
     # ---- helpers -----------------------------------------------------------------------
     def _generation_config(self) -> GenerationConfig | None:
         try:
-            return self.settings.generation_config()
+            config = self.settings.generation_config()
         except SpecChatError as e:
             self._on_error(str(e))
             return None
+        fitted = fit_to_context(config, self.context_meter.limit)
+        if fitted is not config:
+            text = self.tr("Max new tokens {0} is more than the model holds: capped to its context of {1} tokens.")
+            self.statusBar().showMessage(text.format(config.max_new_tokens, fitted.max_new_tokens), NOTICE_MS)
+        return fitted
 
     def _request_load(self, models: ModelSettings) -> None:
         self._requested_models = models
         target = models.target_source
-        name = self.tr("the bundled model") if target == "default" else target
-        self.model_label.setText(self.tr("Loading {0}…").format(name))  # at once, not when the thread starts
+        # at once, not when the thread starts; the bundled model's own sentence ("du modèle")
+        text = self.tr("Loading the bundled model…") if target == "default" else self.tr("Loading {0}…").format(target)
+        self.model_label.setText(text)
         self.progress.setRange(0, 0)
         self.progress.show()
+        if models.threads_capped:
+            text = self.tr("{0} CPU threads asked for: using {1}, the CPUs of this computer (more only slow it down).")
+            self.statusBar().showMessage(text.format(models.cpu_threads, models.threads_option), NOTICE_MS)
         self.controller.model_ready = self.models_in_use is not None
         self._latest_load = self._worker.request_load(
             target,
@@ -616,11 +666,17 @@ class MainWindow(QMainWindow):
             box.setChecked(value)
             box.blockSignals(False)
         self.chat_view.set_show_rejected(self.settings.show_rejected)
-        self.legend.set_speculation_visible(self.settings.speculative, self.settings.show_rejected)
+        self._update_legend(self.settings.show_rejected)
         self._show_models()
+
+    def _update_legend(self, show_rejected: bool) -> None:
+        """The legend explains what can appear: drafts while speculating, and the drafts of
+        answers on screen even with speculation off."""
+        self.legend.set_speculation_visible(self.settings.speculative, show_rejected, self.chat_view.token_kinds())
 
     def _open(self, conversation: Conversation) -> None:
         self.controller.show(conversation)
+        self._update_legend(self.settings.show_rejected)
         self.system_prompt.setText(conversation.system_prompt)
         self.conversation_panel.select(conversation.id)
 
@@ -651,6 +707,8 @@ class MainWindow(QMainWindow):
         self._settings_store.set_geometry("main_state", self.saveState())
         self._settings_store.set_geometry("main_splitter", self.splitter.saveState())
         self._worker.shutdown(SHUTDOWN_TIMEOUT_S)
+        self._worker.drain()  # the tokens the engine made before it stopped reach the answer
+        self.controller.cut_short()  # the answer under way is kept as a cut answer (Continue)
         self.controller.save()
         self.controller.flush()
         super().closeEvent(event)

@@ -31,7 +31,7 @@ from app.engine.analysis.compare import ComparisonReport
 from app.engine.analysis.comparison import run_comparison  # torch-free itself: it drives the engine
 from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 from app.engine.config import GenerationConfig
-from app.engine.errors import SpecChatError
+from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
@@ -77,6 +77,7 @@ class GenerateRequest:
     continue_answer: bool = False  # go on with the cut answer that ends the conversation
     answer_ids: tuple[int, ...] | None = None  # that answer's exact token ids, when known
     history_id: str | None = None  # the conversation's id: its prompt and answer are indexed under it
+    answer_made_by: str | None = None  # the target that made ``answer_ids``: reused only with it
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class HistoryRequest:
     conversations: tuple[tuple[str, Conversation], ...] = ()
     forget: str | None = None  # a deleted conversation's id (the other fields are ignored)
     remember: tuple[str, Conversation] | None = None  # one conversation back (Undo)
+    keep: tuple[str, Conversation] | None = None  # one saved as it is now: kept for the next load
 
 
 Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest | HistoryRequest
@@ -147,6 +149,10 @@ class EngineWorker(QObject):
     compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
     sweep_row = Signal(int, object)  # run id, SweepRow: one finished arm of a drafter experiment
     sweep_done = Signal(int, str, bool)  # run id, readable error or "", cancelled
+    # the "earlier conversations" index now holds this many saved conversations: after the
+    # saved ones were handed over (``set_history``), one forgotten or brought back, or a load
+    history_indexed = Signal(int)
+    notice = Signal(int, str)  # run id, a sentence about how it runs (Continue from the text, ...)
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
     _compare_ended = Signal(int, object, str)  # engine thread -> GUI: run id, report | None, error
 
@@ -172,6 +178,7 @@ class EngineWorker(QObject):
         self._load_error: str | None = None
         self._remembering = True
         self._remembered: dict[str, Conversation] = {}  # conversation id -> messages, oldest first
+        self._held: list[Job] | None = None  # answers waiting for the saved conversations (GUI thread)
         self.finished.connect(self._on_finished)
         self.failed.connect(self._on_failed)
         self.loaded.connect(self._on_loaded)
@@ -210,10 +217,13 @@ class EngineWorker(QObject):
         continue_answer: bool = False,
         answer_ids: tuple[int, ...] | None = None,
         history_id: str | None = None,
+        answer_made_by: str | None = None,
     ) -> int:
         """Queue a run (after any queued load); returns its id for the signals. ``answer_ids``:
-        with ``continue_answer``, the cut answer's exact token ids (it goes on from them).
-        ``history_id``: the conversation's id, under which the suffix drafter's memory indexes it."""
+        with ``continue_answer``, the cut answer's exact token ids (it goes on from them when
+        the loaded target is ``answer_made_by``, the model that made them; else from its text,
+        and ``notice`` says so). ``history_id``: the conversation's id, under which the suffix
+        drafter's memory indexes it."""
         self.start()
         request = GenerateRequest(
             next(self._run_ids),
@@ -222,10 +232,11 @@ class EngineWorker(QObject):
             continue_answer=continue_answer,
             answer_ids=answer_ids,
             history_id=history_id,
+            answer_made_by=answer_made_by,
         )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
-        self._jobs.put(request)
+        self._put_answer(request)
         self._flush_timer.start()
         return request.run_id
 
@@ -242,7 +253,7 @@ class EngineWorker(QObject):
         request = CompareRequest(next(self._run_ids), conversation, config, stored, history_id=history_id)
         with self._lock:
             self._cancels[request.run_id] = request.cancel
-        self._jobs.put(request)
+        self._put_answer(request)
         return request.run_id
 
     def request_sweep(
@@ -261,14 +272,36 @@ class EngineWorker(QObject):
         )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
-        self._jobs.put(request)
+        self._put_answer(request)
         return request.run_id
 
     def set_history(self, enabled: bool, conversations: list[tuple[str, Conversation]]) -> None:
         """What the suffix drafter may learn from: these saved conversations (oldest first), or,
-        ``enabled`` off, nothing at all (the engine forgets what it held). Kept for later loads."""
+        ``enabled`` off, nothing at all (the engine forgets what it held). Kept for later loads.
+        Answers held by ``hold_for_history`` go to the engine after it."""
         self.start()
         self._jobs.put(HistoryRequest(enabled, tuple(conversations)))
+        held, self._held = self._held or [], None
+        for job in held:
+            self._jobs.put(job)
+
+    def hold_for_history(self) -> None:
+        """The saved conversations are still being read: answers, comparisons and experiments
+        asked from now wait until ``set_history`` hands them over, so none is drafted before the
+        "earlier conversations" drafter knows them."""
+        if self._held is None:
+            self._held = []
+
+    @property
+    def holding_for_history(self) -> bool:
+        """Answers asked now wait for the saved conversations (``hold_for_history``)."""
+        return self._held is not None
+
+    def keep_conversation(self, conversation_id: str, conversation: Conversation) -> None:
+        """A conversation was saved: the next engine loaded learns it as it is now (this one
+        indexed its answers as they were made)."""
+        self.start()
+        self._jobs.put(HistoryRequest(True, keep=(conversation_id, conversation)))
 
     def forget_conversation(self, conversation_id: str) -> None:
         """A conversation was deleted: the engine drops everything it indexed from it."""
@@ -279,6 +312,12 @@ class EngineWorker(QObject):
         """A conversation came back (Undo): index it again."""
         self.start()
         self._jobs.put(HistoryRequest(True, remember=(conversation_id, conversation)))
+
+    def _put_answer(self, job: Job) -> None:
+        if self._held is not None:
+            self._held.append(job)
+        else:
+            self._jobs.put(job)
 
     def cancel(self, run_id: int | None = None) -> None:
         """Stop one run (or all) before its next target pass; the partial answer is kept."""
@@ -311,6 +350,10 @@ class EngineWorker(QObject):
         run_id = self.request_generate(conversation, config)
         self._futures[run_id] = future
         return await future
+
+    def drain(self) -> None:
+        """Hand on now the step events the engine made and no tick has sent yet (on close)."""
+        self._flush()
 
     # ---- GUI thread: batches out, then the end of the run -----------------------------
     def _flush(self) -> None:
@@ -423,6 +466,7 @@ class EngineWorker(QObject):
             return
         self._engine, self._load_error = engine, None
         self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
+        self.history_indexed.emit(len(self._remembered))
         self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
         path = _compute_path(engine)
         if path is not None:
@@ -439,9 +483,15 @@ class EngineWorker(QObject):
             self._steps.append((request.run_id, step))
 
         try:
-            more: dict[str, Any] = (
-                {"continue_answer": True, "answer_ids": request.answer_ids} if request.continue_answer else {}
-            )
+            more: dict[str, Any] = {}
+            if request.continue_answer:
+                more = {"continue_answer": True, "answer_ids": request.answer_ids}
+                problem = ""
+                if request.answer_ids and hasattr(self._engine, "answer_ids_problem"):
+                    problem = self._engine.answer_ids_problem(request.answer_ids, request.answer_made_by)
+                if problem:
+                    self.notice.emit(request.run_id, problem)
+                    more["answer_ids"] = None
             if request.history_id is not None:
                 more["history_id"] = request.history_id
             result = self._engine.generate(
@@ -499,21 +549,27 @@ class EngineWorker(QObject):
     # ---- the suffix drafter's memory (engine thread) ---------------------------------------
     def _history(self, request: HistoryRequest) -> None:
         engine = self._engine if hasattr(self._engine, "remember") else None  # stand-ins have none
+        if request.keep is not None:
+            if self._remembering:
+                conversation_id, messages = request.keep
+                self._remembered.pop(conversation_id, None)  # now the most recent: evicted last
+                self._remembered[conversation_id] = messages
+            return
         if request.forget is not None:
             self._remembered.pop(request.forget, None)
             if engine is not None:
                 engine.forget(request.forget)
-            return
-        if request.remember is not None:
+        elif request.remember is not None:
             conversation_id, messages = request.remember
             self._remembered[conversation_id] = messages
             if engine is not None:
                 self._index(engine, [(conversation_id, messages)])
-            return
-        self._remembering = request.enabled
-        self._remembered = dict(request.conversations) if request.enabled else {}
-        if engine is not None:
-            self._feed_history(engine)
+        else:
+            self._remembering = request.enabled
+            self._remembered = dict(request.conversations) if request.enabled else {}
+            if engine is not None:
+                self._feed_history(engine)
+        self.history_indexed.emit(len(self._remembered))
 
     def _feed_history(self, engine: Any) -> None:
         if not hasattr(engine, "remember"):
@@ -568,10 +624,22 @@ def _draft_form(engine: Any) -> tuple[str, bool, float | None]:
     return str(form.dtype), measured, ratio
 
 
+def translated(error: SpecChatError) -> str:
+    """The engine's message in the interface's language, by its code (``errors.MESSAGES``);
+    a message without a code stays as the engine wrote it."""
+    template = MESSAGES.get(error.code)
+    if template is None:
+        return str(error)
+    try:
+        return QCoreApplication.translate("EngineError", template).format(**error.values)  # i18n: noop
+    except (KeyError, IndexError, ValueError):  # a translation that lost a placeholder
+        return str(error)
+
+
 def _describe(error: Exception) -> str:
     """One readable sentence for any failure; unexpected ones are logged with a traceback."""
     if isinstance(error, SpecChatError):
-        return str(error)
+        return translated(error)
     if type(error).__name__ == "OutOfMemoryError" or isinstance(error, MemoryError):
         return QCoreApplication.translate(
             "EngineWorker", "Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU."

@@ -12,6 +12,14 @@
         <translation>Afficher la réponse jeton par jeton, colorée selon l’origine de chaque jeton, au lieu du rendu Markdown</translation>
     </message>
     <message>
+        <source>Show all</source>
+        <translation>Tout afficher</translation>
+    </message>
+    <message>
+        <source>Draw the whole answer (a very long one takes a while)</source>
+        <translation>Afficher toute la réponse (une très longue prend un moment)</translation>
+    </message>
+    <message>
         <source>Copy</source>
         <translation>Copier</translation>
     </message>
@@ -60,8 +68,27 @@
         <translation>Répondre de nouveau sans spéculation, avec la recherche dans le prompt et avec le modèle brouillon pour quelques valeurs de k, côte à côte</translation>
     </message>
     <message>
+        <source>A long answer: showing its first {0} of {1} tokens.</source>
+        <translation>Une longue réponse : ses {0} premiers jetons sur {1} sont affichés.</translation>
+    </message>
+    <message>
+        <source>A long answer: showing its first {0} characters.</source>
+        <translation>Une longue réponse : ses {0} premiers caractères sont affichés.</translation>
+    </message>
+    <message>
         <source>Assistant · {0}</source>
         <translation>Assistant · {0}</translation>
+    </message>
+</context>
+<context>
+    <name>AppSettings</name>
+    <message>
+        <source>The temperature must be from 0 to {0} (it is {1}): higher makes word salad.</source>
+        <translation>La température doit être comprise entre 0 et {0} (elle vaut {1}) : au-delà, le texte devient une salade de mots.</translation>
+    </message>
+    <message>
+        <source>The largest adaptive k ({0}) must be at least k ({1}): raise it, or lower k.</source>
+        <translation>Le plus grand k adaptatif ({0}) doit valoir au moins k ({1}) : augmentez-le, ou baissez k.</translation>
     </message>
 </context>
 <context>
@@ -151,6 +178,10 @@
         <translation>accélération du décodage, prédite</translation>
     </message>
     <message>
+        <source>decode speed-up (×)</source>
+        <translation>accélération du décodage (×)</translation>
+    </message>
+    <message>
         <source>this run (its mix of draft lengths)</source>
         <translation>cette exécution (son mélange de longueurs de brouillon)</translation>
     </message>
@@ -182,6 +213,18 @@
         <translation>En attente du chargement du modèle…</translation>
     </message>
     <message>
+        <source>This answer was saved without its settings: regenerate it instead.</source>
+        <translation>Cette réponse a été enregistrée sans ses réglages : régénérez-la plutôt.</translation>
+    </message>
+    <message>
+        <source>This answer&apos;s saved settings are damaged ({0}): regenerate it instead.</source>
+        <translation>Les réglages enregistrés de cette réponse sont abîmés ({0}) : régénérez-la plutôt.</translation>
+    </message>
+    <message>
+        <source>Reading the saved conversations for the Earlier conversations drafter…</source>
+        <translation>Lecture des conversations enregistrées pour le brouillon Conversations antérieures…</translation>
+    </message>
+    <message>
         <source>Could not save the conversation: {0}</source>
         <translation>Impossible d’enregistrer la conversation : {0}</translation>
     </message>
@@ -198,6 +241,14 @@
     <message>
         <source>Compare: with and without speculation</source>
         <translation>Comparer : avec et sans spéculation</translation>
+    </message>
+    <message>
+        <source>Tokens</source>
+        <translation>Jetons</translation>
+    </message>
+    <message>
+        <source>Show both answers token by token (where they first differ is marked) instead of rendered as Markdown</source>
+        <translation>Afficher les deux réponses jeton par jeton (là où elles diffèrent d’abord est marqué) au lieu du rendu Markdown</translation>
     </message>
     <message>
         <source>With speculation — {0}</source>
@@ -224,8 +275,8 @@
         <translation>Durée réelle</translation>
     </message>
     <message>
-        <source>{0:.2f} s</source>
-        <translation>{0:.2f} s</translation>
+        <source>{0} s</source>
+        <translation>{0} s</translation>
     </message>
     <message>
         <source>Tokens/s</source>
@@ -420,6 +471,10 @@
         <translation>aucun</translation>
     </message>
     <message>
+        <source>earlier conversations</source>
+        <translation>conversations antérieures</translation>
+    </message>
+    <message>
         <source>draft model: {0}</source>
         <translation>modèle brouillon&#xa0;: {0}</translation>
     </message>
@@ -454,6 +509,33 @@
     <message>
         <source>Opening {0}…</source>
         <translation>Ouverture de {0}…</translation>
+    </message>
+</context>
+<context>
+    <name>EngineError</name>
+    <message>
+        <source>The prompt is {tokens} tokens long, but {model} has room for {limit} tokens: shorten it or start a new chat.</source>
+        <translation>Le prompt fait {tokens} jetons, mais {model} n’a de place que pour {limit} jetons : raccourcissez-le ou commencez une nouvelle conversation.</translation>
+    </message>
+    <message>
+        <source>The prompt is empty: write something to send.</source>
+        <translation>Le prompt est vide : écrivez quelque chose à envoyer.</translation>
+    </message>
+    <message>
+        <source>There is no model file or folder at &apos;{source}&apos;.</source>
+        <translation>Il n’y a aucun fichier ni dossier de modèle à l’emplacement « {source} ».</translation>
+    </message>
+    <message>
+        <source>&apos;{source}&apos; is not a model folder: it has no config.json.</source>
+        <translation>« {source} » n’est pas un dossier de modèle : il ne contient pas de config.json.</translation>
+    </message>
+    <message>
+        <source>&apos;{source}&apos; is neither a file or folder on this computer nor a model in the local Hugging Face cache (SpecChat loads offline, so download it first).</source>
+        <translation>« {source} » n’est ni un fichier ou dossier de cet ordinateur ni un modèle du cache Hugging Face local (SpecChat charge hors ligne : téléchargez-le d’abord).</translation>
+    </message>
+    <message>
+        <source>The drafter {drafter} is not loaded (available: {available}).</source>
+        <translation>Le brouillon {drafter} n’est pas chargé (disponibles : {available}).</translation>
     </message>
 </context>
 <context>
@@ -755,8 +837,12 @@
         <translation>La bibliothèque de modèles n’est pas disponible dans cette fenêtre.</translation>
     </message>
     <message>
+        <source>Using the bundled model meanwhile.</source>
+        <translation>Le modèle fourni est utilisé en attendant.</translation>
+    </message>
+    <message>
         <source>Fix them in Settings.</source>
-        <translation>Corrigez-les dans les Paramètres.</translation>
+        <translation>Corrigez-les dans les Réglages.</translation>
     </message>
     <message>
         <source>SpecChat is busy: wait for the current answer, then try again.</source>
@@ -767,12 +853,20 @@
         <translation>Ouverture de « {0} »…</translation>
     </message>
     <message>
-        <source>the bundled model</source>
-        <translation>le modèle fourni</translation>
+        <source>Max new tokens {0} is more than the model holds: capped to its context of {1} tokens.</source>
+        <translation>{0} nouveaux jetons au maximum, c’est plus que le modèle ne peut contenir : limité à son contexte de {1} jetons.</translation>
     </message>
     <message>
         <source>Loading {0}…</source>
         <translation>Chargement de {0}…</translation>
+    </message>
+    <message>
+        <source>Loading the bundled model…</source>
+        <translation>Chargement du modèle fourni…</translation>
+    </message>
+    <message>
+        <source>{0} CPU threads asked for: using {1}, the CPUs of this computer (more only slow it down).</source>
+        <translation>{0} fils de calcul demandés : {1} utilisés, les processeurs de cet ordinateur (davantage ne fait que ralentir).</translation>
     </message>
     <message>
         <source>Target: {0} · Drafter: {1}</source>
@@ -784,7 +878,7 @@
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
-        <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
+        <translation>les modèles demandés n’ont pas pu être chargés (voir Réglages)</translation>
     </message>
     <message>
         <source>{0} weights, {1} compute</source>
@@ -1082,20 +1176,20 @@
         <translation>Recherche des modèles pouvant servir de brouillon pour {0}…</translation>
     </message>
     <message>
+        <source>{0}: compatible (the same text gives the same token ids)</source>
+        <translation>{0} : compatible (le même texte donne les mêmes identifiants de jetons)</translation>
+    </message>
+    <message>
+        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target&apos;s own tokenizer made.</source>
+        <translation>Aucun autre modèle sur cet ordinateur à vérifier avec {0}. La recherche dans le prompt et les conversations antérieures n’ont pas besoin d’un second modèle : elles recopient du texte découpé par le tokenizer du modèle cible lui-même.</translation>
+    </message>
+    <message>
         <source>The measurement was stopped.</source>
         <translation>La mesure a été interrompue.</translation>
     </message>
     <message>
-        <source>Measured on this computer, {0} tokens each:</source>
-        <translation>Mesuré sur cet ordinateur, {0} jetons chacun&#xa0;:</translation>
-    </message>
-    <message>
         <source>None was faster than the target alone: no drafter is suggested.</source>
         <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
-    </message>
-    <message>
-        <source>{0}: could not be measured ({1})</source>
-        <translation>{0}&#xa0;: mesure impossible ({1})</translation>
     </message>
     <message>
         <source>{0}× (α {1})</source>
@@ -1128,6 +1222,42 @@
     <message>
         <source>Technical detail: {0}</source>
         <translation>Détail technique&#xa0;: {0}</translation>
+    </message>
+    <message>
+        <source>Measured on this computer: the target answered a short question ({0} tokens) alone, then with each drafter guessing {1} tokens ahead; the figure is the decode speed-up that run predicts over the target alone.</source>
+        <translation>Mesuré sur cet ordinateur : le modèle cible a répondu seul à une courte question ({0} jetons), puis avec chaque brouillon devinant {1} jetons d’avance ; le chiffre est l’accélération du décodage que cette exécution prédit par rapport au modèle cible seul.</translation>
+    </message>
+    <message>
+        <source>No draft model on this computer fits this target, so there was nothing else to rank: add the folder or GGUF file of a smaller model with the same tokenizer to compare one.</source>
+        <translation>Aucun modèle brouillon de cet ordinateur ne convient à ce modèle cible, il n’y avait donc rien d’autre à classer : ajoutez le dossier ou le fichier GGUF d’un modèle plus petit au même tokenizer pour en comparer un.</translation>
+    </message>
+    <message>
+        <source>Earlier conversations is not measured here: what it gains depends on what your chats repeat.</source>
+        <translation>Conversations antérieures n’est pas mesuré ici : son gain dépend de ce que vos conversations répètent.</translation>
+    </message>
+    <message>
+        <source>{0}: could not be measured ({1}).</source>
+        <translation>{0} : n’a pas pu être mesuré ({1}).</translation>
+    </message>
+    <message>
+        <source>not known</source>
+        <translation>inconnu</translation>
+    </message>
+    <message>
+        <source>faster than the target alone on this question</source>
+        <translation>plus rapide que le modèle cible seul sur cette question</translation>
+    </message>
+    <message>
+        <source>slower than the target alone on this question</source>
+        <translation>plus lent que le modèle cible seul sur cette question</translation>
+    </message>
+    <message>
+        <source>about as fast as the target alone on this question</source>
+        <translation>à peu près aussi rapide que le modèle cible seul sur cette question</translation>
+    </message>
+    <message>
+        <source>{0}: {1}, {2}.</source>
+        <translation>{0} : {1}, {2}.</translation>
     </message>
     <message>
         <source>Suggested draft</source>
@@ -1233,6 +1363,34 @@
         <translation>Les réglages s’appliquent au prochain message.</translation>
     </message>
     <message>
+        <source>CPU threads</source>
+        <translation>fils de calcul</translation>
+    </message>
+    <message>
+        <source>temperature</source>
+        <translation>température</translation>
+    </message>
+    <message>
+        <source>max new tokens</source>
+        <translation>nouveaux jetons au maximum</translation>
+    </message>
+    <message>
+        <source>k</source>
+        <translation>k</translation>
+    </message>
+    <message>
+        <source>largest adaptive k</source>
+        <translation>plus grand k adaptatif</translation>
+    </message>
+    <message>
+        <source>repetition penalty</source>
+        <translation>pénalité de répétition</translation>
+    </message>
+    <message>
+        <source>Saved values outside what this computer or these settings allow were brought into range: {0}.</source>
+        <translation>Des valeurs enregistrées hors de ce que cet ordinateur ou ces réglages permettent ont été ramenées dans les limites : {0}.</translation>
+    </message>
+    <message>
         <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32&apos;s.</source>
         <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
     </message>
@@ -1309,8 +1467,8 @@
         <translation>Des façons plus rapides d’exécuter les modèles sur le CPU (poids empaquetés à l’avance, attention calculée ligne par ligne). Les résultats sont exactement les mêmes, simplement obtenus plus tôt.</translation>
     </message>
     <message>
-        <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster.</source>
-        <translation>Le nombre de cœurs du processeur qu&apos;utilisent les modèles. auto : commence par les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre deux réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide.</translation>
+        <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster. At most the {0} CPUs of this computer: more threads only take turns on them, far slower.</source>
+        <translation>Combien de cœurs de processeur les modèles utilisent. auto : commence avec les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre les réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide. Au plus les {0} processeurs de cet ordinateur : davantage de fils ne font que se relayer sur eux, bien plus lentement.</translation>
     </message>
     <message>
         <source>CPU threads:</source>
@@ -1635,6 +1793,14 @@
         <translation>Jetons par passe du modèle cible</translation>
     </message>
     <message>
+        <source>The chart appears when the first drafting run ends.</source>
+        <translation>Le graphique apparaît à la fin de la première exécution avec brouillon.</translation>
+    </message>
+    <message>
+        <source>same</source>
+        <translation>identique</translation>
+    </message>
+    <message>
         <source>Done. Fastest: {0} (decode speed-up {1}).</source>
         <translation>Terminé. Le plus rapide&#xa0;: {0} (accélération du décodage {1}).</translation>
     </message>
@@ -1665,10 +1831,6 @@
     <message>
         <source>Close the experiment (a run in progress stops)</source>
         <translation>Fermer l’expérience (une exécution en cours s’arrête)</translation>
-    </message>
-    <message>
-        <source>same as without speculation</source>
-        <translation>identique à celle sans spéculation</translation>
     </message>
     <message>
         <source>differs from token {0}</source>

@@ -221,8 +221,14 @@ def test_long_texts_scroll_together(qtbot):
     dialog = CompareDialog(_report(speculative, baseline), records)
     qtbot.addWidget(dialog)
     dialog.show()
-    left, right = dialog.speculative_view.verticalScrollBar(), dialog.baseline_view.verticalScrollBar()
+    assert not dialog.showing_tokens  # rendered first, as the chat shows an answer
+    left, right = dialog.speculative_rendered.verticalScrollBar(), dialog.baseline_rendered.verticalScrollBar()
     assert left.maximum() > 0
+    left.setValue(left.maximum())
+    assert right.value() == right.maximum()
+    dialog.tokens_button.click()
+    qtbot.waitUntil(lambda: dialog.speculative_view.verticalScrollBar().maximum() > 0)
+    left, right = dialog.speculative_view.verticalScrollBar(), dialog.baseline_view.verticalScrollBar()
     left.setValue(left.maximum())
     assert right.value() == right.maximum()
     right.setValue(0)
@@ -259,7 +265,7 @@ class _ThreadRecordingEngine:
     def reset(self) -> None:
         self.threads.append(threading.current_thread().name)
 
-    def generate(self, conversation, config, cancel=None, on_step=None):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, on_step=None, **indexing):  # type: ignore[no-untyped-def]
         self.threads.append(threading.current_thread().name)
         stats = RunStats(new_tokens=1, target_passes=1, prefill_s=0.01)
         step = StepEvent(
@@ -293,3 +299,42 @@ def test_a_comparison_without_a_model_fails_with_one_message(qtbot):
         assert failed.args[0] == run_id and failed.args[1].startswith("No model is loaded")
     finally:
         worker.shutdown()
+
+
+CODE_ANSWER = "Here it is:\n\n```python\ndef add(a, b):\n    return a + b\n```\n"
+
+
+def test_the_panes_render_the_answer_as_the_chat_does_and_tokens_keep_code_indented(qtbot):
+    from PySide6.QtGui import QFontInfo
+
+    from app.ui.chat.markdown_view import MarkdownView
+    from app.ui.common.token_style import TOKEN_KIND
+
+    ids = list(range(len(CODE_ANSWER)))
+    speculative = _run(CODE_ANSWER, ids, margin=5.0, wall=1.0)
+    baseline = _run(CODE_ANSWER, ids, margin=5.0, wall=2.0)
+    records = [TokenRecord(t.text, "draft" if i % 2 else "target", 1, t.id) for i, t in enumerate(speculative.tokens)]
+    dialog = CompareDialog(_report(speculative, baseline), records)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    chat = MarkdownView()
+    qtbot.addWidget(chat)
+    chat.set_markdown(CODE_ANSWER, records)
+    for pane in (dialog.speculative_rendered, dialog.baseline_rendered):
+        assert pane.isVisible() and "```" not in pane.toPlainText()
+        assert pane.toPlainText() == chat.toPlainText()  # the chat's renderer, its highlighting
+        assert pane.code_blocks == ("def add(a, b):\n    return a + b\n",)
+    kinds = set()
+    block = dialog.speculative_rendered.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            kinds.add(it.fragment().charFormat().property(TOKEN_KIND))
+            it += 1
+        block = block.next()
+    assert "draft" in kinds  # the guessed characters stay marked once rendered
+
+    dialog.tokens_button.click()
+    assert dialog.showing_tokens and dialog.speculative_view.isVisible() and not dialog.speculative_rendered.isVisible()
+    assert "    return a + b" in dialog.speculative_view.toPlainText().replace("\u2028", "\n")
+    assert QFontInfo(dialog.speculative_view.font()).fixedPitch()  # code keeps its indentation

@@ -11,6 +11,8 @@ import torch
 from gui_helpers import LOAD_TIMEOUT_MS, send_and_wait, tiny_settings
 from tiny_models import build_model, build_tokenizer, save
 
+from app.engine.errors import ModelLoadError
+
 
 @pytest.fixture(scope="module")
 def other_tokenizer_model(tmp_path_factory):  # type: ignore[no-untyped-def]
@@ -104,7 +106,18 @@ def test_without_any_model_a_message_explains_why(open_window, qtbot, tiny_model
     settings = tiny_settings(tiny_models)
     broken = replace(settings, models=replace(settings.models, target_path=str(tmp_path / "missing")))
     window = open_window(broken, wait_loaded=False)
-    with qtbot.waitSignal(window.worker.load_failed, timeout=LOAD_TIMEOUT_MS):
+    load = window.worker._loader
+
+    def bundled_missing_too(**kwargs):  # type: ignore[no-untyped-def]
+        if kwargs["target"] == "default":  # the fall-back after the saved models failed
+            raise ModelLoadError("the bundled model is not installed")
+        return load(**kwargs)
+
+    window.worker._loader = bundled_missing_too
+    def the_fallback_failed(message: str, _load_id: int) -> bool:
+        return "bundled model is not installed" in message
+
+    with qtbot.waitSignal(window.worker.load_failed, timeout=LOAD_TIMEOUT_MS, check_params_cb=the_fallback_failed):
         window.start()
     with qtbot.waitSignal(window.worker.failed, timeout=LOAD_TIMEOUT_MS):
         window.send_message("hello")

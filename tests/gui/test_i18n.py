@@ -16,7 +16,9 @@ from gui_helpers import send_and_wait, tiny_settings
 from PySide6.QtCore import QLocale
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
+from app.ui.common.conversation import TokenRecord
 from app.ui.common.i18n import install_translators, remove_translators
+from app.ui.common.storage import ConversationStore
 from app.ui.settings.settings_dialog import SettingsDialog
 from app.ui.settings.store import AppSettings, SettingsStore
 
@@ -199,3 +201,87 @@ def test_a_new_untranslated_string_is_reported_missing(tmp_path: Path) -> None:
     found = {(m.context, m.source): m.finished for m in tool.read_ts(ts)}
     assert found[("NewWidget", "A brand new string")] is False
     assert found[("MainWindow", "Send")] is True  # existing translations are kept
+
+
+def test_why_compare_and_the_charts_print_numbers_the_french_way(french, qtbot):
+    import re
+
+    from test_compare import _report, _run
+
+    from app.ui.compare.charts import LocaleAxis
+    from app.ui.compare.compare_view import CompareDialog
+
+    speculative = _run("abcX", [1, 2, 3, 9], margin=1e-5, wall=1.0)
+    baseline = _run("abcYZ", [1, 2, 3, 7, 8], margin=1e-5, wall=2.0)
+    records = [TokenRecord(t.text, "draft", 1, t.id) for t in speculative.tokens]
+    dialog = CompareDialog(_report(speculative, baseline), records)
+    qtbot.addWidget(dialog)
+    english_decimal = re.compile(r"(?<![\w.])\d+\.\d+")
+    assert "1,50×" in dialog.verdict.text() and not english_decimal.search(dialog.verdict.text())
+    cells = [dialog.table.item(r, 0).text() for r in range(dialog.table.rowCount())]
+    assert "1,50×" in cells and not any(english_decimal.search(c) for c in cells), cells
+    why = dialog.open_why()
+    qtbot.addWidget(why)
+    shown = [why.summary.text(), *(label.text() for label in why.values.values())]
+    assert not any(english_decimal.search(text) for text in shown), shown
+    assert LocaleAxis("left").tickStrings([0.2, 0.4], 1.0, 0.2) == ["0,2", "0,4"]
+
+
+def test_the_bundled_model_loads_du_modele_and_settings_is_one_word(french, qtbot):
+    from app.engine.errors import ModelLoadError
+    from app.ui.main_window import MainWindow
+    from app.ui.settings.settings_dialog import SettingsDialog
+    from app.ui.settings.store import SettingsStore
+    from app.worker import EngineWorker
+
+    def fail(**_options: object) -> None:
+        raise ModelLoadError("not loaded in this test")
+
+    window = MainWindow(EngineWorker(loader=fail), SettingsStore(), ConversationStore())
+    qtbot.addWidget(window)
+    window._request_load(window.settings.models)  # the bundled model by default
+    assert window.model_label.text() == "Chargement du modèle fourni…"
+    dialog = SettingsDialog(window.settings, window)
+    qtbot.addWidget(dialog)
+    assert window.settings_action.text() == "Réglages…" and dialog.windowTitle() == "Réglages"
+    window._on_load_failed("x", window._latest_load)
+    assert "Réglages" in window.banner_text.text() and "Paramètres" not in window.banner_text.text()
+    window.close()
+
+
+def test_engine_errors_reach_the_french_window_in_french(french, open_window, qtbot, tiny_models):
+    from dataclasses import replace
+
+    from app.engine.errors import InvalidSettingError
+    from app.ui.experiment.sweep_view import SweepDialog
+    from app.worker.engine_worker import translated
+
+    window = open_window(tiny_settings(tiny_models, language="fr"))
+    with qtbot.waitSignal(window.worker.failed, timeout=60_000) as failed:
+        assert window.send_message("mot " * 600)  # longer than the tiny model's 512 tokens
+    assert failed.args[1].startswith("Le prompt fait ") and "jetons" in failed.args[1]
+    assert "Le prompt fait" in window.banner_text.text() and "tokens long" not in window.banner_text.text()
+
+    with qtbot.waitSignal(window.worker.load_failed, timeout=60_000):
+        models = replace(window.settings.models, target_path="/nowhere/model")
+        window.apply_settings(replace(window.settings, models=models))
+    assert "Il n’y a aucun fichier ni dossier de modèle à l’emplacement « /nowhere/model »" in window.banner_text.text()
+
+    dialog = SweepDialog(["lookup"], None)
+    qtbot.addWidget(dialog)
+    error = InvalidSettingError.of("drafter_not_loaded", drafter="'draft model'", available="prompt lookup")
+    dialog.finish(error=translated(error))
+    assert dialog.status.text() == (
+        "L’expérience s’est arrêtée : Le brouillon 'draft model' n’est pas chargé (disponibles : prompt lookup)."
+    )
+
+
+def test_the_earlier_conversations_drafter_has_one_french_name(french, qtbot):
+    from app.ui.chat.message_widgets import AnswerWidget
+    from app.ui.common.conversation import Message
+    from app.ui.common.engine_words import drafter_label
+
+    assert drafter_label("suffix index") == "conversations antérieures"
+    answer = AnswerWidget(Message("assistant", "x", speculative=True, drafter="suffix index"))
+    qtbot.addWidget(answer)
+    assert "conversations antérieures" in answer.header.text() and "suffix" not in answer.header.text()

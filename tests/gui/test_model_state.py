@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.engine.errors import ModelLoadError
+from app.ui.common.conversation import Conversation, Message, TokenRecord
 from app.ui.common.storage import ConversationStore
 from app.ui.main_window import MainWindow
 from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore
@@ -35,7 +36,7 @@ class StubLoader:
             self.held[name].wait(TIMEOUT_MS / 1000)
         if name == "broken":
             raise ModelLoadError(f"No model found at {target}")
-        drafter = "prompt lookup" if draft == "lookup" else "none"
+        drafter = {"lookup": "prompt lookup", "suffix": "suffix index"}.get(draft or "", "none")
         return SimpleNamespace(target_name=name, drafter_name=drafter, target=self.target)
 
 
@@ -116,6 +117,17 @@ def test_speculation_off_shows_no_drafter_and_no_draft_swatch(stub_window, qtbot
     assert "Drafter: prompt lookup" in window.model_label.text()
 
 
+def test_the_legend_keeps_accepted_drafts_while_answers_on_screen_show_them(stub_window, qtbot):
+    window, _loader = stub_window("a")
+    answer = Message("assistant", "ab", records=[TokenRecord("a", "draft", 1), TokenRecord("b", "target", 1)])
+    window._open(Conversation(messages=[Message("user", "q"), answer]))
+    window.speculation_switch.click()  # speculation off: the green tokens on screen stay explained
+    assert not window.settings.speculative
+    assert window.legend.shown_kinds() == ["draft", "target"]
+    window._open(Conversation(messages=[Message("user", "q"), Message("assistant", "b", records=[answer.records[1]])]))
+    assert window.legend.shown_kinds() == ["target"]  # nothing drafted on screen, none drafted next
+
+
 def test_a_successful_load_clears_the_load_error_banner_but_not_other_notices(stub_window, qtbot):
     window, _loader = stub_window("a")
     with qtbot.waitSignal(window.worker.load_failed, timeout=TIMEOUT_MS):
@@ -145,3 +157,15 @@ def test_the_status_bar_names_the_dtype_and_kernel_path_the_engine_reports(stub_
         with qtbot.waitSignal(window.worker.loaded, timeout=TIMEOUT_MS):
             apply_models(window, f"m-{shown}")
         assert window.model_label.text().endswith(" · " + shown) and window.model_label.toolTip() == tip
+
+
+def test_the_earlier_conversations_drafter_has_one_name_on_screen(stub_window, qtbot):
+    from app.ui.chat.message_widgets import AnswerWidget
+
+    window, _loader = stub_window("a")
+    with qtbot.waitSignal(window.worker.loaded, timeout=TIMEOUT_MS):
+        window.apply_settings(replace(window.settings, models=replace(models("a"), draft_kind="suffix")))
+    assert "Drafter: earlier conversations" in window.model_label.text()
+    answer = AnswerWidget(Message("assistant", "x", speculative=True, drafter="suffix index"))
+    qtbot.addWidget(answer)
+    assert "earlier conversations" in answer.header.text() and "suffix" not in answer.header.text()

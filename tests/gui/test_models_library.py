@@ -102,3 +102,44 @@ def test_when_nothing_measured_beats_the_target_no_drafter_is_suggested(app_dirs
         dialog.measure_drafts()
     assert dialog.suggestion == "none" and dialog.draft_combo.currentData() == "none"
     assert "None was faster" in dialog.explanation.text()
+
+
+def _bundled_only(**kwargs: object) -> CatalogWorker:
+    return CatalogWorker(
+        scanner=lambda _added: [TARGET],
+        checker=lambda t, d: PairCheck(t.source, d.source, True),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_the_dialog_shows_the_drafter_in_use_and_technical_detail_is_never_empty(app_dirs, qtbot):
+    from dataclasses import replace
+
+    from app.engine.config import SUFFIX
+
+    catalog = _bundled_only()
+    with qtbot.waitSignals([catalog.scanned, catalog.pairings_done], timeout=TIMEOUT_MS):
+        dialog = ModelsDialog(catalog, SettingsStore(), replace(ModelSettings(), draft_kind=SUFFIX))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.draft_combo.currentData() == SUFFIX  # not the suggestion (prompt lookup)
+    assert dialog.draft_combo.currentText().startswith("Earlier conversations")
+    dialog.details_button.click()
+    assert dialog.details.isVisible() and "No other model" in dialog.details.text()
+
+
+def test_measure_drafts_says_what_it_measured_and_what_it_means_with_only_the_bundled_model(app_dirs, qtbot):
+    def prober(target: str, drafts: Sequence[str], _cancel: threading.Event) -> Iterator[DraftProbe]:
+        for draft in drafts:
+            yield DraftProbe(target, draft, 1.01, 1.0, 0.12, 48)
+
+    catalog = _bundled_only(prober=prober)
+    with qtbot.waitSignals([catalog.scanned, catalog.pairings_done], timeout=TIMEOUT_MS):
+        dialog = ModelsDialog(catalog, SettingsStore(), ModelSettings())
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(catalog.probes_done, timeout=TIMEOUT_MS):
+        assert dialog.measure_drafts()
+    text = dialog.explanation.text()
+    assert "the target answered a short question (48 tokens) alone" in text  # what was measured
+    assert "decode speed-up" in text and "about as fast as the target alone" in text  # what 1.0x means
+    assert "No draft model on this computer fits this target" in text  # why nothing changes

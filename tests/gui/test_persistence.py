@@ -81,6 +81,7 @@ def test_a_saved_conversation_comes_back_after_a_restart(open_window, qtbot, tin
     assert [m.role for m in conversation.messages] == ["user", "assistant"]
     assert conversation.messages[1].content == result.text
     assert conversation.system_prompt == "Be brief." == second.system_prompt.text()
+    second.chat_view.answers[-1].show_tokens(True)  # the token view is drawn when it is shown
     assert document_tokens(second.chat_view.answers[-1].view) == painted  # highlighting kept
     assert second.conversation_list.count() == 1
     assert not list(ConversationStore().folder.glob("*.tmp"))

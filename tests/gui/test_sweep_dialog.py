@@ -94,3 +94,40 @@ def qtbot_button():  # type: ignore[no-untyped-def]
     from PySide6.QtCore import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_the_result_is_readable_at_the_default_size(open_window, qtbot, tiny_models):
+    """At the dialog's first size, after a full experiment: the chart has room under the table,
+    its legend beside the data, its y title uncut, Close below everything, the Answer column on
+    screen and the k field wide enough for its list."""
+    import os
+
+    from app.ui.experiment.sweep_view import DEFAULT_SIZE
+
+    window = open_window(tiny_settings(tiny_models, max_new_tokens=12))
+    send_and_wait(qtbot, window)
+    dialog = window.open_sweep(window.chat_view.answers[-1].message)
+    qtbot.waitExposed(dialog)
+    assert (dialog.width(), dialog.height()) == DEFAULT_SIZE
+    assert dialog.ks_edit.width() >= dialog.ks_edit.fontMetrics().horizontalAdvance("1,2,4,8") + 8
+    with qtbot.waitSignal(window.worker.sweep_done, timeout=ANSWER_TIMEOUT_MS * 4):
+        qtbot.mouseClick(dialog.run_button, qtbot_button())
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 9 and dialog.chart is not None)
+    qtbot.wait(50)  # a paint for the grab below (layout is already done: waitUntil ran the loop)
+    if os.environ.get("SPECCHAT_SHOTS"):
+        dialog.grab().save(os.path.join(os.environ["SPECCHAT_SHOTS"], "sweep_default.png"))
+    chart = dialog.chart
+    assert chart is not None
+    view = chart.getPlotItem().vb
+    data_area = view.sceneBoundingRect()
+    assert data_area.height() >= 250, data_area  # not squeezed under the legend
+    assert not chart.legend.sceneBoundingRect().intersects(data_area.adjusted(1, 1, -1, -1))
+    left = chart.getAxis("left")
+    assert left.label.sceneBoundingRect().height() <= left.sceneBoundingRect().height()  # the title fits
+    close = dialog.buttons.mapTo(dialog, dialog.buttons.rect().topLeft()).y()
+    chart_bottom = chart.mapTo(dialog, chart.rect().bottomLeft()).y()
+    table_bottom = dialog.table.mapTo(dialog, dialog.table.rect().bottomLeft()).y()
+    assert close > chart_bottom > table_bottom  # Close at the bottom, the chart under the table
+    header = dialog.table.horizontalHeader()
+    answer_end = header.sectionViewportPosition(7) + header.sectionSize(7)
+    assert answer_end <= dialog.table.viewport().width()  # the Answer column is on screen

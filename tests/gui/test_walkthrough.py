@@ -251,3 +251,42 @@ def test_a_clicked_conversation_opens_once_read_even_over_another_chat(app_dirs,
     qtbot.waitUntil(lambda: window.controller.conversation.id == other)
     assert _highlighted(window) == ["clicked"]
     window.close()
+
+
+def test_the_delete_notice_quotes_the_title_with_no_stray_space(app_dirs, qtbot):
+    window = _window_with_chats(qtbot, ["Write a function that parses a duration such as 1h30m or 45s "])
+    conversation = window.controller.conversation
+    window.conversation_panel.delete(conversation)
+    shown = window.conversation_panel.undo_text.text()
+    assert shown == "Deleted “Write a function that parses a duration such as 1h30m or 45s”."
+    window.close()
+
+
+def test_a_title_cut_at_sixty_characters_ends_with_no_space(app_dirs, qtbot):
+    from app.ui.chat.chat_controller import ChatController
+
+    window = MainWindow(EngineWorker(loader=lambda **_kw: None), SettingsStore(), ConversationStore())
+    qtbot.addWidget(window)
+    controller: ChatController = window.controller
+    text = "Write a Python function parse_duration(text) that turns the strings such as 1h30m"
+    assert text[:60].endswith(" ")  # the cut falls on a space
+    window.send_message(text)
+    assert controller.conversation.title == text[:60].rstrip()
+    window.close()
+
+
+def test_the_export_file_name_keeps_dashes_and_has_no_double_space(app_dirs, qtbot, monkeypatch, tmp_path):
+    from app.ui.chat.export import file_stem
+
+    asked: list[str] = []
+
+    def save_name(_parent, _caption, proposed, _filter):  # type: ignore[no-untyped-def]
+        asked.append(proposed)
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save_name)
+    window = _window_with_chats(qtbot, ["Parse durations – 1h30m, 45s: the what's-next list"])
+    window.conversation_panel.export(window.controller.conversation)
+    assert Path(asked[0]).name == "Parse durations - 1h30m 45s the whats-next list.md"
+    assert file_stem("  ?!  ") == "conversation" and "  " not in file_stem("a — b / c")
+    window.close()

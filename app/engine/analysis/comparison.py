@@ -47,14 +47,17 @@ def run_comparison(
     """Run both arms fresh and compare them. ``stored``: an earlier answer to the same
     conversation that the person asked to compare; the report says whether the models that
     made it are the ones used now and whether the rerun reproduced it. ``history_id``: the
-    conversation the answers are indexed under (the suffix drafter's memory)."""
+    conversation the answer belongs to: the suffix drafter sees nothing indexed under it, and
+    neither arm records anything."""
     if stored is not None and _cut_or_continued(stored, config):
         config = replace(config, max_new_tokens=stored.stats.new_tokens)  # rerun at its own length
     spec_config, base_config = arm_configs(config)
     if warm_up:
         engine.warm_up()
     runs: dict[str, RunResult] = {}
-    more: dict[str, Any] = {} if history_id is None else {"history_id": history_id}  # stand-in engines take none
+    # a fresh rerun: neither arm drafts from the answer under comparison (it is indexed under
+    # ``history_id``) nor records its own answer for the other
+    more: dict[str, Any] = {"rerun": True} if history_id is None else {"history_id": history_id, "rerun": True}
     for arm in ORDER:
         engine.reset()
         runs[arm] = engine.generate(

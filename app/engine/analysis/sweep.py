@@ -99,8 +99,8 @@ def plan_arms(drafters: Sequence[str], ks: Sequence[int | None], available: Sequ
             continue
         if drafter not in available:
             names = ", ".join(DRAFTER_LABELS.get(a, a) for a in available)
-            raise InvalidSettingError(
-                f"the drafter {DRAFTER_LABELS.get(drafter, drafter)!r} is not loaded (available: {names})"
+            raise InvalidSettingError.of(
+                "drafter_not_loaded", drafter=repr(DRAFTER_LABELS.get(drafter, drafter)), available=names
             )
         arms += [SweepArm(drafter, k) for k in dict.fromkeys(ks)]
     return arms
@@ -123,7 +123,8 @@ def run_sweep(
 ) -> Iterator[SweepRow]:
     """Run each arm from empty caches, the plain arm first; yield one row per finished arm.
     Stops early (without a row for the interrupted arm) when ``cancel`` is set. ``history_id``:
-    the conversation's id, so the suffix arm tells its drafts from this conversation apart."""
+    the conversation's id: the suffix arm sees nothing indexed under it (its prompt only by
+    prompt lookup), so no arm recites the answer it reruns."""
     ordered = sorted(arms, key=lambda arm: arm.drafter != NONE)
     reference: RunResult | None = None
     for index, arm in enumerate(ordered):
@@ -131,9 +132,10 @@ def run_sweep(
             return
         engine.reset()
         choice = None if arm.drafter == NONE else arm.drafter
-        # no arm records its answer: the suffix arm drafts from earlier conversations, never from another arm
+        # a fresh rerun: no arm records its answer, and the suffix arm drafts from the other
+        # conversations, never from this one's indexed answer (the one rerun) nor another arm's
         run = engine.generate(
-            conversation, arm.config(base), cancel, drafter_choice=choice, history_id=history_id, record=False
+            conversation, arm.config(base), cancel, drafter_choice=choice, history_id=history_id, rerun=True
         )
         if run.stop_reason == "cancelled":
             return

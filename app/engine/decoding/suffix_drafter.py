@@ -28,12 +28,13 @@ class SuffixDrafter:
         self.eos_ids = eos_ids
         self.lookup = PromptLookupDrafter(eos_ids)
         self.owner: str | None = None  # the conversation being answered (set per answer)
+        self.hidden: str | None = None  # a conversation not drafted from (a rerun of its answer)
 
     def propose(
         self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
     ) -> Proposal:
         local = self.lookup.propose(tokens, k, rule, confidence_threshold, new_turn)
-        found = self.index.match(tokens, k)
+        found = self.index.match(tokens, k, self.hidden)
         if found is None or found.length <= local.ngram:
             return local
         drafts = _until_eos(found.tokens, self.eos_ids)

@@ -132,9 +132,10 @@ class SuffixIndex:
         return [list(d.tokens) for d in self._docs.values() if d.owner == owner]
 
     # ---- the query -----------------------------------------------------------------------
-    def match(self, context: Sequence[int], k: int) -> SuffixMatch | None:
+    def match(self, context: Sequence[int], k: int, hidden: str | None = None) -> SuffixMatch | None:
         """Up to ``k`` tokens that followed the longest earlier occurrence of the end of
-        ``context`` (at least the shortest anchor long), or None."""
+        ``context`` (at least the shortest anchor long), or None. ``hidden``: an owner whose
+        documents are not looked at (a conversation rerun for a comparison)."""
         if k <= 0:
             return None
         for n in reversed(self.anchors):
@@ -143,12 +144,14 @@ class SuffixIndex:
             entry = self._tables[n].get(hash(tuple(context[-n:])))
             if entry is None:
                 continue
-            candidates = self._candidates(entry, context, n)
+            candidates = self._candidates(entry, context, n, hidden)
             if candidates:
                 return self._vote(candidates, k)
         return None
 
-    def _candidates(self, entry: int | list[int], context: Sequence[int], n: int) -> list[tuple[int, _Document, int]]:
+    def _candidates(
+        self, entry: int | list[int], context: Sequence[int], n: int, hidden: str | None = None
+    ) -> list[tuple[int, _Document, int]]:
         """(matched length, document, continuation start) of the longest matches, latest first."""
         positions = [entry] if isinstance(entry, int) else entry
         found: list[tuple[int, _Document, int]] = []
@@ -161,6 +164,8 @@ class SuffixIndex:
             doc = self._docs.get(position >> _OFFSET_BITS)
             end = position & _OFFSET_MASK
             if doc is None or end >= len(doc.tokens):  # evicted, cut, or nothing follows yet
+                continue
+            if hidden is not None and doc.owner == hidden:
                 continue
             length = _match_length(doc.tokens, end, context, self.max_match)
             if length < best:

@@ -174,23 +174,23 @@ def _find_folder(source: str) -> Path:
     if path.exists():
         return path.resolve()
     if source.endswith(".gguf") or not HUB_ID.match(source):
-        raise ModelLoadError(f"There is no model file or folder at '{source}'.")
+        raise ModelLoadError.of("no_model_at", source=source)
     try:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(source, local_files_only=True))
     except Exception as exc:
-        raise ModelLoadError(
-            f"'{source}' is neither a file or folder on this computer nor a model in the "
-            "local Hugging Face cache (SpecChat loads offline, so download it first)."
-        ) from exc
+        raise ModelLoadError.of("not_on_this_computer", source=source) from exc
 
 
 def _use_safetensors(folder: Path, source: str, allow_pickle: bool) -> bool:
     """True for safetensors weights; False for pickle weights, which need ``allow_pickle``."""
     if not (folder / "config.json").is_file():
-        hint = "; choose the .gguf file inside it instead" if any(folder.glob("*.gguf")) else ""
-        raise ModelLoadError(f"'{source}' is not a model folder: it has no config.json{hint}.")
+        if not any(folder.glob("*.gguf")):
+            raise ModelLoadError.of("not_a_model_folder", source=source)
+        raise ModelLoadError(
+            f"'{source}' is not a model folder: it has no config.json; choose the .gguf file inside it instead."
+        )
     files = [p.name for p in folder.iterdir() if p.is_file()]
     if any(f.endswith(".safetensors") for f in files):
         return True
@@ -278,11 +278,27 @@ def _check_gguf_magic(path: Path, source: str) -> None:
 
 def _write_converted(path: Path, folder: Path, source: str) -> None:
     model, tokenizer = _read_gguf(path, source)
+    _check_finite(model, source)  # before anything is cached: a refused file is checked again next time
     setattr(model, "hf_quantizer", None)  # noqa: B010 - else save_pretrained: "quantized with gguf, not serializable"
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+
+
+def _check_finite(model: PreTrainedModel, source: str) -> None:
+    """Every dequantized weight is a finite number. GGUF has no checksum: flipped bytes that
+    still decode to ordinary numbers cannot be told from real weights, but a block whose scale
+    (an fp16 ``d``) flipped to NaN or infinity, or a float tensor holding one, can."""
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if not weight.is_floating_point() or bool(torch.isfinite(weight.sum(dtype=torch.float64))):
+                continue  # a NaN or an infinity anywhere makes the sum so (3x cheaper than isfinite)
+            if not bool(torch.isfinite(weight).all()):
+                raise ModelLoadError(
+                    f"The GGUF file '{source}' is damaged: its weight {name} holds values that are "
+                    "not a finite number (NaN or infinity)."
+                )
 
 
 def _unwritable_cache(source: str, target: Path, exc: OSError) -> ModelLoadError:

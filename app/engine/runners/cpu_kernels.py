@@ -47,6 +47,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.pytorch_utils import Conv1D
 
+from app.engine.config import cap_threads
 from app.engine.errors import InvalidSettingError
 from app.engine.runners.cpu_probe import CpuProbe, probe
 
@@ -400,14 +401,15 @@ def physical_cores() -> int:
 
 
 def parse_threads(value: str | int | None) -> int | None:
-    """``"auto"`` / None → None (choose), a positive integer → itself; else InvalidSettingError."""
+    """``"auto"`` / None → None (choose), a positive integer → itself, capped to the CPUs this
+    process may use (``config.cap_threads``); else InvalidSettingError."""
     if value is None:
         return None
     text = str(value)
     match = _THREADS.match(text)
     if match is None or match.group(1) == "0":
         raise InvalidSettingError(f"'{value}' is not a number of CPU threads; use auto or a whole number ≥ 1.")
-    return None if match.group(1).lower() == AUTO else int(match.group(1))
+    return None if match.group(1).lower() == AUTO else cap_threads(int(match.group(1)))
 
 
 def auto_threads() -> int:

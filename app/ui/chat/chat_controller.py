@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.analysis.compare import Comparison, ComparisonReport
 from app.engine.config import GenerationConfig
+from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult, RunStats, StepEvent
 from app.ui.chat.chat_view import ChatView
 from app.ui.common.conversation import Conversation, Message, TokenRecord, records_from_step
@@ -49,6 +50,7 @@ class ChatController(QObject):
     comparison_ready = Signal(object)  # CompareOutcome
     conversation_saved = Signal(object)  # Conversation
     context_changed = Signal(int)  # tokens of the context window the conversation fills
+    notice = Signal(str)  # how the answer under way is made, when it is not as asked (status bar)
 
     def __init__(
         self, worker: EngineWorker, view: ChatView, store: ConversationStore, parent: QObject | None = None
@@ -64,11 +66,13 @@ class ChatController(QObject):
         self._compare_run: tuple[int, Message] | None = None
         self._sweep_run: int | None = None
         self._continuing: tuple[str, RunStats] | None = None  # the cut answer's text and stats
+        self._continued_stop: str | None = None  # its stop reason, back if the continuation fails
         worker.events_ready.connect(self._on_events)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         worker.compared.connect(self._on_compared)
         worker.sweep_done.connect(self._on_sweep_done)
+        worker.notice.connect(self._on_notice)
         view.compare_requested.connect(self.compare)
 
     @property
@@ -89,7 +93,7 @@ class ChatController(QObject):
             return False
         conversation = self.conversation
         if not conversation.title:
-            conversation.title = " ".join(text.split())[:60]
+            conversation.title = " ".join(text.split())[:60].rstrip()  # cut at a space: none at the end
         conversation.messages.append(Message("user", text))
         conversation.updated = time.time()  # only a new message moves a chat up the list
         self._view.add_message(conversation.messages[-1])
@@ -118,21 +122,41 @@ class ChatController(QObject):
         """Go on generating the cut last answer from where it stopped, with its own settings."""
         if self.busy or not self.conversation.messages or answer is not self.conversation.messages[-1]:
             return False
-        if not answer.can_continue or answer.config is None:
+        if not answer.can_continue:
             return False
+        config = self._saved_config(answer)
+        if config is None:
+            return False  # nothing changed: the answer keeps its stop reason and its Continue
         self._continuing = (answer.content, answer.run_stats)
+        self._continued_stop = answer.stop_reason
         answer.stop_reason = answer.error = None
         run_id = self._worker.request_generate(
             self.conversation.prompt(),
-            GenerationConfig.from_dict(answer.config),
+            config,
             continue_answer=True,
             answer_ids=answer.token_ids(),  # exact: its text cannot hold a cut character
             history_id=self.conversation.id,
+            # ids mean tokens only to the tokenizer that made them: the worker checks the model
+            answer_made_by=answer.made_by.target if answer.made_by is not None else None,
         )
         self._answer_run = (run_id, answer)
         self._refresh(answer)
         self._set_busy()
         return True
+
+    def _saved_config(self, answer: Message) -> GenerationConfig | None:
+        """The settings ``answer`` was made with, or None with a message when its saved settings
+        are missing or malformed (a hand-edited or foreign file)."""
+        if answer.config is None:
+            self.error.emit(self.tr("This answer was saved without its settings: regenerate it instead."))
+            return None
+        try:
+            return GenerationConfig.from_dict(answer.config)
+        except InvalidSettingError as e:
+            self.error.emit(
+                self.tr("This answer's saved settings are damaged ({0}): regenerate it instead.").format(e)
+            )
+            return None
 
     def _truncate(self, index: int) -> None:
         messages = self.conversation.messages
@@ -143,6 +167,7 @@ class ChatController(QObject):
 
     def _start_answer(self, config: GenerationConfig) -> None:
         conversation = self.conversation
+        self._continuing = None  # a new answer is never a continuation of an earlier one
         answer = Message(
             "assistant",
             "",
@@ -156,8 +181,12 @@ class ChatController(QObject):
         self._view.add_message(answer)
         widget = self._view.answer_for(answer)
         if widget is not None:
-            ready = self.model_ready
-            widget.set_waiting(self.tr("Thinking…") if ready else self.tr("Waiting for the model to load…"))
+            if not self.model_ready:
+                widget.set_waiting(self.tr("Waiting for the model to load…"))
+            elif self._worker.holding_for_history:
+                widget.set_waiting(self.tr("Reading the saved conversations for the Earlier conversations drafter…"))
+            else:
+                widget.set_waiting(self.tr("Thinking…"))
         self._answer_run = (run_id, answer)
         self._set_busy()
 
@@ -168,14 +197,31 @@ class ChatController(QObject):
         if self._sweep_run is not None:
             self._worker.cancel(self._sweep_run)
 
+    def cut_short(self) -> None:
+        """The window closes while an answer is made: keep what was made as a cut answer, as
+        Stop would (its end-of-run signal will not arrive in time)."""
+        if self._answer_run is None:
+            return
+        message = self._answer_run[1]
+        self._answer_run = None
+        self._continuing = None
+        if message.stop_reason is None and (message.content or message.records):
+            message.stop_reason = "cancelled"
+            self.conversation.updated = time.time()
+        elif message.stop_reason is None and self._continued_stop is not None:
+            message.stop_reason = self._continued_stop  # a continuation that made nothing yet
+        self._set_busy()
+
     def compare(self, answer: Message) -> bool:
         """Answer the conversation up to ``answer`` with and without speculation, both fresh,
         through the engine's comparison service; the report says whether the models that made
         ``answer`` are the ones loaded now and whether the rerun reproduced it."""
-        if self.busy or answer not in self.conversation.messages or answer.config is None:
+        if self.busy or answer not in self.conversation.messages:
+            return False
+        config = self._saved_config(answer)
+        if config is None:
             return False
         index = self.conversation.messages.index(answer)
-        config = GenerationConfig.from_dict(answer.config)
         stored = answer.run_result()
         run_id = self._worker.request_compare(
             self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id
@@ -187,10 +233,12 @@ class ChatController(QObject):
     def sweep(self, answer: Message, drafters: list[str], ks: list[int | None]) -> int | None:
         """The drafter experiment on the conversation up to ``answer``, with its settings; the
         worker's ``sweep_row`` / ``sweep_done`` report it. None when busy or not an answer."""
-        if self.busy or answer not in self.conversation.messages or answer.config is None:
+        if self.busy or answer not in self.conversation.messages:
+            return None
+        config = self._saved_config(answer)
+        if config is None:
             return None
         index = self.conversation.messages.index(answer)
-        config = GenerationConfig.from_dict(answer.config)
         run_id = self._worker.request_sweep(
             self.conversation.prompt(upto=index), config, drafters, ks, history_id=self.conversation.id
         )
@@ -248,6 +296,10 @@ class ChatController(QObject):
             self._sweep_run = None
             self._set_busy()
 
+    def _on_notice(self, run_id: int, text: str) -> None:
+        if self._answer_run is not None and self._answer_run[0] == run_id:
+            self.notice.emit(text)
+
     def _on_compared(self, run_id: int, report: ComparisonReport) -> None:
         if self._compare_run is None or self._compare_run[0] != run_id:
             return
@@ -267,6 +319,8 @@ class ChatController(QObject):
         if self._answer_run is not None and self._answer_run[0] == run_id:
             message = self._answer_run[1]
             self._answer_run = None
+            if self._continuing is not None:  # the cut answer is still cut: it keeps its Continue
+                message.stop_reason = self._continued_stop
             self._continuing = None
             message.error = message_text
             self._refresh(message, finished=True)

@@ -101,6 +101,10 @@ class ChatView(QScrollArea):
         for answer in self._answers:
             answer.set_is_last(answer is self._turns[-1])
 
+    def token_kinds(self) -> set[str]:
+        """The kinds of token the answers on screen hold ("draft", "target", "rejected")."""
+        return {record.kind for answer in self._answers for record in answer.message.records}
+
     def answer_for(self, message: Message) -> AnswerWidget | None:
         return next((a for a in self._answers if a.message is message), None)
 

@@ -3,7 +3,6 @@ date, and rename (edit in place), delete (with Undo), export to Markdown / JSON.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import SpecChatError
-from app.ui.chat.export import export_conversation
+from app.ui.chat.export import export_conversation, file_stem
 from app.ui.common.conversation import Conversation
 from app.ui.common.storage import ConversationHeader, ConversationStore
 
@@ -188,7 +187,7 @@ class ConversationPanel(QWidget):
         self._store.delete(conversation.id)
         self._conversations.pop(conversation.id, None)
         self._last_deleted = conversation
-        self.undo_text.setText(self.tr("Deleted “{0}”.").format(conversation.title or self.tr("New chat")))
+        self.undo_text.setText(self.tr("Deleted “{0}”.").format(conversation.title.strip() or self.tr("New chat")))
         self.undo_bar.show()
         self._fill()
         self.deleted.emit(conversation)
@@ -198,13 +197,14 @@ class ConversationPanel(QWidget):
         self.undo_bar.hide()
         if conversation is None:
             return
+        self._store.undelete(conversation.id)
         self._store.save(conversation)
         self.upsert(conversation)
         self.restored.emit(conversation)
 
     def export(self, conversation: Conversation) -> None:
         """Ask for a file (.md or .json) and write the conversation there."""
-        stem = re.sub(r"[^\w\- ]+", "", conversation.title).strip()[:60] or "conversation"
+        stem = file_stem(conversation.title)
         path, _filter = QFileDialog.getSaveFileName(
             self,
             self.tr("Export conversation"),
@@ -220,7 +220,7 @@ class ConversationPanel(QWidget):
         except SpecChatError as e:
             self.error.emit(str(e))
         else:
-            title = conversation.title or self.tr("New chat")
+            title = conversation.title.strip() or self.tr("New chat")
             self.notice.emit(self.tr("Exported “{0}” to {1}").format(title, written))
         finally:
             self.select(self._current)  # the dialog may have moved the highlight

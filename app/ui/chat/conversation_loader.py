@@ -4,7 +4,11 @@ person opens jumps the queue. The list itself comes from the files' headers
 
 The reading thread touches no Qt object: it puts what it read in a queue, and a timer on the
 GUI thread hands it on as signals (no signal is sent from the reading thread, so a window
-closing while a file is read has nothing to race with)."""
+closing while a file is read has nothing to race with).
+
+Deletion wins: ``forget`` drops a conversation's queued reads, and a read of it already under
+way (a huge file takes seconds) is discarded when it arrives, so a deleted conversation is
+never listed, opened or handed to the drafter again."""
 
 from __future__ import annotations
 
@@ -31,7 +35,9 @@ class ConversationLoader(QObject):
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._results: queue.SimpleQueue[tuple[str, Conversation | None, str]] = queue.SimpleQueue()
+        # (id, its epoch when the read began, what was read or None, why not)
+        self._results: queue.SimpleQueue[tuple[str, int, Conversation | None, str]] = queue.SimpleQueue()
+        self._epochs: dict[str, int] = {}  # id -> times forgotten (under the lock)
         self._outstanding: set[str] = set()  # asked for, not yet handed on (GUI thread only)
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
@@ -63,6 +69,14 @@ class ConversationLoader(QObject):
             self._queue.appendleft(conversation_id)
         self._run()
 
+    def forget(self, conversation_id: str) -> None:
+        """The conversation was deleted: read it no more, and drop a read of it under way."""
+        self._outstanding.discard(conversation_id)
+        with self._lock:
+            self._epochs[conversation_id] = self._epochs.get(conversation_id, 0) + 1
+            while conversation_id in self._queue:
+                self._queue.remove(conversation_id)
+
     def stop(self) -> None:
         """Read nothing more (the window is closing); a read under way finishes unseen."""
         with self._lock:
@@ -86,17 +100,22 @@ class ConversationLoader(QObject):
                     self._thread = None
                     return
                 conversation_id = self._queue.popleft()
+                epoch = self._epochs.get(conversation_id, 0)
             try:
-                self._results.put((conversation_id, self._store.load(conversation_id), ""))
+                self._results.put((conversation_id, epoch, self._store.load(conversation_id), ""))
             except (OSError, ValueError, RecursionError) as e:  # InvalidConversation, bad JSON
-                self._results.put((conversation_id, None, str(e) or type(e).__name__))
+                self._results.put((conversation_id, epoch, None, str(e) or type(e).__name__))
 
     def _hand_on(self) -> None:  # the GUI thread
         while True:
             try:
-                conversation_id, conversation, reason = self._results.get_nowait()
+                conversation_id, epoch, conversation, reason = self._results.get_nowait()
             except queue.Empty:
                 break
+            with self._lock:
+                deleted_since = self._epochs.get(conversation_id, 0) != epoch
+            if deleted_since:
+                continue  # read before it was deleted: deletion wins
             self._outstanding.discard(conversation_id)
             if conversation is not None:
                 self.loaded.emit(conversation)

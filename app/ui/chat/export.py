@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -51,6 +53,16 @@ def conversation_markdown(conversation: Conversation) -> str:
 def conversation_json(conversation: Conversation) -> str:
     """The same JSON the app saves (tokens with provenance included), indented."""
     return json.dumps(conversation.to_json(), ensure_ascii=False, indent=2) + "\n"
+
+
+def file_stem(title: str, limit: int = 60) -> str:
+    """A file name for a conversation's title: dashes of any kind become "-", apostrophes go,
+    other punctuation a space; runs of spaces one; never empty ("conversation")."""
+    text = "".join("-" if unicodedata.category(c) == "Pd" else c for c in title)
+    text = re.sub(r"['’`]", "", text)
+    text = re.sub(r"[^\w\- ]+", " ", text)
+    text = re.sub(r"\s+", " ", text).strip(" -")[:limit].strip(" -")
+    return text or "conversation"
 
 
 def export_conversation(conversation: Conversation, path: str | Path) -> Path:

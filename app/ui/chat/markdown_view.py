@@ -112,13 +112,17 @@ class MarkdownView(QTextBrowser):
 
     code_copied = Signal(int)  # index of the code block put on the clipboard
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, auto_height: bool = True) -> None:
+        """``auto_height``: as tall as the answer (in the chat's scrolling column); off, a
+        scrolling view of its own (Compare's panes)."""
         super().__init__(parent)
         self.setOpenLinks(False)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self._auto_height = auto_height
+        if auto_height:
+            self.setFrameShape(QFrame.Shape.NoFrame)
+            self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
         self._markdown = ""
         self._rendered_markdown = ""
@@ -243,6 +247,8 @@ class MarkdownView(QTextBrowser):
             QDesktopServices.openUrl(url)
 
     def _on_size_changed(self) -> None:
+        if not self._auto_height:
+            return
         height = math.ceil(self.document().size().height())
         margins = self.contentsMargins()
         self.setFixedHeight(max(height, self.fontMetrics().height()) + margins.top() + margins.bottom() + 2)

@@ -4,7 +4,11 @@ buttons (Copy as Markdown, Regenerate, Continue, Compare, Why?).
 
 An answer streams straight into its rendered Markdown, which carries the tokens' provenance
 (accepted drafts tinted and underlined, hover details), so it looks the same before and after
-it ends; "Tokens" switches that answer to the raw token view, every token as generated."""
+it ends; "Tokens" switches that answer to the raw token view, every token as generated.
+
+Opening a conversation stays quick whatever its size: only the view shown is drawn (the other
+when it is asked for), and a finished answer of more than ``LONG_ANSWER_TOKENS`` tokens shows
+its start until "Show all" (drawing 1.5M tokens with their provenance froze the window ~10 s)."""
 
 from __future__ import annotations
 
@@ -23,9 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.chat.markdown_view import MarkdownView
-from app.ui.common.conversation import Message
+from app.ui.common.conversation import Message, TokenRecord
 from app.ui.common.formatting import how_made, stats_line, stop_note
 from app.ui.common.token_view import TokenTextView
+
+LONG_ANSWER_TOKENS = 8_000  # a finished answer longer than this shows its start until "Show all"
+LONG_ANSWER_CHARS = 60_000  # the same for an answer saved without its tokens
 
 
 class UserMessageWidget(QFrame):
@@ -112,6 +119,8 @@ class AnswerWidget(QFrame):
         self._tokens_chosen: bool | None = None  # the person's choice for this answer, if any
         self._is_last = True
         self._busy = False
+        self._whole = False  # "Show all" on a long answer
+        self._stale = {"tokens", "rendered"}  # views not drawn from the message yet (drawn when shown)
         layout = QVBoxLayout(self)
         self.header = QLabel(self)
         self.header.setStyleSheet("font-weight: bold;")
@@ -129,6 +138,13 @@ class AnswerWidget(QFrame):
         head.addWidget(self.tokens_button)
         self.view = TokenTextView(self, auto_height=True)
         self.rendered = MarkdownView(self)
+        self.long_note = QLabel(self)  # "Showing the first … tokens"
+        self.long_note.setWordWrap(True)
+        self.show_all_button = QPushButton(self.tr("Show all"), self)
+        self.show_all_button.setToolTip(self.tr("Draw the whole answer (a very long one takes a while)"))
+        long_row = QHBoxLayout()
+        long_row.addWidget(self.long_note, 1)
+        long_row.addWidget(self.show_all_button)
         self.status = QLabel(self)
         self.status.setWordWrap(True)
         self.stats = QLabel(self)
@@ -171,6 +187,7 @@ class AnswerWidget(QFrame):
         layout.addLayout(head)
         layout.addWidget(self.view)
         layout.addWidget(self.rendered)
+        layout.addLayout(long_row)
         layout.addWidget(self.status)
         layout.addWidget(self.stats)  # its own row: beside the buttons it wrapped one word a line
         layout.addLayout(buttons)
@@ -181,6 +198,7 @@ class AnswerWidget(QFrame):
         self.compare_button.clicked.connect(self._on_compare)
         self.why_button.clicked.connect(self._on_why)
         self.sweep_button.clicked.connect(lambda: self.sweep_requested.emit(self))
+        self.show_all_button.clicked.connect(self.show_whole)
         self.refresh()
 
     @property
@@ -189,12 +207,15 @@ class AnswerWidget(QFrame):
 
     def refresh(self) -> None:
         """Redraw everything from the message (restored answers, finished answers)."""
-        self.view.set_records(self.message.records)
+        self._stale.add("tokens")
         self.set_streaming(False)
 
     def append_records(self, start: int) -> None:
         """The message grew while streaming: paint its records from ``start`` on, and render
         the Markdown again soon (at most once per interval, see MarkdownView.stream_markdown)."""
+        if not self._streaming:
+            self._stale.discard("tokens")
+            self.view.set_records(self.message.records[:start])  # it may show a long answer's start only
         self.set_streaming(True)
         self.view.append_records(self.message.records[start:])
         self.rendered.stream_markdown(self.message.content, self.message.records)
@@ -202,12 +223,55 @@ class AnswerWidget(QFrame):
 
     def set_streaming(self, streaming: bool) -> None:
         """While streaming the rendered view follows the answer batch by batch; at the end it
-        is rendered at once, from the final text."""
+        is rendered at once, from the final text (if it is the view shown; else when shown)."""
         self._streaming = streaming
         if not streaming:
-            self.rendered.set_markdown(self.message.content, self.message.records)
+            self._stale.add("rendered")
         self._show_view()
         self.update_labels()
+
+    def show_whole(self) -> None:
+        """Draw the whole of a long answer (its start was shown)."""
+        self._whole = True
+        self._stale.update(("tokens", "rendered"))
+        self._show_view()
+
+    def _shown(self) -> tuple[str, list[TokenRecord], int]:
+        """What is drawn: the answer's text and tokens, or the start of a long finished one;
+        and how many tokens it has in all (0 when it is drawn whole)."""
+        m = self.message
+        if self._whole or self._streaming:
+            return m.content, m.records, 0
+        cut = _index_of_token(m.records, LONG_ANSWER_TOKENS)  # stops there: never a walk over 1.5M
+        if cut is not None:
+            records = m.records[:cut]
+            total = m.run_stats.new_tokens or sum(r.kind != "rejected" for r in m.records)
+            return "".join(r.text for r in records if r.kind != "rejected"), records, total
+        if len(m.content) > LONG_ANSWER_CHARS and not m.records:  # saved without its tokens
+            return m.content[:LONG_ANSWER_CHARS], [], -1
+        return m.content, m.records, 0
+
+    def _draw_stale(self, tokens: bool) -> None:
+        """Draw the view shown from the message, if it changed since it was last drawn."""
+        view = "tokens" if tokens else "rendered"
+        if view not in self._stale:
+            return
+        self._stale.discard(view)
+        text, records, total = self._shown()
+        if tokens:
+            self.view.set_records(records)
+        else:
+            self.rendered.set_markdown(text, records)
+        cut = total != 0
+        if total > 0:
+            shown = sum(r.kind != "rejected" for r in records)
+            self.long_note.setText(
+                self.tr("A long answer: showing its first {0} of {1} tokens.").format(f"{shown:,}", f"{total:,}")
+            )
+        elif cut:
+            self.long_note.setText(self.tr("A long answer: showing its first {0} characters.").format(f"{len(text):,}"))
+        self.long_note.setVisible(cut)
+        self.show_all_button.setVisible(cut)
 
     def set_show_rejected(self, show: bool) -> None:
         """Rejected drafts struck through where they were proposed, in both views."""
@@ -259,6 +323,8 @@ class AnswerWidget(QFrame):
 
     def _show_view(self) -> None:
         tokens = bool(self._tokens_chosen)
+        if not self._streaming:
+            self._draw_stale(tokens)
         self.view.setVisible(tokens)
         self.rendered.setVisible(not tokens)
         self.tokens_button.blockSignals(True)
@@ -294,3 +360,15 @@ class AnswerWidget(QFrame):
         """A comparison of this answer finished: an open Why panel is redrawn with it."""
         if self.why_dialog is not None and self.why_dialog.isVisible():
             self._on_why()
+
+
+def _index_of_token(records: list[TokenRecord], n: int) -> int | None:
+    """The index in ``records`` of the token after the first ``n`` (rejected drafts are not
+    tokens of the answer), or None when there are no more than ``n``."""
+    count = 0
+    for i, record in enumerate(records):
+        if record.kind != "rejected":
+            if count == n:
+                return i
+            count += 1
+    return None

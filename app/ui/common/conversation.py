@@ -3,7 +3,11 @@ provenance, so a restored answer keeps its highlighting. Pure data; JSON in and 
 
 ``from_json`` checks every field's type before building anything: a file that is valid JSON
 but not a conversation raises ``InvalidConversation`` (one readable line), never a
-``TypeError`` later while it is drawn."""
+``TypeError`` later while it is drawn.
+
+What this version does not understand is kept: fields it does not know (of the conversation
+and of each message) go back into the file as they came, and a file written by a newer version
+keeps its ``version`` (never lowered to this one's)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,13 @@ RecordKind = Literal["draft", "target", "rejected"]
 Role = Literal["system", "user", "assistant"]
 CONTINUABLE = ("cancelled", "max_new_tokens")  # stop reasons that leave an answer cut
 CONVERSATION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: no dot, no separator, no drive
+FORMAT_VERSION = 1  # what this version writes; a newer file keeps its own
+MESSAGE_FIELDS = frozenset(
+    ("role", "content", "records", "stats", "config", "speculative", "drafter", "stop_reason", "error",
+     "made_by", "passes")
+)  # fmt: skip
+CONVERSATION_FIELDS = frozenset(("version", "id", "title", "system_prompt", "created", "updated", "messages"))
+MAX_PASS_S = 86_400.0  # a saved pass timing above a day is not a measurement: the timings are set aside
 
 
 class InvalidConversation(ValueError):
@@ -192,6 +203,7 @@ class Message:
     passes: list[PassRecord] = field(default_factory=list)  # timings per pass; empty in old files
     result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
     comparison: ComparisonReport | None = field(default=None, compare=False, repr=False)  # not saved
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # fields not understood
 
     @property
     def run_stats(self) -> RunStats:
@@ -271,6 +283,7 @@ class Message:
                 made_by=None if self.made_by is None else self.made_by.to_dict(),
                 passes=[p.to_json() for p in self.passes],
             )
+        data.update((k, v) for k, v in self.extra.items() if k not in data)
         return data
 
     @classmethod
@@ -287,7 +300,8 @@ class Message:
             stop_reason=_check_or_none(data.get("stop_reason"), str, "stop reason"),
             error=_check_or_none(data.get("error"), str, "error"),
             made_by=_provenance(data.get("made_by")),
-            passes=[PassRecord.from_json(p) for p in _check(data.get("passes") or [], list, "passes")],
+            passes=_credible([PassRecord.from_json(p) for p in _check(data.get("passes") or [], list, "passes")]),
+            extra={k: v for k, v in data.items() if k not in MESSAGE_FIELDS},
         )
 
 
@@ -299,6 +313,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+    version: int = FORMAT_VERSION  # of the file it came from: a newer one is kept, never lowered
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)  # top-level fields not understood
 
     def prompt(self, upto: int | None = None) -> list[dict[str, str]]:
         """What the engine gets: the system prompt, then the turns before ``upto``."""
@@ -323,8 +339,8 @@ class Conversation:
         return all(word in haystack for word in words)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": 1,
+        data = {
+            "version": max(self.version, FORMAT_VERSION),
             "id": self.id,
             "title": self.title,
             "system_prompt": self.system_prompt,
@@ -332,6 +348,9 @@ class Conversation:
             "updated": self.updated,
             "messages": [m.to_json() for m in self.messages],
         }
+        # after the messages, so the header the list reads stays short
+        data.update((k, v) for k, v in self.extra.items() if k not in data)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Conversation:
@@ -346,7 +365,22 @@ class Conversation:
             messages=[Message.from_json(m) for m in _check(data.get("messages", []), list, "messages")],
             created=_number(data.get("created", 0.0), "created"),
             updated=_number(data.get("updated", 0.0), "updated"),
+            version=_version(data.get("version", FORMAT_VERSION)),
+            extra={k: v for k, v in data.items() if k not in CONVERSATION_FIELDS},
         )
+
+
+def _version(value: Any) -> int:
+    """The file's format version (a whole number; anything else reads as this version's)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else FORMAT_VERSION
+
+
+def _credible(passes: list[PassRecord]) -> list[PassRecord]:
+    """Pass timings as saved, or none when one is beyond any real pass (a hand-edited 1e308):
+    the answer then reads like one saved before timings were kept, and Why explains the rest."""
+    if any(not 0.0 <= p.draft_s <= MAX_PASS_S or not 0.0 <= p.verify_s <= MAX_PASS_S for p in passes):
+        return []
+    return passes
 
 
 def _provenance(data: Any) -> RunProvenance | None:

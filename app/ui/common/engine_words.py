@@ -13,6 +13,7 @@ from PySide6.QtCore import QCoreApplication
 
 BUNDLED_SUFFIX = " (bundled)"  # app/engine/models/catalog.py BUNDLED_NAME ends with it
 DRAFT_MODEL_PREFIX = "draft model: "  # app/engine/decoding/drafters.py ModelDrafter.name
+SUFFIX_DRAFTER = "suffix index"  # app/engine/decoding/suffix_drafter.py: "earlier conversations" on screen
 
 
 def model_label(name: str) -> str:
@@ -23,11 +24,14 @@ def model_label(name: str) -> str:
 
 
 def drafter_label(drafter: str) -> str:
-    """ "prompt lookup", "draft model: NAME" or "none", as the engine names drafters."""
+    """A drafter as the engine names it ("prompt lookup", "suffix index", "draft model: NAME",
+    "none") in the interface's words: "suffix index" is "earlier conversations" on screen."""
     if drafter == "prompt lookup":
         return QCoreApplication.translate("Engine", "prompt lookup")
     if drafter == "none":
         return QCoreApplication.translate("Engine", "none")
+    if drafter == SUFFIX_DRAFTER:
+        return QCoreApplication.translate("Engine", "earlier conversations")
     if drafter.startswith(DRAFT_MODEL_PREFIX):
         name = model_label(drafter.removeprefix(DRAFT_MODEL_PREFIX))
         return QCoreApplication.translate("Engine", "draft model: {0}").format(name)

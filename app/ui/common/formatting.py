@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QCoreApplication, QLocale
 
 from app.engine.events import RunStats
@@ -104,6 +106,31 @@ def percent(fraction: float, decimals: int = 0) -> str:
     locale = number_locale()
     sign = "\u202f%" if locale.language() == QLocale.Language.French else "%"
     return decimal(fraction * 100, decimals) + sign
+
+
+def ratio(value: float, decimals: int = 2) -> str:
+    """ "5.40×" / "5,40×": a speed-up or a cost in units of a plain pass."""
+    return decimal(value, decimals) + "×"
+
+
+_ENGLISH_NUMBER = re.compile(r"(?<![\w.,])(\d+)\.(\d+)(?=×|%|\s|$|[),;:])|(?<![\w.,])(\d+)%")
+
+
+def localized_numbers(text: str) -> str:
+    """A sentence the engine wrote (English number format: "6.00", "5.40×", "28%") with its
+    numbers in the interface's locale ("6,00", "5,40×", "28 %"); names such as "Qwen2.5-0.5B"
+    are left alone (a digit glued to a letter or a dash is no number of the sentence)."""
+    locale = number_locale()
+    point = locale.decimalPoint()
+    if point == "." and locale.language() != QLocale.Language.French:
+        return text
+
+    def local(match: re.Match[str]) -> str:
+        if match.group(3) is not None:
+            return percent(int(match.group(3)) / 100)
+        return f"{match.group(1)}{point}{match.group(2)}"
+
+    return _ENGLISH_NUMBER.sub(local, text)
 
 
 def parameter_count(count: int | None) -> str:

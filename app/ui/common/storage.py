@@ -13,6 +13,12 @@ never makes a save fail: the JSON is then written with ASCII escapes, which keep
 on reading such code points become U+FFFD so nothing downstream chokes on them. A file that is
 a symbolic link stays one: a save replaces the link's target, atomically, in the target's folder.
 
+A file is written only when what the app would write differs from what it holds: the store
+keeps a digest of each conversation as it was read or last saved, so opening a conversation and
+closing the window rewrites nothing (fields this version does not understand are kept anyway,
+see ``Conversation``). Deletion wins: once deleted, a conversation is not written again, by a
+save queued before or after, until ``undelete`` (Undo).
+
 Listing is cheap: ``list_headers`` reads only the start of each file (id, title, dates come
 before the messages), so a huge conversation does not slow the start; ``load`` reads one
 conversation's content when it is opened."""
@@ -117,6 +123,9 @@ class ConversationStore:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specchat-save")
         self._pending: set[Future[None]] = set()
         self.skipped: list[SkippedFile] = []  # by the last ``load_all``
+        # id -> hash of the text on disk, as read or as queued; a save of the same text is skipped
+        self._on_disk: dict[str, int] = {}
+        self._deleted: set[str] = set()  # deleted here: never written again unless undeleted
 
     def save(self, conversation: Conversation) -> Future[None]:
         """Snapshot ``conversation`` now and write it in the background (a conversation with
@@ -127,8 +136,17 @@ class ConversationStore:
             refused: Future[None] = Future()
             refused.set_exception(e)
             return refused
+        done: Future[None] = Future()
+        if conversation.id in self._deleted:  # deleted: a late save must not bring the file back
+            done.set_result(None)
+            return done
         text = conversation_text(conversation)
-        future = self._writer.submit(self._write, path, text)
+        digest = hash(text)
+        if self._on_disk.get(conversation.id) == digest:
+            done.set_result(None)  # unchanged: the file stays as it is (its bytes and its date)
+            return done
+        self._on_disk[conversation.id] = digest
+        future = self._writer.submit(self._write, path, text, conversation.id)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         return future
@@ -177,9 +195,17 @@ class ConversationStore:
         return self._read(self._path(conversation_id))
 
     def delete(self, conversation_id: str) -> None:
-        """Raises ``InvalidConversation`` for an id the store did not make."""
+        """Raises ``InvalidConversation`` for an id the store did not make. From now on the
+        conversation is not written again (``save`` does nothing) until ``undelete``."""
+        path = self._path(conversation_id)
+        self._deleted.add(conversation_id)
         self.flush()
-        self._path(conversation_id).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        self._on_disk.pop(conversation_id, None)
+
+    def undelete(self, conversation_id: str) -> None:
+        """Undo a ``delete``: the next ``save`` writes the conversation again."""
+        self._deleted.discard(conversation_id)
 
     def _path(self, conversation_id: str) -> Path:
         if not is_conversation_id(conversation_id):
@@ -191,6 +217,7 @@ class ConversationStore:
             raise InvalidConversation("the file name is not a conversation id")
         conversation = Conversation.from_json(parse_conversation_json(path.read_text("utf-8")))  # type: ignore[arg-type]
         conversation.id = path.stem  # the name the store gave it, not what the file claims
+        self._on_disk[conversation.id] = hash(conversation_text(conversation))  # what saving it unchanged writes
         return conversation
 
     def _read_header(self, path: Path) -> ConversationHeader:
@@ -228,7 +255,16 @@ class ConversationStore:
             except OSError as e:
                 log.warning("could not remove the orphaned temp file %s: %s", tmp, e)
 
-    def _write(self, target: Path, text: str) -> None:
+    def _write(self, target: Path, text: str, conversation_id: str) -> None:
+        if conversation_id in self._deleted:
+            return  # queued before the delete that flushed it: deletion wins
+        try:
+            self._replace(target, text)
+        except BaseException:
+            self._on_disk.pop(conversation_id, None)  # the disk does not hold it: the next save writes
+            raise
+
+    def _replace(self, target: Path, text: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink():  # keep the link: replace what it points at, in that folder
             target = Path(os.path.realpath(target))

@@ -4,6 +4,8 @@ dimmed. Colours are picked for the current palette, light or dark."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette, QTextCharFormat, QTextFormat
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
@@ -100,10 +102,14 @@ class TokenLegend(QWidget):
         layout.addWidget(hint, 1)
         self._render()
 
-    def set_speculation_visible(self, speculative: bool, show_rejected: bool) -> None:
-        """Draft swatches only while drafts can appear; rejected ones only when shown."""
-        self._labels["draft"].setVisible(speculative)
-        self._labels["rejected"].setVisible(speculative and show_rejected)
+    def set_speculation_visible(
+        self, speculative: bool, show_rejected: bool, on_screen: Collection[str] = ()
+    ) -> None:
+        """Draft swatches while drafts can appear: speculation on, or answers on screen that
+        show some (``on_screen``: the token kinds they hold); rejected ones only when shown."""
+        drafts = speculative or "draft" in on_screen or "rejected" in on_screen
+        self._labels["draft"].setVisible(drafts)
+        self._labels["rejected"].setVisible(show_rejected and (speculative or "rejected" in on_screen))
 
     def shown_kinds(self) -> list[str]:
         """The token kinds the legend explains right now."""

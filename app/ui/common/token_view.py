@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint, Qt
-from PySide6.QtGui import QHelpEvent, QTextCursor
+from PySide6.QtGui import QFontDatabase, QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QToolTip, QWidget
 
 from app.ui.common.conversation import TokenRecord
@@ -32,6 +32,8 @@ class TokenTextView(QTextEdit):
         self.setMouseTracking(True)
         self._records: list[TokenRecord] = []
         self._show_rejected = False
+        # every token as generated, spaces included: a fixed-width font keeps code's indentation
+        self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         if auto_height:
             self.setFrameShape(QFrame.Shape.NoFrame)
             self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -12,7 +12,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from app.engine.analysis.explanation import Explanation, PassBar, format_percent
+from app.engine.analysis.explanation import Explanation, PassBar
+from app.ui.common.formatting import number_locale, percent
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
@@ -23,8 +24,22 @@ CURVE_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 MAX_LABELLED_PASSES = 60  # above this, token counts per bar would overlap
 
 
+class LocaleAxis(pg.AxisItem):
+    """Tick labels in the interface's locale ("0,2" in French), as every other number."""
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        english = super().tickStrings(values, scale, spacing)
+        locale = number_locale()
+        point = locale.decimalPoint()
+        return [text.replace(".", point).replace("-", locale.negativeSign()) for text in english]
+
+
+def locale_axes() -> dict[str, pg.AxisItem]:
+    return {"left": LocaleAxis("left"), "bottom": LocaleAxis("bottom")}
+
+
 def _plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(title=title)
+    plot = pg.PlotWidget(title=title, axisItems=locale_axes())
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
     plot.showGrid(x=False, y=True, alpha=0.3)
@@ -90,7 +105,7 @@ class AcceptanceCharts(QWidget):
             self.by_position.addItem(alpha)
             legend.addItem(
                 pg.PlotDataItem(pen=pen),
-                QCoreApplication.translate("Charts", "acceptance α = {0}").format(format_percent(explanation.alpha)),
+                QCoreApplication.translate("Charts", "acceptance α = {0}").format(percent(explanation.alpha)),
             )
         self.by_position.setYRange(0, 1.05)
         _integer_ticks(self.by_position, positions)
@@ -119,7 +134,9 @@ class TimelineChart(pg.PlotWidget):
     ROWS: ClassVar[dict[str, float]] = {"speculative": 1.0, "baseline": 0.0}  # y of each run
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
-        super().__init__(parent, title=QCoreApplication.translate("Charts", "Timeline of target passes"))
+        super().__init__(
+            parent, title=QCoreApplication.translate("Charts", "Timeline of target passes"), axisItems=locale_axes()
+        )
         self.setLabel("bottom", QCoreApplication.translate("Charts", "wall-clock time (s)"))
         self.setMenuEnabled(False)
         bars = explanation.timeline
@@ -178,7 +195,9 @@ class WhatIfChart(pg.PlotWidget):
 
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
         super().__init__(
-            parent, title=QCoreApplication.translate("Charts", "What if the draft agreed more often?")
+            parent,
+            title=QCoreApplication.translate("Charts", "What if the draft agreed more often?"),
+            axisItems=locale_axes(),
         )
         self.setLabel("bottom", QCoreApplication.translate("Charts", "acceptance α"))
         self.setLabel("left", QCoreApplication.translate("Charts", "decode speed-up over plain decoding (×)"))
@@ -255,7 +274,20 @@ class SweepChart(WhatIfChart):
     def __init__(self, explanation: Explanation, parent: QWidget | None = None) -> None:
         super().__init__(explanation, parent)
         self.setTitle(QCoreApplication.translate("Charts", "Each drafter on the what-if curves"))
-        self.arms = pg.ScatterPlotItem(size=11)
+        # a short axis title (the long one is cut at this chart's height), the legend in one
+        # column beside the data: under it, a dozen entries left the plot ~100 px tall
+        self.setLabel("left", QCoreApplication.translate("Charts", "decode speed-up (×)"))
+        item = self.getPlotItem()
+        item.layout.removeItem(self.legend)
+        item.layout.addItem(self.legend, 2, 2)
+        item.layout.setColumnStretchFactor(2, 0)
+        item.layout.setColumnSpacing(1, 8)  # a gap between the data and the legend
+        self.legend.setColumnCount(1)
+        for point in (self.measured_point, self.predicted_point):  # the arms' own points say it
+            if point is not None:
+                self.removeItem(point)
+                self.legend.removeItem(point)
+        self.arms = pg.ScatterPlotItem(size=12, pxMode=True)
         self.addItem(self.arms)
         self.names: list[str] = []
         self._samples: list[pg.ScatterPlotItem] = []
@@ -263,17 +295,21 @@ class SweepChart(WhatIfChart):
     def set_points(self, points: list[tuple[float, float, str]]) -> None:
         """(acceptance α, measured decode speed-up, label) per drafting arm."""
         styles = [self._style(i) for i in range(len(points))]
+        # hollow-ish markers with a solid outline: arms that land on one spot stay visible
         self.arms.setData(
             [p[0] for p in points],
             [p[1] for p in points],
             symbol=[symbol for symbol, _ in styles],
-            brush=[pg.mkBrush(colour) for _, colour in styles],
+            brush=[pg.mkBrush(colour + "40") for _, colour in styles],
+            pen=[pg.mkPen(colour, width=2) for _, colour in styles],
         )
         for sample in self._samples:
             self.legend.removeItem(sample)
         self._samples, self.names = [], [name for _, _, name in points]
         for (symbol, colour), name in zip(styles, self.names):
-            sample = pg.ScatterPlotItem(size=11, symbol=symbol, brush=pg.mkBrush(colour))  # legend only
+            sample = pg.ScatterPlotItem(  # legend only
+                size=12, symbol=symbol, brush=pg.mkBrush(colour + "40"), pen=pg.mkPen(colour, width=2)
+            )
             self.legend.addItem(sample, name)
             self._samples.append(sample)
 

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -30,10 +31,12 @@ from app.engine.analysis.compare import (
     stored_notes,
     verdict_reasons,
 )
-from app.engine.analysis.explanation import alpha_of, format_percent, format_ratio, format_tokens
+from app.engine.analysis.explanation import alpha_of
 from app.engine.events import RunResult
+from app.ui.chat.markdown_view import MarkdownView
 from app.ui.common.conversation import TokenRecord
-from app.ui.common.formatting import how_made
+from app.ui.common.engine_words import drafter_label
+from app.ui.common.formatting import decimal, how_made, localized_numbers, percent, ratio
 from app.ui.common.token_style import diff_format
 from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
 
@@ -44,7 +47,8 @@ TONE_COLOURS = {"good": "#27ae60", "warning": "#d68910", "bad": "#c0392b", "neut
 
 def _say(phrase: Phrase) -> str:
     """The engine's phrase (marked with QT_TRANSLATE_NOOP there), translated in this context."""
-    return phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
+    text = phrase.render(lambda text: QCoreApplication.translate("CompareDialog", text))  # i18n: noop
+    return localized_numbers(text)  # "5,40×" in French
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -87,17 +91,41 @@ class CompareDialog(QDialog):
         self.stored_note.setWordWrap(True)
         self.stored_note.setVisible(bool(self.stored_note.text()))
 
+        # each answer as the chat shows it: rendered Markdown carrying the tokens' provenance, or
+        # (Tokens) every token as generated, where the first difference is marked
+        baseline_records = [
+            TokenRecord(t.text, "target", -1, t.id, t.p_target, None, t.margin) for t in baseline.tokens
+        ]
         self.speculative_view = TokenTextView(self)
         self.speculative_view.set_records(speculative_records)
         self.baseline_view = TokenTextView(self)
-        self.baseline_view.set_records(
-            TokenRecord(t.text, "target", -1, t.id, t.p_target, None, t.margin) for t in baseline.tokens
+        self.baseline_view.set_records(baseline_records)
+        self.speculative_rendered = MarkdownView(self, auto_height=False)
+        self.speculative_rendered.set_markdown(speculative.text, speculative_records)
+        self.baseline_rendered = MarkdownView(self, auto_height=False)
+        self.baseline_rendered.set_markdown(baseline.text, baseline_records)
+        self.tokens_button = QToolButton(self)
+        self.tokens_button.setText(self.tr("Tokens"))
+        self.tokens_button.setCheckable(True)
+        self.tokens_button.setToolTip(
+            self.tr(
+                "Show both answers token by token (where they first differ is marked) instead of "
+                "rendered as Markdown"
+            )
         )
+        self.tokens_button.toggled.connect(self.show_tokens)
         texts = QSplitter(Qt.Orientation.Horizontal, self)
         texts.addWidget(
-            _boxed(self.tr("With speculation — {0}").format(speculative.drafter), self.speculative_view)
+            _boxed(
+                self.tr("With speculation — {0}").format(drafter_label(speculative.drafter)),
+                self.speculative_rendered,
+                self.speculative_view,
+            )
         )
-        texts.addWidget(_boxed(self.tr("Without speculation — target only"), self.baseline_view))
+        texts.addWidget(
+            _boxed(self.tr("Without speculation — target only"), self.baseline_rendered, self.baseline_view)
+        )
+        self.show_tokens(False)
         self._sync_scrolling()
         self._mark_first_difference()
 
@@ -123,11 +151,26 @@ class CompareDialog(QDialog):
         layout.addWidget(self.verdict)
         layout.addWidget(self.verdict_text)
         layout.addWidget(self.stored_note)
+        layout.addWidget(self.tokens_button, 0, Qt.AlignmentFlag.AlignRight)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
+
+    def show_tokens(self, tokens: bool) -> None:
+        """Both panes as tokens (True) or rendered Markdown (False), as the chat's switch does."""
+        self.tokens_button.setChecked(tokens)
+        for rendered, view in (
+            (self.speculative_rendered, self.speculative_view),
+            (self.baseline_rendered, self.baseline_view),
+        ):
+            rendered.setVisible(not tokens)
+            view.setVisible(tokens)
+
+    @property
+    def showing_tokens(self) -> bool:
+        return not self.speculative_view.isHidden()
 
     def open_why(self) -> QDialog:
         """The Why panel for this comparison's two runs (the speculative one explained)."""
@@ -144,23 +187,23 @@ class CompareDialog(QDialog):
         alpha = alpha_of(speculative)
 
         def speedup(value: float) -> Callable[[RunResult], str]:
-            return lambda r: (format_ratio(value) if value > 0 else "—") if r is speculative else "1.00×"
+            return lambda r: (ratio(value) if value > 0 else "—") if r is speculative else ratio(1.0)
 
         rows = [
-            (self.tr("Wall time"), lambda r: self.tr("{0:.2f} s").format(r.stats.wall_s)),
-            (self.tr("Tokens/s"), lambda r: f"{r.stats.tokens_per_s:.1f}"),
+            (self.tr("Wall time"), lambda r: self.tr("{0} s").format(decimal(r.stats.wall_s, 2))),
+            (self.tr("Tokens/s"), lambda r: decimal(r.stats.tokens_per_s, 1)),
             (self.tr("Decode speed-up (prefill left out)"), speedup(comparison.decode_speedup)),
             (self.tr("Whole-run speed-up (prefill included)"), speedup(comparison.whole_run_speedup)),
             (self.tr("New tokens"), lambda r: str(r.stats.new_tokens)),
             (self.tr("Target passes"), lambda r: str(r.stats.target_passes)),
-            (self.tr("Tokens per target pass"), lambda r: format_tokens(r.stats.tokens_per_pass)),
+            (self.tr("Tokens per target pass"), lambda r: decimal(r.stats.tokens_per_pass, 2)),
             (
                 self.tr("Acceptance α (per position the target judged)"),
-                lambda r: format_percent(alpha) if r is speculative and alpha is not None else "—",
+                lambda r: percent(alpha) if r is speculative and alpha is not None else "—",
             ),
             (
                 self.tr("Drafts accepted, of all proposed"),
-                lambda r: format_percent(r.stats.drafts_accepted_share) if r.speculative else "—",
+                lambda r: percent(r.stats.drafts_accepted_share) if r.speculative else "—",
             ),
         ]
         table = QTableWidget(len(rows), 2, self)
@@ -206,8 +249,13 @@ class CompareDialog(QDialog):
                 cursor.insertText(text.replace("\n", LINE_SEPARATOR), fmt)
 
     def _sync_scrolling(self) -> None:
-        """Scrolling one text scrolls the other to the same relative place."""
-        bars = (self.speculative_view.verticalScrollBar(), self.baseline_view.verticalScrollBar())
+        """Scrolling one text scrolls the other to the same relative place (in both views)."""
+        self._sync_pair(self.speculative_view, self.baseline_view)
+        self._sync_pair(self.speculative_rendered, self.baseline_rendered)
+
+    @staticmethod
+    def _sync_pair(a: QTextEdit, b: QTextEdit) -> None:
+        bars = (a.verticalScrollBar(), b.verticalScrollBar())
         syncing = [False]
 
         def follow(source: int) -> None:
@@ -239,8 +287,9 @@ class CompareDialog(QDialog):
             view.ensureCursorVisible()
 
 
-def _boxed(title: str, widget: QWidget) -> QGroupBox:
+def _boxed(title: str, *widgets: QWidget) -> QGroupBox:
     box = QGroupBox(title)
     layout = QVBoxLayout(box)
-    layout.addWidget(widget)
+    for widget in widgets:
+        layout.addWidget(widget)
     return box

@@ -25,22 +25,20 @@ from PySide6.QtWidgets import (
 from app.engine.analysis.explanation import (
     Explanation,
     explain,
-    format_percent,
-    format_ratio,
-    format_tokens,
     summary_sentence,
 )
 from app.engine.events import RunResult
+from app.ui.common.formatting import decimal, localized_numbers, percent, ratio
 
 NONE = "—"
 
 
 def _percent(value: float | None) -> str:
-    return NONE if value is None else format_percent(value)
+    return NONE if value is None else percent(value)
 
 
 def _ratio(value: float | None) -> str:
-    return NONE if value is None else format_ratio(value)
+    return NONE if value is None else ratio(value)
 
 
 class ExplainDialog(QDialog):
@@ -56,7 +54,7 @@ class ExplainDialog(QDialog):
         sentence = summary_sentence(
             self.explanation, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
         )
-        self.summary = QLabel(sentence, self)
+        self.summary = QLabel(localized_numbers(sentence), self)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setStyleSheet("font-size: 110%;")
@@ -93,7 +91,7 @@ class ExplainDialog(QDialog):
                 self.tr("Drafts accepted, of all proposed"),
                 _percent(e.drafts_accepted_share),
             ),
-            ("tokens_per_pass", self.tr("Tokens per target pass"), format_tokens(e.tokens_per_pass)),
+            ("tokens_per_pass", self.tr("Tokens per target pass"), decimal(e.tokens_per_pass, 2)),
             (
                 "from_earlier",
                 self.tr("Accepted drafts from an earlier conversation"),

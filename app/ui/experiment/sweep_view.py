@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # pyqtgraph loads with the first chart, not with the dialog
 from app.engine.analysis.sweep import NONE, SweepRow
 
 DEFAULT_KS = "1,2,4,8"
+DEFAULT_SIZE = (1000, 760)  # the dialog's first size: the table's columns and a readable chart
 
 
 def parse_ks(text: str) -> list[int | None] | None:
@@ -102,6 +104,10 @@ class SweepDialog(QDialog):
         self.model_box.setChecked(DRAFT_MODEL in available)
         self.model_box.setEnabled(DRAFT_MODEL in available)
         self.ks_edit = QLineEdit(DEFAULT_KS)
+        # wide enough for "1,2,4,8,auto" with room to spare, in any font
+        room = self.ks_edit.fontMetrics().horizontalAdvance("1,2,4,8,auto") + 24
+        self.ks_edit.setMinimumWidth(room)
+        self.ks_edit.setMaximumWidth(2 * room)
         self.ks_edit.setToolTip(
             self.tr("Draft lengths to try, separated by commas; “auto” lets SpecChat choose k each step.")
         )
@@ -123,9 +129,12 @@ class SweepDialog(QDialog):
                 self.tr("Answer"),
             ]
         )
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
 
         controls = QHBoxLayout()
         for widget in (
@@ -138,18 +147,27 @@ class SweepDialog(QDialog):
             self.cancel_button,
         ):
             controls.addWidget(widget)
+        controls.addStretch(1)  # the k field stays by its label
+        # the table above, the chart below it (most of the height); Close always at the bottom
+        self.results = QSplitter(Qt.Orientation.Vertical)
+        self.results.addWidget(self.table)
+        self.chart_placeholder = QLabel(self.tr("The chart appears when the first drafting run ends."))
+        self.chart_placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.results.addWidget(self.chart_placeholder)
+        self.results.setStretchFactor(0, 2)
+        self.results.setStretchFactor(1, 5)
         self._layout = QVBoxLayout(self)
         self._layout.addWidget(intro)
         self._layout.addLayout(controls)
         self._layout.addWidget(self.status)
-        self._layout.addWidget(self.table)
+        self._layout.addWidget(self.results, 1)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.buttons.setToolTip(self.tr("Close the experiment (a run in progress stops)"))
         self.buttons.rejected.connect(self.reject)  # finished: the window cancels a running sweep
         self._layout.addWidget(self.buttons)
         self.run_button.clicked.connect(self._on_run)
         self.cancel_button.clicked.connect(self._on_cancel)
-        self.resize(860, 640)
+        self.resize(*DEFAULT_SIZE)
 
     # ---- what the window calls ----------------------------------------------------------
     def add_row(self, row: SweepRow) -> None:
@@ -161,11 +179,7 @@ class SweepDialog(QDialog):
         r = self.table.rowCount()
         self.table.insertRow(r)
         stats = row.run.stats
-        same = (
-            self.tr("same as without speculation")
-            if row.identical
-            else self.tr("differs from token {0}").format(row.first_difference)
-        )
+        same = self.tr("same") if row.identical else self.tr("differs from token {0}").format(row.first_difference)
         alpha = explanation.alpha if explanation is not None else None
         accepted = "—" if row.arm.drafter == NONE else percent(stats.drafts_accepted_share)
         cells = (
@@ -267,12 +281,14 @@ class SweepDialog(QDialog):
 
         base = max((e for e, _ in measured), key=lambda e: len(e.what_if))
         if self.chart is None or base is not self._chart_base:
-            if self.chart is not None:
-                self._layout.removeWidget(self.chart)
-                self.chart.deleteLater()
+            old = self.chart or self.chart_placeholder
             self.chart = SweepChart(base)
             self._chart_base = base
-            self._layout.addWidget(self.chart, 1)
+            self.results.replaceWidget(1, self.chart)  # under the table, above Close
+            old.hide()
+            old.deleteLater()
+            total = sum(self.results.sizes())
+            self.results.setSizes([total * 2 // 7, total - total * 2 // 7])
         self.chart.set_points(
             [
                 (e.alpha, row.decode_speedup, self._arm_label(row))

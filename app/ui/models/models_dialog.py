@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.probe import PROBE_TOKENS, DraftProbe, best_probe
+from app.engine.analysis.probe import PROBE_K, PROBE_TOKENS, DraftProbe, best_probe
 from app.engine.config import LOOKUP, SUFFIX
 from app.engine.models.catalog import (
     DRAFT_MIN_RATIO,
@@ -75,7 +75,8 @@ class ModelsDialog(QDialog):
         self._probing = False
         # (target, draft) to select once that target's drafts are checked: a recent pair;
         # otherwise the suggestion is selected
-        self._pending: tuple[str, str] | None = None
+        # the pair in use comes first: the draft box shows the drafter answering now
+        self._pending: tuple[str, str] | None = (models.target_source, models.draft_source or NO_DRAFTER)
         self._wanted_target = models.target_source
         self._scan_id = 0
         self._build()
@@ -320,10 +321,11 @@ class ModelsDialog(QDialog):
         self._wanted_target = target.source
         self.target_label.setText(f"{model_label(target.name)} · {parameter_count(target.parameters)}")
         self._reset_draft_combo()
-        self.details.setText("")
+        self.details.setText(self.tr("Checking which models can draft for {0}…").format(model_label(target.name)))
         self.use_button.setEnabled(target.usable)
         if not target.usable:
             self.explanation.setText(QCoreApplication.translate("catalog", target.problem))  # i18n: noop
+            self.details.setText(target.problem)  # the engine's own words, for the technical view
             return
         drafts = [e for e in self.entries if e.usable and e.source != target.source]
         for entry in self.entries:
@@ -332,9 +334,7 @@ class ModelsDialog(QDialog):
             elif entry.usable:
                 self._set_draft_cell(entry.source, "… " + self.tr("Checking"), "", MUTED_COLOUR)
         self.explanation.setText(self.tr("Checking which models can draft for {0}…").format(model_label(target.name)))
-        self._catalog.request_pairings(target, drafts)
-        if not drafts:
-            self._on_pairings_done(target.source)
+        self._catalog.request_pairings(target, drafts)  # answered by pairings_done, also with no drafts
 
     def _on_pair_checked(self, check: PairCheck) -> None:
         if self.target is None or check.target != self.target.source:
@@ -362,9 +362,29 @@ class ModelsDialog(QDialog):
         if not self.choose_draft(wanted):
             self.choose_draft(self.suggestion)
         self._pending = None
-        incompatible = [c for c in self.checks.values() if not c.compatible]
-        self.details.setText("\n".join(f"{self._entry(c.draft).name}: {c.detail}" for c in incompatible))
+        self.details.setText(self._technical_detail())
         self._explain_draft()
+
+    def _technical_detail(self) -> str:
+        """Each model checked against the target and what the check found; never empty."""
+        if self.target is None:
+            return ""
+        lines = []
+        for check in self.checks.values():
+            name = model_label(self._entry(check.draft).name)
+            if check.compatible:
+                lines.append(self.tr("{0}: compatible (the same text gives the same token ids)").format(name))
+            else:
+                plain = QCoreApplication.translate("catalog", check.plain)  # i18n: noop
+                lines.append(f"{name}: {check.detail or plain}")
+        if not lines:
+            lines.append(
+                self.tr(
+                    "No other model on this computer to check against {0}. Prompt lookup and earlier "
+                    "conversations need no second model: they copy text the target's own tokenizer made."
+                ).format(model_label(self.target.name))
+            )
+        return "\n".join(lines)
 
     def _on_probed(self, probe: DraftProbe) -> None:
         if self.target is None or probe.target != self.target.source or not self._probing:
@@ -387,17 +407,37 @@ class ModelsDialog(QDialog):
         self._rank_draft_combo()
         self.choose_draft(self.suggestion)
         ranked = sorted(self.probes.values(), key=lambda p: p.rank_key, reverse=True)
-        lines = [self._probe_summary(p) for p in ranked]
-        text = self.tr("Measured on this computer, {0} tokens each:").format(PROBE_TOKENS) + " " + "; ".join(lines)
+        text = self.tr(
+            "Measured on this computer: the target answered a short question ({0} tokens) alone, then "
+            "with each drafter guessing {1} tokens ahead; the figure is the decode speed-up that run "
+            "predicts over the target alone."
+        ).format(PROBE_TOKENS, PROBE_K)
+        text += " " + " ".join(self._probe_summary(p) for p in ranked)
         if best is None:
             text += " " + self.tr("None was faster than the target alone: no drafter is suggested.")
+        if not any(p.draft != LOOKUP for p in ranked):
+            text += " " + self.tr(
+                "No draft model on this computer fits this target, so there was nothing else to rank: add "
+                "the folder or GGUF file of a smaller model with the same tokenizer to compare one."
+            )
+        text += " " + self.tr(
+            "Earlier conversations is not measured here: what it gains depends on what your chats repeat."
+        )
         self.explanation.setText(text)
 
     def _probe_summary(self, probe: DraftProbe) -> str:
         name = self._combo_label_base(probe.draft)
         if probe.error:
-            return self.tr("{0}: could not be measured ({1})").format(name, probe.error)
-        return f"{name} {self._probe_figures(probe)}"
+            return self.tr("{0}: could not be measured ({1}).").format(name, probe.error)
+        if probe.rank_key < 0:
+            meaning = self.tr("not known")
+        elif probe.rank_key >= 1.05:
+            meaning = self.tr("faster than the target alone on this question")
+        elif probe.rank_key <= 0.95:
+            meaning = self.tr("slower than the target alone on this question")
+        else:
+            meaning = self.tr("about as fast as the target alone on this question")
+        return self.tr("{0}: {1}, {2}.").format(name, self._probe_figures(probe), meaning)
 
     def _probe_figures(self, probe: DraftProbe) -> str:
         """ "1.8× (α 72%)": the predicted speed-up and the acceptance measured."""

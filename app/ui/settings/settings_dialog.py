@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.config import MAX_TEMPERATURE, available_cpus
 from app.engine.errors import InvalidSettingError
 from app.ui.models.model_sources import cached_hub_models
 from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
@@ -174,6 +175,30 @@ class SettingsDialog(QDialog):
         layout.addWidget(buttons)
         self._show(settings)
         self._show_model_error(model_error)
+        self._say_what_was_brought_into_range(settings)
+
+    def _say_what_was_brought_into_range(self, saved: AppSettings) -> None:
+        """A saved value outside what these fields allow (256 threads on a 2-CPU computer, a
+        temperature of 5 from an older version) is shown brought into range, and said so."""
+        shown = self.settings()
+        pairs = [(self.tr("CPU threads"), saved.models.cpu_threads, shown.models.cpu_threads)]
+        pairs += [
+            (label, getattr(saved, name), getattr(shown, name))
+            for label, name in (
+                (self.tr("temperature"), "temperature"),
+                (self.tr("max new tokens"), "max_new_tokens"),
+                (self.tr("k"), "k"),
+                (self.tr("largest adaptive k"), "k_max"),
+                (self.tr("repetition penalty"), "repetition_penalty"),
+            )
+        ]
+        changed = [f"{label} {before:g} → {after:g}" for label, before, after in pairs if abs(before - after) > 1e-9]
+        if changed:
+            self.error.setText(
+                self.tr("Saved values outside what this computer or these settings allow were brought into range: {0}.")
+                .format(", ".join(changed))
+            )
+            self.error.show()
 
     def _bf16_on_this_cpu(self) -> str:
         """What bfloat16 costs or gains on this CPU, from the worker's probe ("" before it)."""
@@ -264,7 +289,7 @@ class SettingsDialog(QDialog):
         self.cpu_kernels = QCheckBox(self.tr(
             "Fast exact CPU kernels (prepacked linears, row-wise attention)"
         ), page)
-        self.cpu_threads = _spin(page, 0, 256)
+        self.cpu_threads = _spin(page, 0, available_cpus())  # more only take turns on the CPUs
         self.cpu_threads.setSpecialValueText(self.tr("auto"))
         self.cpu_kernels.setToolTip(
             self.tr(
@@ -276,8 +301,9 @@ class SettingsDialog(QDialog):
             self.tr(
                 "How many CPU cores the models use. auto: starts at the physical cores minus one, so "
                 "the window stays responsive, then, between answers, takes the cores other programs "
-                "leave idle, and only as many as measured faster."
-            )
+                "leave idle, and only as many as measured faster. At most the {0} CPUs of this "
+                "computer: more threads only take turns on them, far slower."
+            ).format(available_cpus())
         )
         form.addRow("", self.cpu_kernels)
         form.addRow(self.tr("CPU threads:"), self.cpu_threads)
@@ -368,7 +394,7 @@ class SettingsDialog(QDialog):
         form = QFormLayout(page)
         self.greedy = QRadioButton(self.tr("Greedy (always the most likely token)"), page)
         self.sampling = QRadioButton(self.tr("Sampling"), page)
-        self.temperature = _double(page, 0.01, 5.0, 0.05, 2)
+        self.temperature = _double(page, 0.01, MAX_TEMPERATURE, 0.05, 2)
         self.top_p = _double(page, 0.01, 1.0, 0.05, 2)
         self.top_k = _spin(page, 0, 100000)
         self.seed = _spin(page, 0, 2**31 - 1)

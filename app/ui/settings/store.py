@@ -13,7 +13,8 @@ from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from app.engine.config import LOOKUP, SUFFIX, GenerationConfig
+from app.engine.config import LOOKUP, MAX_TEMPERATURE, SUFFIX, GenerationConfig, available_cpus, cap_threads
+from app.engine.errors import InvalidSettingError
 
 ORGANIZATION = "SpecChat"
 APPLICATION = "SpecChat"
@@ -54,7 +55,12 @@ class ModelSettings:
     @property
     def threads_option(self) -> str | int:
         """What ``Engine.load(threads=...)`` takes."""
-        return self.cpu_threads if self.cpu_threads > 0 else "auto"
+        return cap_threads(self.cpu_threads) if self.cpu_threads > 0 else "auto"
+
+    @property
+    def threads_capped(self) -> bool:
+        """More threads were asked for than this machine's CPUs: ``threads_option`` caps them."""
+        return self.cpu_threads > available_cpus()
 
     @property
     def target_source(self) -> str:
@@ -129,6 +135,18 @@ class AppSettings:
 
     def generation_config(self) -> GenerationConfig:
         """Raises ``InvalidSettingError`` on an absurd combination."""
+        if self.sampling and not 0.0 <= self.temperature <= MAX_TEMPERATURE:
+            raise InvalidSettingError(
+                QCoreApplication.translate(
+                    "AppSettings", "The temperature must be from 0 to {0} (it is {1}): higher makes word salad."
+                ).format(MAX_TEMPERATURE, self.temperature)
+            )
+        if self.adaptive_k and self.k_max < self.k:
+            raise InvalidSettingError(
+                QCoreApplication.translate(
+                    "AppSettings", "The largest adaptive k ({0}) must be at least k ({1}): raise it, or lower k."
+                ).format(self.k_max, self.k)
+            )
         return GenerationConfig(
             max_new_tokens=self.max_new_tokens,
             speculative=self.speculative,

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from app.bench.common import ratio, rotated, short, times
 from app.engine.config import LOOKUP, SUFFIX, GenerationConfig
 
 if TYPE_CHECKING:
@@ -73,11 +74,6 @@ def _timed(engine: Engine, messages: Conversation, config: GenerationConfig, arm
     return Timed(run, time.perf_counter() - start)
 
 
-def _rotated(shift: int) -> list[str]:
-    shift %= len(ARMS)
-    return list(ARMS[shift:] + ARMS[:shift])
-
-
 def run_repeat(engine: Engine, prompts: list[str], config: GenerationConfig, repeat: int = 1) -> dict[str, Any]:
     """Each prompt, then the same prompt in a new conversation, per arm."""
     rows: list[dict[str, Any]] = []
@@ -85,7 +81,7 @@ def run_repeat(engine: Engine, prompts: list[str], config: GenerationConfig, rep
         for r in range(repeat):
             engine.history.clear()
             messages = [{"role": "user", "content": prompt}]
-            order = _rotated(index + r)
+            order = rotated(ARMS, index + r)
             first = {arm: _timed(engine, messages, config, arm, f"{arm} first") for arm in order}
             again = {arm: _timed(engine, messages, config, arm, f"{arm} again") for arm in order}
             reference = first[PLAIN].run.token_ids
@@ -101,7 +97,7 @@ def run_repeat(engine: Engine, prompts: list[str], config: GenerationConfig, rep
                             "fewer_passes_again": first[arm].passes_per_token / again[arm].passes_per_token,
                             "first_tokens_per_s": first[arm].tokens_per_s,
                             "again_tokens_per_s": again[arm].tokens_per_s,
-                            "whole_run_speedup_again": _ratio(again[arm].tokens_per_s, again[PLAIN].tokens_per_s),
+                            "whole_run_speedup_again": ratio(again[arm].tokens_per_s, again[PLAIN].tokens_per_s),
                             "identical": first[arm].run.token_ids == reference == again[arm].run.token_ids,
                             "tokens": again[arm].run.stats.new_tokens,
                             "draft_ms_per_pass": again[arm].draft_ms_per_pass,
@@ -123,7 +119,7 @@ def run_edits(
         chats: dict[str, Conversation] = {arm: [] for arm in ARMS}
         for turn, question in enumerate(turns):
             timed: dict[str, Timed] = {}
-            for arm in _rotated(turn + r):
+            for arm in rotated(ARMS, turn + r):
                 chats[arm].append({"role": "user", "content": question})
                 timed[arm] = _timed(engine, chats[arm], config, arm, f"{arm} session {r}")
                 chats[arm].append({"role": "assistant", "content": timed[arm].run.text})
@@ -136,7 +132,7 @@ def run_edits(
                     "arms": {
                         arm: {
                             "tokens_per_s": timed[arm].tokens_per_s,
-                            "whole_run_speedup": _ratio(timed[arm].tokens_per_s, timed[PLAIN].tokens_per_s),
+                            "whole_run_speedup": ratio(timed[arm].tokens_per_s, timed[PLAIN].tokens_per_s),
                             "passes_per_token": timed[arm].passes_per_token,
                             "drafts_accepted_share": timed[arm].run.stats.drafts_accepted_share,
                             "identical": timed[arm].run.token_ids == reference,
@@ -148,10 +144,6 @@ def run_edits(
                 }
             )
     return {"scenario": "edits", "rows": rows, "summary": _summary(rows, "whole_run_speedup", engine, config)}
-
-
-def _ratio(a: float, b: float) -> float | None:
-    return a / b if b > 0 else None
 
 
 def _summary(rows: list[dict[str, Any]], key: str, engine: Engine, config: GenerationConfig) -> dict[str, Any]:
@@ -175,23 +167,23 @@ def format_report(report: dict[str, Any]) -> str:
     if report["scenario"] == "repeat":
         lines.append("the same question in a new conversation: target passes per token, first time -> again")
         for row in report["rows"]:
-            lines.append(f"#{row['prompt_index'] + 1} {_short(row['prompt'], 60)}")
+            lines.append(f"#{row['prompt_index'] + 1} {short(row['prompt'], 60)}")
             for arm in ARMS:
                 a = row["arms"][arm]
                 lines.append(
                     f"   {ARM_LABELS[arm]:<30} {a['first_passes_per_token']:5.2f} -> {a['again_passes_per_token']:5.2f}"
                     f"  ({a['fewer_passes_again']:4.2f}x fewer)  again "
-                    f"{_times(a['whole_run_speedup_again'])} the target alone's speed  "
+                    f"{times(a['whole_run_speedup_again'])} the target alone's speed  "
                     f"same text: {'yes' if a['identical'] else 'NO'}"
                 )
     else:
         lines.append("edit session: tokens per second by turn, speed-up over the target alone on the same turn")
         for row in report["rows"]:
-            lines.append(f"turn {row['turn']} (round {row['repeat'] + 1}): {_short(row['prompt'], 60)}")
+            lines.append(f"turn {row['turn']} (round {row['repeat'] + 1}): {short(row['prompt'], 60)}")
             for arm in ARMS:
                 a = row["arms"][arm]
                 lines.append(
-                    f"   {ARM_LABELS[arm]:<30} {a['tokens_per_s']:6.1f} tok/s  {_times(a['whole_run_speedup'])}  "
+                    f"   {ARM_LABELS[arm]:<30} {a['tokens_per_s']:6.1f} tok/s  {times(a['whole_run_speedup'])}  "
                     f"{a['passes_per_token']:4.2f} passes/token  drafts accepted {a['drafts_accepted_share']:4.0%}  "
                     f"{a['tokens']} tokens  drafting {a['draft_ms_per_pass']:.2f} ms/pass  "
                     f"same text: {'yes' if a['identical'] else 'NO'}"
@@ -202,12 +194,3 @@ def format_report(report: dict[str, Any]) -> str:
         f"{'auto k <= ' if s['auto_k'] else 'k='}{s['k']}; answers identical: {'yes' if s['all_identical'] else 'NO'}"
     )
     return "\n".join(lines) + "\n"
-
-
-def _times(value: float | None) -> str:
-    return "-" if value is None else f"{value:4.2f}x"
-
-
-def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -19,6 +19,7 @@ llama.cpp's own "decoded N tokens in S seconds" and llama-bench's ``avg_ts``; ou
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -27,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.bench.common import ratio, rotated, share
 from app.engine.config import GenerationConfig
 
 if TYPE_CHECKING:
@@ -53,6 +55,25 @@ _ACCEPTED = re.compile(r"n_accept\s*=\s*(\d+)")
 
 class PeerError(Exception):
     """A peer run that cannot be made, in one sentence for the person."""
+
+
+def checked_rate(value: object, tool: str, what: str = "tokens per second") -> float:
+    """A figure a tool printed, as a rate: a finite number above zero, else PeerError naming the
+    tool (NaN, ±inf, a negative or zero rate is a tool's bug, never a measurement to show)."""
+    try:
+        rate = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise PeerError(f"{tool} printed {str(value)[:40]!r} as its {what}, which is not a number") from None
+    if not math.isfinite(rate) or rate <= 0:
+        raise PeerError(f"{tool} printed {str(value)[:40]} as its {what}: not a finite rate above zero")
+    return rate
+
+
+def checked_drafts(drafted: int | None, accepted: int | None, tool: str) -> tuple[int | None, int | None]:
+    """Drafts proposed and accepted as a tool counted them; it cannot accept more than it drafted."""
+    if drafted is not None and accepted is not None and accepted > drafted:
+        raise PeerError(f"{tool} reports it accepted {accepted} drafts of {drafted} drafted, which cannot be")
+    return drafted, accepted
 
 
 @dataclass(frozen=True)
@@ -134,10 +155,12 @@ def llama_plain(tools: PeerTools, files: PeerFiles, tokens: int, threads: int, r
     start = output.find("[")
     try:
         rows = json.loads(output[start : output.rindex("]") + 1])
-        tps = float(rows[0]["avg_ts"])
+        avg_ts = rows[0]["avg_ts"]
     except (ValueError, LookupError, TypeError):
         raise PeerError(f"{BENCH_TOOL} printed no result this version of SpecChat can read") from None
-    return PeerRun(LLAMA_PLAIN, tps, tokens)
+    if isinstance(avg_ts, (bool, str)):  # json gives NaN / Infinity as floats; a string is no figure
+        raise PeerError(f"{BENCH_TOOL} printed {str(avg_ts)[:40]!r} as its avg_ts, which is not a number")
+    return PeerRun(LLAMA_PLAIN, checked_rate(avg_ts, BENCH_TOOL, "avg_ts"), tokens)
 
 
 def llama_speculative(
@@ -154,15 +177,17 @@ def llama_speculative(
     decoded = _DECODED.search(output)
     if decoded is None:
         raise PeerError(f"{SPEC_TOOL} printed no timing this version of SpecChat can read")
-    count, seconds = int(decoded.group(1)), float(decoded.group(2))
+    count = int(decoded.group(1))
+    try:
+        seconds = float(decoded.group(2))
+    except ValueError:
+        raise PeerError(f"{SPEC_TOOL} printed {decoded.group(2)[:40]!r} as its decode seconds") from None
+    rate = checked_rate(count / seconds if seconds > 0 else math.inf, SPEC_TOOL, "decode tokens per second")
     drafted, accepted = _DRAFTED.search(output), _ACCEPTED.search(output)
-    return PeerRun(
-        LLAMA_SPEC,
-        count / seconds if seconds > 0 else 0.0,
-        count,
-        int(drafted.group(1)) if drafted else None,
-        int(accepted.group(1)) if accepted else None,
+    counts = checked_drafts(
+        int(drafted.group(1)) if drafted else None, int(accepted.group(1)) if accepted else None, SPEC_TOOL
     )
+    return PeerRun(LLAMA_SPEC, rate, count, *counts)
 
 
 def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfig, kind: str) -> PeerRun:
@@ -208,7 +233,7 @@ def run(
     ours(engine, messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)), OURS_SPEC)  # warm-up
     table: list[dict[str, PeerRun]] = []
     for r in range(rounds):
-        order = KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]
+        order = rotated(KINDS, r)
         table.append({kind: one(kind) for kind in order})
         if on_round is not None:
             on_round(r + 1, rounds)
@@ -219,13 +244,13 @@ def run(
     spec_rows = [row[LLAMA_SPEC] for row in table]
     summary = {
         "ours_speculative_vs_llama_speculative": statistics.median(ratios) if ratios else None,
-        "ours_speculative_vs_ours_plain": _safe(medians[OURS_SPEC], medians[OURS_PLAIN]),
-        "llama_speculative_vs_llama_plain": _safe(medians[LLAMA_SPEC], medians[LLAMA_PLAIN]),
+        "ours_speculative_vs_ours_plain": ratio(medians[OURS_SPEC], medians[OURS_PLAIN]),
+        "llama_speculative_vs_llama_plain": ratio(medians[LLAMA_SPEC], medians[LLAMA_PLAIN]),
         "identical": all(row[OURS_SPEC].ids == row[OURS_PLAIN].ids for row in table),
-        "llama_drafts_accepted_share": _share(
+        "llama_drafts_accepted_share": share(
             sum(r.accepted or 0 for r in spec_rows), sum(r.drafted or 0 for r in spec_rows)
         ),
-        "ours_drafts_accepted_share": _share(
+        "ours_drafts_accepted_share": share(
             sum(row[OURS_SPEC].accepted or 0 for row in table), sum(row[OURS_SPEC].drafted or 0 for row in table)
         ),
     }
@@ -240,14 +265,6 @@ def run(
         "summary": summary,
         "method": METHOD,
     }
-
-
-def _safe(a: float, b: float) -> float | None:
-    return a / b if b > 0 else None
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
 
 
 def format_report(report: dict[str, Any]) -> str:

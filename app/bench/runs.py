@@ -19,6 +19,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from app.bench.common import cell, median, ratio, rotated, short, yes
 from app.engine.config import GenerationConfig
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class LoopFigures:
 
 def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) -> Timing:
     engine.reset()  # prefill the whole prompt, as HF does
-    engine.history.clear()  # no run drafts from another's answer (bench_sessions measures that)
+    engine.history.clear()  # no run drafts from another's answer (bench.sessions measures that)
     forward_before = engine.forward_seconds
     start = time.perf_counter()
     result = engine.generate(messages, config)
@@ -195,11 +196,6 @@ class HuggingFaceRunner:
                 setattr(settings, name, value)
 
 
-def rotated(kinds: list[str], shift: int) -> list[str]:
-    shift %= len(kinds)
-    return kinds[shift:] + kinds[:shift]
-
-
 def run(
     engine: Engine,
     prompts: list[str],
@@ -257,16 +253,8 @@ def _worst(per_prompt: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
 def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
-    return _median([r[key] for r in runs if r.get(key) is not None])
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
+    return median([r[key] for r in runs if r.get(key) is not None])
 
 
 def _mean_of(timings: list[Timing], key: str) -> float | None:
@@ -285,18 +273,18 @@ def _run_entry(
     base, spec = measured[BASELINE], measured[SPECULATIVE]
     entry: dict[str, Any] = {"prompt_index": index, "prompt": prompt, "repeat": repeat, "order": order}
     entry.update({kind: measured[kind].to_dict() for kind in order})
-    entry["whole_run_speedup"] = _ratio(spec.tokens_per_s, base.tokens_per_s)
+    entry["whole_run_speedup"] = ratio(spec.tokens_per_s, base.tokens_per_s)
     entry["identical"] = spec.ids == base.ids
     if HF_ASSISTED in measured:
         entry["hf_plain_identical"] = measured[HF_PLAIN].ids == base.ids
         entry["hf_assisted_identical"] = measured[HF_ASSISTED].ids == spec.ids
-        entry["ratio_vs_hf_assisted"] = _ratio(spec.tokens_per_s, measured[HF_ASSISTED].tokens_per_s)
+        entry["ratio_vs_hf_assisted"] = ratio(spec.tokens_per_s, measured[HF_ASSISTED].tokens_per_s)
     return entry
 
 
 def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     def median_of(kind: str, key: str = "tokens_per_s") -> float | None:
-        return _median([r[kind][key] for r in runs if kind in r])
+        return median([r[kind][key] for r in runs if kind in r])
 
     with_hf = HF_ASSISTED in runs[0]
     return {
@@ -349,10 +337,10 @@ def _summary(
         "baseline_tps": tps[BASELINE],
         "speculative_tps": tps[SPECULATIVE],
         "whole_run_speedup": _median_of(runs, "whole_run_speedup"),
-        "whole_run_speedup_of_totals": _ratio(tps[SPECULATIVE], tps[BASELINE]),
+        "whole_run_speedup_of_totals": ratio(tps[SPECULATIVE], tps[BASELINE]),
         "hf_plain_tps": tps[HF_PLAIN],
         "hf_assisted_tps": tps[HF_ASSISTED],
-        "ratio_vs_hf_assisted": _ratio(tps[SPECULATIVE], tps[HF_ASSISTED]),
+        "ratio_vs_hf_assisted": ratio(tps[SPECULATIVE], tps[HF_ASSISTED]),
         "ratio_vs_hf_assisted_median_of_runs": _median_of(runs, "ratio_vs_hf_assisted"),
         "drafts_accepted_share": sum(s.accepted for s in spec_stats) / proposed if proposed else 0.0,
         "tokens_per_pass": sum(s.new_tokens for s in spec_stats) / passes if passes else 0.0,
@@ -384,19 +372,6 @@ def _summary(
 # --- the table -------------------------------------------------------------------------------
 
 
-def _cell(value: float | None, spec: str, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
-
-
-def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _yes(value: bool | None) -> str:
-    return "yes" if value else "NO"
-
-
 def format_report(report: dict[str, Any]) -> str:
     """The per-prompt table (medians over repeats, tokens per second) and the summary."""
     header = (
@@ -406,21 +381,21 @@ def format_report(report: dict[str, Any]) -> str:
     lines = ["tokens per second (medians over repeats)", header]
     for row in report["prompts"]:
         lines.append(
-            f"{row['prompt_index'] + 1:>2}  {_short(row['prompt'], 30):<30} {_cell(row['tokens'], '6.0f')} "
-            f"{_cell(row['baseline_tps'], '6.1f')} {_cell(row['speculative_tps'], '6.1f')} "
-            f"{_cell(row['whole_run_speedup'], '8.2f', 'x')} {_cell(row['drafts_accepted_share'], '15.0%')} "
-            f"{_cell(row['tokens_per_pass'], '8.2f')} {_cell(row['mean_k'], '6.2f')} "
-            f"{_cell(row['plain_step_share'], '5.0%')} {_cell(row['hf_plain_tps'], '6.1f')} "
-            f"{_cell(row['hf_assisted_tps'], '7.1f')} {_cell(row['ratio_vs_hf_assisted'], '5.2f', 'x')} "
-            f"{_cell(row['outside_forward_share'], '7.1%')}  {_yes(row['identical'])}"
+            f"{row['prompt_index'] + 1:>2}  {short(row['prompt'], 30):<30} {cell(row['tokens'], '6.0f')} "
+            f"{cell(row['baseline_tps'], '6.1f')} {cell(row['speculative_tps'], '6.1f')} "
+            f"{cell(row['whole_run_speedup'], '8.2f', 'x')} {cell(row['drafts_accepted_share'], '15.0%')} "
+            f"{cell(row['tokens_per_pass'], '8.2f')} {cell(row['mean_k'], '6.2f')} "
+            f"{cell(row['plain_step_share'], '5.0%')} {cell(row['hf_plain_tps'], '6.1f')} "
+            f"{cell(row['hf_assisted_tps'], '7.1f')} {cell(row['ratio_vs_hf_assisted'], '5.2f', 'x')} "
+            f"{cell(row['outside_forward_share'], '7.1%')}  {yes(row['identical'])}"
         )
     s = report["summary"]
 
     def tps(key: str) -> str:
-        return _cell(s[key], ".1f")
+        return cell(s[key], ".1f")
 
     def times(key: str) -> str:
-        return _cell(s[key], ".2f", "x")
+        return cell(s[key], ".2f", "x")
 
     adaptive = " adaptive" if s["adaptive"] else ""
     k_mode = f"auto k <= {s['k']}" if s["auto_k"] else f"k={s['k']}"
@@ -432,9 +407,9 @@ def format_report(report: dict[str, Any]) -> str:
     if s["worst_whole_run_speedup"] is not None:
         lines.append(
             f"worst prompt: #{s['worst_prompt_index'] + 1} at {s['worst_whole_run_speedup']:.2f}x; "
-            f"mean k {_cell(s['mean_k'], '.2f')}, plain steps {_cell(s['plain_step_share'], '.0%')}, "
-            f"outside the forward passes {_cell(s['outside_forward_ms_per_pass'], '.1f', ' ms')} per pass "
-            f"({_cell(s['outside_forward_share'], '.1%')})"
+            f"mean k {cell(s['mean_k'], '.2f')}, plain steps {cell(s['plain_step_share'], '.0%')}, "
+            f"outside the forward passes {cell(s['outside_forward_ms_per_pass'], '.1f', ' ms')} per pass "
+            f"({cell(s['outside_forward_share'], '.1%')})"
         )
     for label, key in (("speculative", "time_split_ms"), ("baseline", "baseline_time_split_ms")):
         if s.get(key):
@@ -450,14 +425,14 @@ def format_report(report: dict[str, Any]) -> str:
         f"whole-run speed-up {times('whole_run_speedup')} "
         f"(median of rounds; {times('whole_run_speedup_of_totals')} from totals); "
         f"drafts accepted {s['drafts_accepted_share']:.0%}, {s['tokens_per_pass']:.2f} tokens/pass; "
-        f"answers identical: {_yes(s['all_identical'])}"
+        f"answers identical: {yes(s['all_identical'])}"
     )
     if s["hf_assisted_tps"] is not None:
         lines.append(
             f"Hugging Face generate(): plain {tps('hf_plain_tps')} tok/s, assisted {tps('hf_assisted_tps')} "
             f"tok/s; ours / HF assisted {times('ratio_vs_hf_assisted')} from totals "
             f"({times('ratio_vs_hf_assisted_median_of_runs')} median of rounds); same answers as HF: "
-            f"plain {_yes(s['hf_plain_identical'])}, assisted {_yes(s['hf_assisted_identical'])}"
+            f"plain {yes(s['hf_plain_identical'])}, assisted {yes(s['hf_assisted_identical'])}"
         )
     if s["note"]:
         lines.append(s["note"])
