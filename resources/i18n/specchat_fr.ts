@@ -53,11 +53,11 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation>Pourquoi&#xa0;?</translation>
+        <translation>Pourquoi ?</translation>
     </message>
     <message>
         <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
-        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente&#xa0;? Acceptation, coûts, graphiques</translation>
+        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
         <source>Try drafters…</source>
@@ -155,7 +155,7 @@
     </message>
     <message>
         <source>What if the draft agreed more often?</source>
-        <translation>Et si le brouillon concordait plus souvent&#xa0;?</translation>
+        <translation>Et si le brouillon concordait plus souvent ?</translation>
     </message>
     <message>
         <source>acceptance α</source>
@@ -217,7 +217,7 @@
         <translation>Cette réponse a été enregistrée sans ses réglages : régénérez-la plutôt.</translation>
     </message>
     <message>
-        <source>This answer&apos;s saved settings are damaged ({0}): regenerate it instead.</source>
+        <source>This answer's saved settings are damaged ({0}): regenerate it instead.</source>
         <translation>Les réglages enregistrés de cette réponse sont abîmés ({0}) : régénérez-la plutôt.</translation>
     </message>
     <message>
@@ -320,7 +320,7 @@
     </message>
     <message>
         <source>slower decoding: {ratio} the plain speed</source>
-        <translation>décodage plus lent&#xa0;: {ratio} la vitesse simple</translation>
+        <translation>décodage plus lent : {ratio} la vitesse simple</translation>
     </message>
     <message>
         <source>decoding about as fast ({ratio})</source>
@@ -348,39 +348,39 @@
     </message>
     <message>
         <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation>Les deux exécutions ont produit exactement les mêmes jetons&#xa0;: la spéculation a changé la vitesse, pas la réponse.</translation>
+        <translation>Les deux exécutions ont produit exactement les mêmes jetons : la spéculation a changé la vitesse, pas la réponse.</translation>
     </message>
     <message>
-        <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top})&#xa0;: une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
+        <source>{where}, where the target's two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
+        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top}) : une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
     </message>
     <message>
         <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal&#xa0;; la distribution est la même.</translation>
+        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal ; la distribution est la même.</translation>
     </message>
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
-        <translation>{where}, alors que le modèle cible était sûr de lui&#xa0;: ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi&#xa0;: cela ressemble à un bug, merci de le signaler.</translation>
+        <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
-        <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
+        <translation>La spéculation a été plus lente ici : seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
-        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite&#xa0;: les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
+        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite : les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
     </message>
     <message>
         <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
-        <translation>Cette réponse a été produite par {then}&#xa0;; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés&#xa0;: cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
+        <translation>Cette réponse a été produite par {then} ; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés : cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
@@ -388,7 +388,7 @@
     </message>
     <message>
         <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
-        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape)&#xa0;: les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape) : les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
     </message>
 </context>
 <context>
@@ -476,7 +476,7 @@
     </message>
     <message>
         <source>draft model: {0}</source>
-        <translation>modèle brouillon&#xa0;: {0}</translation>
+        <translation>modèle brouillon : {0}</translation>
     </message>
     <message>
         <source>Converting GGUF (first load only)…</source>
@@ -488,7 +488,7 @@
     </message>
     <message>
         <source>The cached form of {0} is damaged ({1}); converting it again…</source>
-        <translation>La forme en cache de {0} est endommagée ({1})&#xa0;; nouvelle conversion…</translation>
+        <translation>La forme en cache de {0} est endommagée ({1}) ; nouvelle conversion…</translation>
     </message>
     <message>
         <source>Loading tokenizer…</source>
@@ -522,15 +522,15 @@
         <translation>Le prompt est vide : écrivez quelque chose à envoyer.</translation>
     </message>
     <message>
-        <source>There is no model file or folder at &apos;{source}&apos;.</source>
+        <source>There is no model file or folder at '{source}'.</source>
         <translation>Il n’y a aucun fichier ni dossier de modèle à l’emplacement « {source} ».</translation>
     </message>
     <message>
-        <source>&apos;{source}&apos; is not a model folder: it has no config.json.</source>
+        <source>'{source}' is not a model folder: it has no config.json.</source>
         <translation>« {source} » n’est pas un dossier de modèle : il ne contient pas de config.json.</translation>
     </message>
     <message>
-        <source>&apos;{source}&apos; is neither a file or folder on this computer nor a model in the local Hugging Face cache (SpecChat loads offline, so download it first).</source>
+        <source>'{source}' is neither a file or folder on this computer nor a model in the local Hugging Face cache (SpecChat loads offline, so download it first).</source>
         <translation>« {source} » n’est ni un fichier ou dossier de cet ordinateur ni un modèle du cache Hugging Face local (SpecChat charge hors ligne : téléchargez-le d’abord).</translation>
     </message>
     <message>
@@ -565,7 +565,7 @@
     <name>ExplainDialog</name>
     <message>
         <source>Why was it faster or slower?</source>
-        <translation>Pourquoi plus rapide ou plus lent&#xa0;?</translation>
+        <translation>Pourquoi plus rapide ou plus lent ?</translation>
     </message>
     <message>
         <source>Run comparison</source>
@@ -620,20 +620,20 @@
         <translation>Coût d’une passe simple</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of the plain run&apos;s passes</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de l’exécution simple</translation>
+        <source>{0} ms: the mean of the plain run's passes</source>
+        <translation>{0} ms : la moyenne des passes de l’exécution simple</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
+        <source>{0} ms: the mean of this run's own passes that checked no draft (timed under the same load as its other passes)</source>
+        <translation>{0} ms : la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
     </message>
     <message>
-        <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
+        <source>{0} ms, from this answer's own passes that checked no draft (no comparison yet)</source>
         <translation>{0} ms, d’après les passes de cette réponse qui n’ont vérifié aucun brouillon (pas encore de comparaison)</translation>
     </message>
     <message>
         <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
-        <translation>inconnu&#xa0;: cette réponse n’a aucune passe simple&#xa0;; lancez une comparaison pour le mesurer</translation>
+        <translation>inconnu : cette réponse n’a aucune passe simple ; lancez une comparaison pour le mesurer</translation>
     </message>
     <message>
         <source>Acceptance</source>
@@ -649,26 +649,26 @@
     </message>
     <message>
         <source>What if: this run checked no drafts</source>
-        <translation>Et si&#xa0;: cette exécution n’a vérifié aucun brouillon</translation>
+        <translation>Et si : cette exécution n’a vérifié aucun brouillon</translation>
     </message>
     <message>
         <source>What if: needs the cost of a plain pass (run a comparison)</source>
-        <translation>Et si&#xa0;: nécessite le coût d’une passe simple (lancez une comparaison)</translation>
+        <translation>Et si : nécessite le coût d’une passe simple (lancez une comparaison)</translation>
     </message>
 </context>
 <context>
     <name>Explanation</name>
     <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
-        <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
+        <translation>Aucun brouillon n’a été vérifié lors de cette exécution : chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
         <source>This answer was saved without its passes (by an older version): run a comparison to explain it.</source>
-        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
+        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure) : lancez une comparaison pour l’expliquer.</translation>
     </message>
     <message>
         <source>The target agreed with the draft at {alpha} of the positions it checked (acceptance α; {tokens} tokens per target pass)</source>
-        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α&#xa0;; {tokens} jetons par passe du modèle cible)</translation>
+        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α ; {tokens} jetons par passe du modèle cible)</translation>
     </message>
     <message>
         <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
@@ -716,7 +716,7 @@
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>
-        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d&apos;abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
+        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d'abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
     </message>
     <message>
         <source>{count} of the {total} accepted drafts came from an earlier conversation.</source>
@@ -746,11 +746,11 @@
         <translation>Assistant</translation>
     </message>
     <message>
-        <source>Export to a .md or .json file (got &apos;{0}&apos;).</source>
+        <source>Export to a .md or .json file (got '{0}').</source>
         <translation>Exportez vers un fichier .md ou .json (reçu : « {0} »).</translation>
     </message>
     <message>
-        <source>Could not export to &apos;{0}&apos;: {1}</source>
+        <source>Could not export to '{0}': {1}</source>
         <translation>Impossible d’exporter vers « {0} » : {1}</translation>
     </message>
 </context>
@@ -818,7 +818,7 @@
     </message>
     <message>
         <source>The latest conversation is large ({0}): click it in the list to open it.</source>
-        <translation>La dernière conversation est volumineuse ({0})&#xa0;: cliquez dessus dans la liste pour l’ouvrir.</translation>
+        <translation>La dernière conversation est volumineuse ({0}) : cliquez dessus dans la liste pour l’ouvrir.</translation>
     </message>
     <message>
         <source>Stop</source>
@@ -874,7 +874,7 @@
     </message>
     <message>
         <source>Target: {0} · Speculation off</source>
-        <translation>Cible&#xa0;: {0} · Spéculation désactivée</translation>
+        <translation>Cible : {0} · Spéculation désactivée</translation>
     </message>
     <message>
         <source>the requested models could not be loaded (see Settings)</source>
@@ -893,8 +893,8 @@
         <translation>{0} · noyaux standard</translation>
     </message>
     <message>
-        <source>draft {0} (measured cheapest: a step {1}× the other form&apos;s)</source>
-        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l&apos;autre forme)</translation>
+        <source>draft {0} (measured cheapest: a step {1}× the other form's)</source>
+        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l'autre forme)</translation>
     </message>
     <message>
         <source>draft {0}</source>
@@ -902,7 +902,7 @@
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
-        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
+        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s) ; les fichiers sont conservés :</translation>
     </message>
     <message>
         <source>… and {0} more</source>
@@ -1067,7 +1067,7 @@
     </message>
     <message>
         <source>How the weights are stored: a float type or a quantisation</source>
-        <translation>Format de stockage des poids&#xa0;: type flottant ou quantification</translation>
+        <translation>Format de stockage des poids : type flottant ou quantification</translation>
     </message>
     <message>
         <source>The longest conversation the model was built for, in tokens</source>
@@ -1115,7 +1115,7 @@
     </message>
     <message>
         <source>Target:</source>
-        <translation>Cible&#xa0;:</translation>
+        <translation>Cible :</translation>
     </message>
     <message>
         <source>Measure drafts</source>
@@ -1123,15 +1123,15 @@
     </message>
     <message>
         <source>Answer a short question ({0} tokens) with the target alone, then with prompt lookup and each compatible draft, on this computer, and rank them by the speed-up they predict. Loads each model once, in the background; takes seconds to minutes.</source>
-        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan&#xa0;; prend de quelques secondes à quelques minutes.</translation>
+        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan ; prend de quelques secondes à quelques minutes.</translation>
     </message>
     <message>
         <source>Draft:</source>
-        <translation>Brouillon&#xa0;:</translation>
+        <translation>Brouillon :</translation>
     </message>
     <message>
         <source>Recent pairs:</source>
-        <translation>Paires récentes&#xa0;:</translation>
+        <translation>Paires récentes :</translation>
     </message>
     <message>
         <source>Use this pair</source>
@@ -1143,7 +1143,7 @@
     </message>
     <message>
         <source>Measuring {0} drafter(s) on this computer: a short answer with each…</source>
-        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur&#xa0;: une courte réponse avec chacun…</translation>
+        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur : une courte réponse avec chacun…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
@@ -1180,7 +1180,7 @@
         <translation>{0} : compatible (le même texte donne les mêmes identifiants de jetons)</translation>
     </message>
     <message>
-        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target&apos;s own tokenizer made.</source>
+        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target's own tokenizer made.</source>
         <translation>Aucun autre modèle sur cet ordinateur à vérifier avec {0}. La recherche dans le prompt et les conversations antérieures n’ont pas besoin d’un second modèle : elles recopient du texte découpé par le tokenizer du modèle cible lui-même.</translation>
     </message>
     <message>
@@ -1189,7 +1189,7 @@
     </message>
     <message>
         <source>None was faster than the target alone: no drafter is suggested.</source>
-        <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
+        <translation>Aucun n’a été plus rapide que le modèle cible seul : aucun générateur de brouillon n’est suggéré.</translation>
     </message>
     <message>
         <source>{0}× (α {1})</source>
@@ -1217,11 +1217,11 @@
     </message>
     <message>
         <source>Measured here: {0}.</source>
-        <translation>Mesuré ici&#xa0;: {0}.</translation>
+        <translation>Mesuré ici : {0}.</translation>
     </message>
     <message>
         <source>Technical detail: {0}</source>
-        <translation>Détail technique&#xa0;: {0}</translation>
+        <translation>Détail technique : {0}</translation>
     </message>
     <message>
         <source>Measured on this computer: the target answered a short question ({0} tokens) alone, then with each drafter guessing {1} tokens ahead; the figure is the decode speed-up that run predicts over the target alone.</source>
@@ -1273,7 +1273,7 @@
     </message>
     <message>
         <source>Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens.</source>
-        <translation>Mesuré ici&#xa0;: une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
+        <translation>Mesuré ici : une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
     </message>
     <message>
         <source>(suggested)</source>
@@ -1288,8 +1288,8 @@
         <translation>Aucun brouillon</translation>
     </message>
     <message>
-        <source>Its context is {0} tokens, shorter than the target&apos;s {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
-        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1})&#xa0;: dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
+        <source>Its context is {0} tokens, shorter than the target's {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
+        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1}) : dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
     </message>
     <message>
         <source>{0} compatible, {1} not.</source>
@@ -1297,7 +1297,7 @@
     </message>
     <message>
         <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
-        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
+        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation ; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
         <source>Without a drafter the target writes every token itself.</source>
@@ -1391,12 +1391,12 @@
         <translation>Des valeurs enregistrées hors de ce que cet ordinateur ou ces réglages permettent ont été ramenées dans les limites : {0}.</translation>
     </message>
     <message>
-        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32&apos;s.</source>
+        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32's.</source>
         <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) bfloat16 gains nothing: it has no bf16 matrix instructions, so the weights are computed in fp32, as fast and about as large as float32.</source>
-        <translation>Sur ce processeur ({0}), bfloat16 n&apos;apporte rien : il n&apos;a pas d&apos;instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu&apos;en float32.</translation>
+        <translation>Sur ce processeur ({0}), bfloat16 n'apporte rien : il n'a pas d'instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu'en float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) the fast kernels cannot run: bfloat16 halves the memory but runs on slow stock kernels.</source>
@@ -1423,8 +1423,8 @@
         <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
-        <source>The draft model&apos;s number type. auto: on the CPU, the draft is loaded in the target&apos;s type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
-        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d&apos;état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
+        <source>The draft model's number type. auto: on the CPU, the draft is loaded in the target's type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
+        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d'état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
@@ -1563,7 +1563,7 @@
         <translation>Toujours prendre le jeton suivant le plus probable : une même question obtient la même réponse.</translation>
     </message>
     <message>
-        <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
+        <source>Pick each next token at random, weighted by the model's probabilities: more varied answers.</source>
         <translation>Choisir chaque jeton suivant au hasard, pondéré par les probabilités du modèle : des réponses plus variées.</translation>
     </message>
     <message>
@@ -1583,7 +1583,7 @@
         <translation>La graine aléatoire : la même graine et les mêmes réglages redonnent la même réponse échantillonnée.</translation>
     </message>
     <message>
-        <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
+        <source>Answers follow exactly the target model's probabilities; with speculation a seed may give another text.</source>
         <translation>Les réponses suivent exactement les probabilités du modèle cible ; avec la spéculation, une graine peut donner un autre texte.</translation>
     </message>
     <message>
@@ -1668,7 +1668,7 @@
     </message>
     <message>
         <source>These models could not be loaded: {0}</source>
-        <translation>Ces modèles n’ont pas pu être chargés&#xa0;: {0}</translation>
+        <translation>Ces modèles n’ont pas pu être chargés : {0}</translation>
     </message>
 </context>
 <context>
@@ -1727,11 +1727,11 @@
     </message>
     <message>
         <source>Context: {0} of {1} tokens ({2})</source>
-        <translation>Contexte&#xa0;: {0} jetons sur {1} ({2})</translation>
+        <translation>Contexte : {0} jetons sur {1} ({2})</translation>
     </message>
     <message>
         <source>The conversation fills {0} of the context window: start a new chat soon, or the next answers will be cut.</source>
-        <translation>La conversation occupe {0} de la fenêtre de contexte&#xa0;: commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
+        <translation>La conversation occupe {0} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
     <message>
         <source>The context window is full: start a new chat (answers here will be cut).</source>
@@ -1802,7 +1802,7 @@
     </message>
     <message>
         <source>Done. Fastest: {0} (decode speed-up {1}).</source>
-        <translation>Terminé. Le plus rapide&#xa0;: {0} (accélération du décodage {1}).</translation>
+        <translation>Terminé. Le plus rapide : {0} (accélération du décodage {1}).</translation>
     </message>
     <message>
         <source>Acceptance α</source>
@@ -1944,15 +1944,15 @@
     </message>
     <message>
         <source>Target probability: {0}</source>
-        <translation>Probabilité selon le modèle cible&#xa0;: {0}</translation>
+        <translation>Probabilité selon le modèle cible : {0}</translation>
     </message>
     <message>
         <source>Draft probability: {0}</source>
-        <translation>Probabilité selon le brouillon&#xa0;: {0}</translation>
+        <translation>Probabilité selon le brouillon : {0}</translation>
     </message>
     <message>
         <source>Target top-1 margin (logits): {0}</source>
-        <translation>Marge du meilleur jeton du modèle cible (logits)&#xa0;: {0}</translation>
+        <translation>Marge du meilleur jeton du modèle cible (logits) : {0}</translation>
     </message>
 </context>
 <context>
@@ -1960,37 +1960,37 @@
     <message>
         <source>{0}B</source>
         <comment>billions of parameters</comment>
-        <translation>{0}&#xa0;Md</translation>
+        <translation>{0} Md</translation>
     </message>
     <message>
         <source>{0}M</source>
         <comment>millions of parameters</comment>
-        <translation>{0}&#xa0;M</translation>
+        <translation>{0} M</translation>
     </message>
     <message>
         <source>{0}K</source>
         <comment>thousands of parameters</comment>
-        <translation>{0}&#xa0;k</translation>
+        <translation>{0} k</translation>
     </message>
     <message>
         <source>{0} B</source>
         <comment>bytes</comment>
-        <translation>{0}&#xa0;o</translation>
+        <translation>{0} o</translation>
     </message>
     <message>
         <source>{0} KB</source>
         <comment>kilobytes</comment>
-        <translation>{0}&#xa0;ko</translation>
+        <translation>{0} ko</translation>
     </message>
     <message>
         <source>{0} MB</source>
         <comment>megabytes</comment>
-        <translation>{0}&#xa0;Mo</translation>
+        <translation>{0} Mo</translation>
     </message>
     <message>
         <source>{0} GB</source>
         <comment>gigabytes</comment>
-        <translation>{0}&#xa0;Go</translation>
+        <translation>{0} Go</translation>
     </message>
 </context>
 <context>
@@ -2020,19 +2020,19 @@
     <name>catalog</name>
     <message>
         <source>These two models share a tokenizer: the draft can be used.</source>
-        <translation>Ces deux modèles partagent un tokeniseur&#xa0;: le brouillon peut être utilisé.</translation>
+        <translation>Ces deux modèles partagent un tokeniseur : le brouillon peut être utilisé.</translation>
     </message>
     <message>
         <source>These two models use different tokenizers.</source>
         <translation>Ces deux modèles utilisent des tokeniseurs différents.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
-        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible&#xa0;: il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
+        <source>The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.</source>
+        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible : il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
-        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible&#xa0;: leurs tokeniseurs sont apparentés mais pas identiques.</translation>
+        <source>The draft's vocabulary is smaller than the target's: their tokenizers are related but not the same.</source>
+        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible : leurs tokeniseurs sont apparentés mais pas identiques.</translation>
     </message>
     <message>
         <source>The two vocabularies hold the same words, but some have different numbers.</source>
