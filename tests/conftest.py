@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from servers import server_logs, servers  # noqa: F401 - real inference servers, started on first use
 from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 
 # name -> how to build it: (architecture, seed, draft noise or None)

@@ -12,7 +12,7 @@ import pytest
 import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, CostModel, KChooser, lookup_key
-from app.engine.decoding.decode import _learn, _Timed, _Verified
+from app.engine.decoding.decode import StepRecord, _learn, _Verified
 from app.engine.decoding.drafters import Proposal
 
 AUTO = GenerationConfig(max_new_tokens=96, k=4, auto_k=True)
@@ -128,15 +128,21 @@ def test_a_stale_chooser_probes_one_draft_then_goes_back():
     assert chooser.choose(lookup_key(3), 4, drafts_ready=True).k == 0
 
 
+def _record(proposal, step, draft_s, index, first_ask, shadow=None) -> StepRecord:  # type: ignore[no-untyped-def]
+    """A step as the loop records it (verify_s = 1 s)."""
+    return StepRecord(index, proposal, step, None, len(proposal.tokens), True, draft_s, 1.0, first_ask, shadow, None)
+
+
 def test_a_lookup_draft_set_aside_is_judged_by_the_targets_next_token():
     chooser = KChooser()
     before = chooser.acceptance.alpha(lookup_key(2))
     step = _Verified([], None, [], n_accepted=0, next_token=7)
+    nothing = Proposal([], None, [], 0)
     for _ in range(10):
-        _learn(chooser, None, Proposal([], None, [], 0), step, _Timed(0.0, 1.0, 1, False), (lookup_key(2), 7))
+        _learn(chooser, None, _record(nothing, step, 0.0, 1, False, (lookup_key(2), 7)), 0)
     assert chooser.acceptance.alpha(lookup_key(2)) > before
     for _ in range(30):
-        _learn(chooser, None, Proposal([], None, [], 0), step, _Timed(0.0, 1.0, 1, False), (lookup_key(2), 8))
+        _learn(chooser, None, _record(nothing, step, 0.0, 1, False, (lookup_key(2), 8)), 0)
     assert chooser.acceptance.alpha(lookup_key(2)) < before
 
 
@@ -148,13 +154,13 @@ def test_a_draft_models_catch_up_is_not_timed_as_a_draft_step():
     chooser = KChooser()
     catch_up = Proposal([5, 6], None, [0.9, 0.9], passes=2)
     step = _Verified([], None, [], n_accepted=2, next_token=1)
-    _learn(chooser, _Model(), catch_up, step, _Timed(50.0, 1.0, index=7, first_ask=True), None)  # type: ignore[arg-type]
+    _learn(chooser, _Model(), _record(catch_up, step, 50.0, index=7, first_ask=True), 0)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() is None
     after_plain_steps = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=20)  # 20 tokens missed
-    _learn(chooser, _Model(), after_plain_steps, step, _Timed(9.0, 1.0, index=8, first_ask=False), None)  # type: ignore[arg-type]
+    _learn(chooser, _Model(), _record(after_plain_steps, step, 9.0, index=8, first_ask=False), 0)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() is None
     ordinary = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=2)
-    _learn(chooser, _Model(), ordinary, step, _Timed(0.2, 1.0, index=9, first_ask=False), None)  # type: ignore[arg-type]
+    _learn(chooser, _Model(), _record(ordinary, step, 0.2, index=9, first_ask=False), 0)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() == pytest.approx(0.1)
 
 

@@ -231,7 +231,8 @@ def test_compare_json_is_the_services_report(models, capsys, service_reports):
     from app.engine.analysis.explanation import explain
 
     explanation = data["explanation"]  # the engine's explanation of the two runs, as the GUI shows it
-    assert explanation == json.loads(json.dumps(explain(report.speculative, report.baseline).to_dict()))
+    expected = explain(report.speculative, report.baseline, report.comparison.measured)  # Why from Compare
+    assert explanation == json.loads(json.dumps(expected.to_dict()))
     keys = {"alpha", "drafts_accepted_share", "tokens_per_pass", "draft_cost_ratio", "verify_cost_ratio"}
     assert keys | {"predicted_decode_speedup", "decode_speedup", "whole_run_speedup", "summary"} <= explanation.keys()
     assert explanation["decode_speedup"] is not None and explanation["summary"]

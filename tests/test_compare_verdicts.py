@@ -127,14 +127,28 @@ def test_a_faster_run_is_green_and_has_no_cause_a_slower_one_is_not_green():
 
 
 def test_speed_is_compared_in_tokens_per_second_not_wall_time():
-    # 10 tokens in 1 s against 20 tokens in 4 s: 2x the tokens per second (wall time says 4x)
-    speculative = _plain_run(n=10, step_s=0.1)
-    baseline = _plain_run(n=20, step_s=0.2)
+    # 9 tokens in 0.5 s (2 per decoding pass) against 20 tokens in 2 s: 2x the decode tokens per
+    # second, 1.8x over the whole runs (wall time says 4x)
+    speculative = _speculative_run(steps_n=4, k=1, accepted=1, draft_pass_s=0.0, verify_s=0.1)
+    baseline = _plain_run(n=20, step_s=0.1)
     comparison = compare_runs(speculative, baseline)
-    assert speculative.stats.wall_s == pytest.approx(1.0) and baseline.stats.wall_s == pytest.approx(4.0)
+    assert speculative.stats.wall_s == pytest.approx(0.5) and baseline.stats.wall_s == pytest.approx(2.0)
     assert comparison.decode_speedup == pytest.approx(2.0)
-    assert comparison.whole_run_speedup == pytest.approx(2.0)
+    assert comparison.whole_run_speedup == pytest.approx(1.8)
     assert "2.00× faster decoding" in headline(comparison).render()
+
+
+def test_a_plain_run_measured_faster_than_another_plain_run_is_not_a_speedup():
+    """One token per pass on both sides, yet 2x: the arms ran under different load. Physics
+    allows at most the tokens per pass (1.00x), so the figure is not presented as a result."""
+    comparison = compare_runs(_plain_run(n=10, step_s=0.1), _plain_run(n=20, step_s=0.2))
+    assert comparison.decode_speedup == pytest.approx(2.0) and comparison.outcome == "not_comparable"
+    text = headline(comparison).render()
+    assert "2.00× faster" not in text and "not comparable" in text
+    reasons = " ".join(p.render() for p in verdict_reasons(comparison))
+    # the same one-token pass took twice as long in the plain run: the load changed between them
+    assert "load changed" in reasons and "the same one-token pass inside each run: 0.50× of the other" in reasons
+    assert "unknown" not in reasons  # only what was measured is named
 
 
 def test_a_cause_needs_step_events():
@@ -175,6 +189,35 @@ def test_a_near_tie_depends_on_the_dtype_at_the_logit(margin, top, bf16, fp32):
         assert comparison.verdict == expected, dtype
         assert comparison.dtype == dtype
         assert dtype in verdict_reasons(comparison)[0].render()
+
+
+def test_a_speedup_above_what_the_passes_allow_is_not_a_result():
+    """2 tokens per pass cannot measure 8x faster than one token per plain pass."""
+    fast = _speculative_run(steps_n=4, k=1, accepted=1, draft_pass_s=0.0, verify_s=0.05)
+    comparison = compare_runs(fast, _plain_run(n=20, step_s=0.2))
+    assert comparison.decode_speedup == pytest.approx(8.0) and comparison.outcome == "not_comparable"
+    assert comparison.measured is not None and comparison.measured.problem == "above_ceiling"
+    reasons = " ".join(p.render() for p in verdict_reasons(comparison))
+    assert "above the 2.00× these passes allow" in reasons and "8.00×" in reasons
+    assert "8.00× faster" not in headline(comparison).render()
+
+
+def test_under_exact_kernels_a_greedy_divergence_is_a_defect_never_a_near_tie():
+    """Main called a 5e-5 logit margin in fp32 a near tie even when both runs verified on
+    exact kernels, where a block's logits are one-token decoding's bit for bit."""
+    speculative = _differing_at(5e-5, 20.0, "float32")
+    exact = RunProvenance("t", "none", "float32", "cpu", exact_context=8192)
+    plain = _plain_run(n=3)
+    exact_pair = compare_runs(replace(speculative, made_by=exact), replace(plain, made_by=exact))
+    assert exact_pair.exact and exact_pair.verdict == "divergence" and headline_tone(exact_pair) == "bad"
+    meaning = verdict_reasons(exact_pair)[0].render()
+    assert "exact kernels" in meaning and "defect" in meaning and "numerics" not in meaning
+    # stock kernels (exact_context 0), or past a sliding window: a near tie it may be
+    stock = RunProvenance("t", "none", "float32", "cpu", exact_context=0)
+    assert compare_runs(replace(speculative, made_by=stock), replace(plain, made_by=stock)).verdict == "near_tie"
+    windowed = RunProvenance("t", "none", "float32", "cpu", exact_context=2)  # shorter than the runs
+    pair = compare_runs(replace(speculative, made_by=windowed), replace(plain, made_by=windowed))
+    assert not pair.exact and pair.verdict == "near_tie"
 
 
 # --- one JSON shape --------------------------------------------------------------------------

@@ -26,11 +26,16 @@ def engine(load_tiny) -> Engine:  # type: ignore[no-untyped-def]
 
 
 class _SpyEngine:
-    """Records the calls the service makes; generates through a real engine."""
+    """Records the calls the service makes, with every option it passes; generates through a
+    real engine (whatever it is not told here goes to the engine unchanged)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.calls: list[str] = []
+        self.options: list[dict[str, object]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.engine, name)
 
     def warm_up(self) -> None:
         self.calls.append("warm_up")
@@ -39,9 +44,14 @@ class _SpyEngine:
         self.calls.append("reset")
         self.engine.reset()
 
-    def generate(self, conversation, config, cancel=None, **indexing):  # type: ignore[no-untyped-def]
+    def start_arm(self):  # type: ignore[no-untyped-def]
+        self.calls.append("start_arm")
+        return self.engine.start_arm()
+
+    def generate(self, conversation, config, cancel=None, **options):  # type: ignore[no-untyped-def]
         self.calls.append("speculative" if config.speculative else "baseline")
-        return self.engine.generate(conversation, config, cancel, **indexing)
+        self.options.append(options)
+        return self.engine.generate(conversation, config, cancel, **options)
 
 
 def test_both_arms_run_after_a_warm_up_from_empty_caches_speculative_first(engine):
@@ -49,12 +59,23 @@ def test_both_arms_run_after_a_warm_up_from_empty_caches_speculative_first(engin
     spy = _SpyEngine(engine)
     report = run_comparison(spy, PROMPT, CONFIG)  # type: ignore[arg-type]
 
-    assert spy.calls == ["warm_up", "reset", "speculative", "reset", "baseline", "reset"]
+    assert spy.calls == [
+        "warm_up", "reset", "start_arm", "speculative", "reset", "start_arm", "baseline", "reset"
+    ]
+    assert report.comparison.measured is not None and report.comparison.measured.plain_drift is not None
     assert report.order == ORDER == ("speculative", "baseline") and report.cache_policy == CACHE_POLICY
     for run in (report.speculative, report.baseline):
         assert run.stats.reused_prompt_tokens == 0
     assert report.speculative.speculative and not report.baseline.speculative
     assert report.comparison.identical and report.comparison.verdict == "identical"
+
+
+def test_both_arms_are_answered_under_the_conversations_own_history_id(engine):
+    """The spy keeps every option, so a service that dropped ``history_id`` (the suffix
+    drafter's owner of the conversation) for either arm would fail here."""
+    spy = _SpyEngine(engine)
+    run_comparison(spy, PROMPT, CONFIG, history_id="chat 7")  # type: ignore[arg-type]
+    assert [o.get("history_id") for o in spy.options] == ["chat 7", "chat 7"]
 
 
 def test_each_run_records_the_models_dtype_device_and_settings_that_made_it(engine):

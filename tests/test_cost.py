@@ -10,6 +10,7 @@ import pytest
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
+    MODEL_KEY,
     AcceptanceModel,
     CostModel,
     KChooser,
@@ -353,3 +354,74 @@ def test_pass_costs_are_kept_per_band_of_context_length():
     assert costs.verify_cost(4) == 1.1
     costs.observe_verify(1, 2.0)  # now one plain pass here: other sizes scale by the nearest band's ratios
     assert costs.verify_cost(4) == pytest.approx(2.0 * 1.1 / 1.0)
+
+
+# --- quantized forms: a pass over m tokens costs more than over one (issue 18, part 5) ---------
+
+# int4 weight-only kernels, one [1536 -> 8960] matrix at 1 thread (MEASUREMENTS.md): 0.36 / 0.44 /
+# 0.61 / 1.24 ms at M = 1 / 2 / 4 / 8 rows, i.e. v(4) ~ 1.7 and v(8) ~ 3.4 (prepacked fp32: ~1.1)
+INT4_MS = {1: 0.36, 2: 0.44, 4: 0.61, 8: 1.24}
+
+
+def _int4_pass_s(tokens: int) -> float:
+    sizes = sorted(INT4_MS)
+    lo = max(n for n in sizes if n <= tokens)
+    hi = min((n for n in sizes if n >= tokens), default=lo)
+    share = 0.0 if hi == lo else (tokens - lo) / (hi - lo)
+    return (INT4_MS[lo] + share * (INT4_MS[hi] - INT4_MS[lo])) / 1000
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.2, 0.4, 0.6, 0.8])
+@pytest.mark.parametrize("drafts_ready", [True, False])
+def test_auto_k_never_drafts_at_a_loss_when_bigger_passes_cost_as_int4s_do(alpha, drafts_ready):
+    """Simulated answers on int4-like pass costs, with acceptance ``alpha`` and (a draft model)
+    a draft step of a fifth of a plain pass: the tokens per second auto k reaches are never
+    noticeably below plain decoding's, and where drafting pays it is used."""
+    import random
+
+    rng = random.Random(int(alpha * 10) + drafts_ready)
+    chooser = KChooser()
+    for size in (1, 2, 3, 4, 6, 8):  # the warm-up's measured points
+        chooser.costs.observe_verify(size, _int4_pass_s(size))
+    draft_s = 0.0 if drafts_ready else _int4_pass_s(1) / 5
+    if not drafts_ready:
+        chooser.costs.observe_draft(1, draft_s)
+    key = lookup_key(3) if drafts_ready else MODEL_KEY
+    tokens, seconds = 0, 0.0
+    while tokens < 4000:
+        k = chooser.choose(key, 8, drafts_ready=drafts_ready).k
+        accepted = 0
+        while accepted < k and rng.random() < alpha:
+            accepted += 1
+        verify = _int4_pass_s(k + 1)
+        chooser.costs.observe_verify(k + 1, verify)
+        if k and not drafts_ready:
+            chooser.costs.observe_draft(k, k * draft_s)
+        chooser.observe_step(key, k, accepted)
+        tokens += accepted + 1
+        seconds += verify + k * draft_s
+    speedup = (tokens / seconds) / (1 / _int4_pass_s(1))
+    assert speedup >= 0.97  # never slower than plain decoding, to the probes' cost
+    best = max(
+        expected_tokens(alpha, k) / (k * draft_s / _int4_pass_s(1) + _int4_pass_s(k + 1) / _int4_pass_s(1))
+        for k in range(0, 9)
+    )
+    assert speedup >= 0.9 * best  # and most of what the best fixed k would reach
+
+
+def test_the_why_panels_v_shows_the_measured_int4_costs():
+    """The panel's v(m) is the measured pass cost ÷ a plain pass, however steep: v(3) = 1.69
+    for int4 (a pass over 4 tokens), not a curve flattened to what fp32 would cost."""
+    from app.engine.analysis.explanation import explain
+    from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+
+    def step(index: int, drafts: int) -> StepEvent:
+        accepted = tuple(TokenInfo(1, "x", "draft") for _ in range(drafts))
+        target = TokenInfo(2, "y", "target")
+        return StepEvent(index, accepted, target, (), "bonus", drafts, 0.0, _int4_pass_s(drafts + 1), RunStats())
+
+    steps = [step(0, 0)] + [step(i, m) for i, m in enumerate([0, 0, 0, 1, 3, 3, 7, 0], 1)]
+    e = explain(RunResult.from_steps(steps, True, "prompt lookup", {}))
+    v = {row.drafts: row.fitted for row in e.verify_cost_by_tokens}
+    assert v[1] == pytest.approx(0.44 / 0.36) and v[3] == pytest.approx(0.61 / 0.36)
+    assert v[7] == pytest.approx(1.24 / 0.36)

@@ -92,7 +92,9 @@ def test_events_account_for_every_token(load_tiny):
     assert steps[-1].stop_reason == "max_new_tokens" and all(s.stop_reason is None for s in steps[:-1])
 
 
-def test_eos_inside_an_accepted_block_ends_the_answer_there(load_tiny):
+def test_a_drafter_stops_drafting_at_an_end_of_sequence_and_the_answer_ends_there(load_tiny):
+    # (a drafter that drafts past the EOS, so that the stop falls inside the accepted block:
+    # tests/test_decode_edges.py)
     target = load_tiny("llama")
     plain = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False))
     eos = plain.token_ids[6]  # pretend the 7th token is an end-of-sequence token
@@ -116,22 +118,35 @@ def test_prompt_lookup_does_not_draft_past_an_end_of_sequence():
     assert proposal.tokens == [7, 2]
 
 
-def test_max_new_tokens_cuts_inside_an_accepted_block(load_tiny):
+def test_max_new_tokens_caps_the_block_so_the_answer_ends_at_the_limit_with_no_draft_wasted(load_tiny):
+    """k is capped to the room left (limit − tokens − 1), so no block is ever cut by the limit:
+    the answer is plain decoding's first n tokens, the last one the target's own, and a drafter
+    that is never rejected has every draft it proposed accepted."""
     target = load_tiny("llama")
+    plain = Engine(target).generate(PROMPTS[1], replace(GREEDY, max_new_tokens=11, speculative=False))
     for n in (1, 2, 7, 11):
         result = Engine(target, target).generate(PROMPTS[1], replace(GREEDY, max_new_tokens=n, k=8))
-        assert len(result.tokens) == result.stats.new_tokens == n
-        assert result.stop_reason == "max_new_tokens"
+        assert result.token_ids == plain.token_ids[:n] and result.stats.new_tokens == n
+        assert result.stop_reason == "max_new_tokens" and result.steps[-1].target is not None
+        assert result.stats.proposed == result.stats.accepted
+        done = 0
+        for step in result.steps:
+            assert len(step.accepted) + len(step.rejected) <= n - done - 1
+            done += len(step.tokens)
 
 
 def test_stop_string_ends_the_answer_after_it(load_tiny):
+    """The answer is plain decoding's, up to and including the token that completes the first
+    occurrence of the stop string, whatever block the stop falls in."""
     engine = make_engine(load_tiny, "llama", "self")
-    full = engine.generate(PROMPTS[0], GREEDY)
-    stop = full.text[10:13]
-    cut = engine.generate(PROMPTS[0], replace(GREEDY, stop_strings=(stop,)))
-    assert cut.stop_reason == "stop_string"
-    assert cut.text.endswith(stop) or stop in cut.text[-len(stop) - 8 :]
-    assert full.text.startswith(cut.text) and stop not in cut.text[: -len(stop)]
+    plain = engine.generate(PROMPTS[0], replace(GREEDY, speculative=False))
+    for start in (4, 10, 17):
+        stop = plain.text[start : start + 3]
+        end = next(i for i in range(len(plain.tokens)) if stop in "".join(t.text for t in plain.tokens[: i + 1]))
+        cut = engine.generate(PROMPTS[0], replace(GREEDY, stop_strings=(stop,)))
+        assert cut.stop_reason == "stop_string"
+        assert cut.token_ids == plain.token_ids[: end + 1]
+        assert cut.text == "".join(t.text for t in plain.tokens[: end + 1])
 
 
 def _cache_tensors(runner: CachedModel) -> list[torch.Tensor]:

@@ -25,11 +25,19 @@ def test_resuming_a_stream_after_another_answer_raises(load_tiny):
 
 
 def test_a_finished_or_abandoned_stream_does_not_disturb_the_next(load_tiny):
+    """After an answer abandoned mid-way, and after one that finished, the next answer is token
+    for token what a fresh engine gives (the caches and the drafter's state kept nothing wrong)."""
+    fresh = Engine(load_tiny("llama"), lookup=True)
+    expected = {prompt: fresh.generate(prompt, GREEDY).token_ids for prompt in (PROMPT, "def add(a, b):")}
     engine = Engine(load_tiny("llama"), lookup=True)
     abandoned = engine.stream(PROMPT, GREEDY)
     next(abandoned)
+    next(abandoned)
     abandoned.close()  # the consumer stopped early: nothing to raise
-    assert len(list(engine.stream(PROMPT, GREEDY))) >= 1
+    assert engine.generate(PROMPT, GREEDY).token_ids == expected[PROMPT]
+    finished = list(engine.stream("def add(a, b):", GREEDY))
+    assert [t.id for s in finished for t in s.tokens] == expected["def add(a, b):"]
+    assert engine.generate(PROMPT, GREEDY).token_ids == expected[PROMPT]
 
 
 @pytest.mark.parametrize("text", ["caf\udce9 ok", "lone \ud800 high", "\udcff"])

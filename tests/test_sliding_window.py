@@ -70,3 +70,14 @@ def test_a_rejection_past_the_window_rolls_back_instead_of_re_prefilling(mistral
     assert fed == len(engine.prompt_ids(PROMPT)) + (passes - 1) + result.stats.proposed
     # and the sliding layers hold no more than the window after the step's crop
     assert all(layer.keys.shape[-2] <= WINDOW - 1 for layer in runner._cache.layers)
+
+
+def test_a_window_shorter_than_the_context_is_not_called_exact_past_it(mistral):
+    """Past its window plain attention runs (the load note says so): main still said
+    ``exact``. Exact up to the window; a run's provenance records that bound."""
+    kernels = mistral.kernels
+    assert kernels is not None and kernels.window == WINDOW and kernels.max_context == 512
+    assert not kernels.exact and kernels.exact_up_to() == WINDOW
+    made_by = Engine(mistral, lookup=True).made_by(GREEDY)
+    assert made_by.exact_context == WINDOW
+    assert made_by.exact_at(WINDOW) and not made_by.exact_at(WINDOW + 1)

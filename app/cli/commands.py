@@ -65,6 +65,10 @@ def fit_to_engine(engine: Engine, config: GenerationConfig) -> GenerationConfig:
 
 
 def run_generate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.server is not None:
+        from app.cli import servers
+
+        return servers.run_generate(args, out)
     speculative = not args.no_spec
     config = generation_config(args, speculative=speculative)
     messages = conversation(read_prompt(args), args.system)
@@ -88,6 +92,10 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Both arms through the engine's comparison service; this only presents its report."""
+    if args.server is not None:
+        from app.cli import servers
+
+        return servers.run_compare(args, out)
     from app.engine.analysis.compare import headline, verdict_reasons
     from app.engine.analysis.comparison import run_comparison
 
@@ -105,8 +113,9 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"speculative  {stats_line(speculative.stats, speculative.drafter)}\n")
     out.write(f"baseline     {stats_line(baseline.stats, baseline.drafter)}\n")
     out.write(f"verdict: {comparison.verdict} · {headline(comparison).render()}\n")
+    unlike = " (not comparable: see below)" if comparison.outcome == "not_comparable" else ""
     out.write(
-        f"decode speed-up {comparison.decode_speedup:.2f}x (prefill left out) · "
+        f"decode speed-up {comparison.decode_speedup:.2f}x{unlike} (prefill left out) · "
         f"whole-run speed-up {comparison.whole_run_speedup:.2f}x (prefill included)\n"
     )
     out.writelines(f"  {phrase.render()}\n" for phrase in verdict_reasons(comparison))

@@ -263,12 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Answer one prompt; draft tokens are marked on a terminal.",
     )
     generate.add_argument("--no-spec", action="store_true", help="no drafter: the target alone (baseline)")
-    commands.add_parser(
+    _server_options(generate, plain=False)
+    compare = commands.add_parser(
         "compare",
         parents=[common],
         help="answer with and without speculation and diff them",
-        description="Answer the prompt with and without speculation, then diff the answers.",
+        description="Answer the prompt with and without speculation, then diff the answers. With --server: "
+        "a speculative server against a plain one (--plain-server, --plain-model), fairly.",
     )
+    _server_options(compare, plain=True)
     bench = commands.add_parser(
         "bench",
         parents=[common],
@@ -328,6 +331,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _server_options(command: argparse.ArgumentParser, plain: bool) -> None:
+    """Run on an inference server instead of this computer (app.remote)."""
+    server = command.add_argument_group("server (instead of a model on this computer)")
+    server.add_argument(
+        "--server", type=_non_empty, metavar="URL",
+        help="an OpenAI-compatible server (llama.cpp's llama-server, vLLM): http:// or https:// only"
+        + ("; the speculative endpoint" if plain else ""),
+    )  # fmt: skip
+    server.add_argument("--model", type=_non_empty, metavar="NAME", help="the model there (default: its only one)")
+    server.add_argument(
+        "--api-key-env", type=_non_empty, metavar="VAR",
+        help="the environment variable holding the server's API key (never stored nor logged)",
+    )  # fmt: skip
+    server.add_argument(
+        "--timeout", type=_bounded(float, 0.0, open_low=True), default=120.0, metavar="S",
+        help="seconds the server may stay silent before the request fails (default: 120)",
+    )  # fmt: skip
+    if not plain:
+        return
+    server.add_argument(
+        "--plain-server", type=_non_empty, metavar="URL",
+        help="the endpoint without speculation (default: --server, with --plain-model)",
+    )  # fmt: skip
+    server.add_argument("--plain-model", type=_non_empty, metavar="NAME", help="the model on the plain endpoint")
+    server.add_argument(
+        "--plain-api-key-env", type=_non_empty, metavar="VAR", help="the plain endpoint's key (default: --api-key-env)"
+    )
+    server.add_argument(
+        "--rounds", type=_bounded(int, 1), default=1, metavar="N",
+        help="times to run the order speculative, plain, plain, speculative (default: 1)",
+    )  # fmt: skip
+
+
 def _drafter_list(text: str) -> list[str]:
     from app.engine.analysis.sweep import NONE
     from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
@@ -354,6 +390,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if sum((args.draft is not None, args.lookup, args.suffix)) > 1:
         raise UsageError("give one of --draft, --lookup and --suffix")
+    if getattr(args, "server", None) is None and any(
+        getattr(args, name, None) is not None for name in ("model", "plain_server", "plain_model")
+    ):
+        raise UsageError("--model, --plain-server and --plain-model go with --server URL")
+    if getattr(args, "server", None) is not None and getattr(args, "no_spec", False):
+        raise UsageError("a server decides itself whether it drafts: leave out --no-spec, or name a plain server")
     return args
 
 

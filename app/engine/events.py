@@ -10,10 +10,14 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-TokenSource = Literal["draft", "target"]
+# draft: a draft token the target accepted; target: the target's own token; unknown: a token
+# from an inference server whose stream did not say which of the two it was (never guessed)
+TokenSource = Literal["draft", "target", "unknown"]
+UNKNOWN_SOURCE: TokenSource = "unknown"
 # prefill: the first token, from the prompt's pass; plain: no drafter ran;
-# correction: the target's token at the first rejected draft; bonus: all drafts accepted.
-TargetKind = Literal["prefill", "plain", "correction", "bonus"]
+# correction: the target's token at the first rejected draft; bonus: all drafts accepted;
+# unknown: tokens from a server that did not say how its passes split them (``StepEvent.unattributed``)
+TargetKind = Literal["prefill", "plain", "correction", "bonus", "unknown"]
 # where a draft token was copied from: this conversation (prompt lookup, or the suffix index
 # matching it) or an earlier one (the suffix index); None: a draft model's guess, or no draft
 TokenOrigin = Literal["conversation", "earlier"]
@@ -54,6 +58,8 @@ class TokenInfo:
         values = _known(cls, data)  # files written before ``origin`` have none: None
         if values.get("origin") not in (None, THIS_CONVERSATION, EARLIER):
             values["origin"] = None
+        if values.get("source") not in ("draft", "target", UNKNOWN_SOURCE):
+            values["source"] = UNKNOWN_SOURCE  # a source this version does not know is not guessed
         return cls(**values)
 
 
@@ -137,6 +143,22 @@ class RunStats:
         return cls(**_known(cls, data))
 
 
+@dataclass(frozen=True)
+class ArmConditions:
+    """What the machine was doing while one arm of a comparison ran (measured by the service)."""
+
+    plain_pass_s: float | None = None  # a plain pass timed just before the arm (median of a few)
+    other_load: float | None = None  # cores other processes kept busy during the arm (OtherLoad)
+    threads: int = 1  # torch threads the arm ran on
+    cores: int = 0  # the machine's cores (0: unknown)
+
+    def contention(self) -> float | None:
+        """Cores short for our threads while the arm ran (0: none)."""
+        if self.other_load is None or self.cores <= 0:
+            return None
+        return max(0.0, self.other_load + self.threads - self.cores)
+
+
 KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid"]
 
 
@@ -172,6 +194,12 @@ class StepEvent:
     own token after them (None when the step stopped inside the accepted block, on EOS,
     max_new_tokens or a stop string); ``rejected`` are the draft tokens proposed after the last
     accepted one and thrown away. ``text`` is the concatenated pieces of accepted + target.
+
+    From an inference server (``app.remote``): ``rejected_unseen`` counts rejected drafts the
+    server counted but did not name (it never sends their ids); ``unattributed`` are tokens
+    the server emitted without saying which were drafts (source ``"unknown"``, kind
+    ``"unknown"``, possibly several passes: such an event is not one pass). A local run has
+    neither.
     """
 
     index: int  # 0 = prefill pass
@@ -187,10 +215,21 @@ class StepEvent:
     draft_passes: int = 0  # draft-model forward passes spent this step (0 for lookup / no drafter)
     predicted_speedup: float | None = None  # the k chooser's expected gain over a plain step, if it chose
     decision: KDecision | None = None  # why auto k chose ``k`` (None: k was fixed, or nothing to choose)
+    rejected_unseen: int = 0  # rejected drafts a server counted without naming them
+    unattributed: tuple[TokenInfo, ...] = ()  # a server's tokens of unknown source, after ``target``
 
     @property
     def tokens(self) -> tuple[TokenInfo, ...]:
-        return self.accepted + ((self.target,) if self.target is not None else ())
+        return self.accepted + ((self.target,) if self.target is not None else ()) + self.unattributed
+
+    @property
+    def drafted(self) -> int:
+        """Drafts this pass verified: accepted, rejected and rejected without a name."""
+        return len(self.accepted) + len(self.rejected) + self.rejected_unseen
+
+    @property
+    def any_rejected(self) -> bool:
+        return bool(self.rejected) or self.rejected_unseen > 0
 
     @property
     def text(self) -> str:
@@ -212,6 +251,8 @@ class StepEvent:
             "verify_s": self.verify_s,
             "predicted_speedup": _finite(self.predicted_speedup),
             "decision": None if self.decision is None else self.decision.to_dict(),
+            "rejected_unseen": self.rejected_unseen,
+            "unattributed": [t.id for t in self.unattributed],
             "stop_reason": self.stop_reason,
             "text": self.text,
             "stats": self.stats.to_dict(),
@@ -219,8 +260,10 @@ class StepEvent:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], tokens: list[TokenInfo]) -> StepEvent:
-        """``tokens``: this step's accepted tokens then its own token, from the run's list."""
+        """``tokens``: this step's accepted tokens, its own token, then its unattributed ones,
+        from the run's list."""
         n = len(data["accepted"])
+        own = n + (data["target"] is not None)
         return cls(
             index=int(data["index"]),
             accepted=tuple(tokens[:n]),
@@ -235,6 +278,8 @@ class StepEvent:
             draft_passes=int(data.get("draft_passes", 0)),
             predicted_speedup=data.get("predicted_speedup"),
             decision=KDecision.from_dict(data["decision"]) if data.get("decision") else None,
+            rejected_unseen=int(data.get("rejected_unseen", 0)),
+            unattributed=tuple(tokens[own:]),
         )
 
 
@@ -249,10 +294,20 @@ class RunProvenance:
     device: str  # "cpu", "cuda:0", "mps"
     draft_dtype: str | None = None  # the draft model's dtype; None without a draft model
     config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
+    # an inference server that made the run: "llama.cpp b6550 at http://127.0.0.1:8080" (None: this computer)
+    server: str | None = None
+    # the longest context at which the target's verified block gives one-token decoding's
+    # logits bit for bit (CpuKernels.exact_up_to): 0 none; None not recorded (older files)
+    exact_context: int | None = None
+
+    def exact_at(self, context: int) -> bool:
+        """Whether a verified block was exact at ``context`` tokens: then greedy speculation
+        cannot differ from target-only decoding, not even at a near tie."""
+        return self.exact_context is not None and 0 < context <= self.exact_context
 
     # What must agree for two runs to come from the same models (the settings are the
     # caller's: a comparison reruns with the stored answer's own settings).
-    MODEL_FIELDS: ClassVar[tuple[str, ...]] = ("target", "dtype", "device")
+    MODEL_FIELDS: ClassVar[tuple[str, ...]] = ("target", "dtype", "device", "server")
     DRAFTER_FIELDS: ClassVar[tuple[str, ...]] = ("drafter", "draft_dtype")
 
     def to_dict(self) -> dict[str, Any]:
@@ -271,7 +326,10 @@ class RunProvenance:
         return tuple(n for n in names if getattr(self, n) != getattr(other, n))
 
     def describe(self) -> str:
-        """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"."""
+        """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"; from a server:
+        "SmolLM2 on llama.cpp b6550 at http://127.0.0.1:8080, drafting"."""
+        if self.server:
+            return f"{self.target} on {self.server}" + (", drafting" if self.drafter != "none" else "")
         made = f"{self.target} ({self.dtype}, {self.device})"
         if self.drafter == "none":
             return made
@@ -316,7 +374,7 @@ class RunResult:
         tokens = [TokenInfo.from_dict(t) for t in data["tokens"]]
         steps, used = [], 0
         for step in data["steps"]:
-            n = len(step["accepted"]) + (step["target"] is not None)
+            n = len(step["accepted"]) + (step["target"] is not None) + len(step.get("unattributed", ()))
             steps.append(StepEvent.from_dict(step, tokens[used : used + n]))
             used += n
         made_by = data.get("made_by")

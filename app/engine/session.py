@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 import statistics
 import threading
 import time
@@ -31,7 +32,7 @@ from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDraf
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
-from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.events import ArmConditions, RunProvenance, RunResult, StepEvent
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
@@ -80,6 +81,7 @@ def _messages(conversation: object) -> list[dict[str, str]]:
     return messages
 
 
+ARM_PROBE_PASSES = 5  # plain passes timed before each arm of a comparison (start_arm)
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
 DRAFT_AUTO = "auto"  # draft_dtype: the cheaper draft form, measured at load (CPU)
 DRAFT_PROBE_ROUNDS = 3  # interleaved rounds of timed draft steps per form
@@ -279,6 +281,19 @@ class Engine:
         for runner in models:
             runner.reset()
 
+    def start_arm(self) -> Callable[[], ArmConditions]:
+        """Before one arm of a comparison (on empty caches, which it leaves empty): time a plain
+        pass (the median of ``ARM_PROBE_PASSES``) and start measuring the load of other
+        processes. Call what it returns when the arm is over: what the machine did meanwhile."""
+        times = sorted(_timed_pass(self._target_kv, 1) for _ in range(ARM_PROBE_PASSES))
+        self._target_kv.reset()
+        others = OtherLoad()
+
+        def done() -> ArmConditions:
+            return ArmConditions(times[len(times) // 2], others(), torch.get_num_threads(), os.cpu_count() or 0)
+
+        return done
+
     def _measure_threads(self) -> None:
         """With ``auto`` threads on an idle machine: time a few plain passes at the current
         thread count and at the count the load allows, so the first answer already runs on the
@@ -359,6 +374,7 @@ class Engine:
             device=str(self.target.device),
             draft_dtype=self.draft.dtype if uses_model and self.draft is not None else None,
             config=config.to_dict(),
+            exact_context=self.target.kernels.exact_up_to() if self.target.kernels is not None else 0,
         )
 
     def prompt_ids(

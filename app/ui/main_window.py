@@ -35,7 +35,7 @@ from app.ui.chat.context_meter import ContextMeter
 from app.ui.chat.conversation_list import ConversationPanel
 from app.ui.chat.conversation_loader import ConversationLoader
 from app.ui.common.conversation import Conversation, Message
-from app.ui.common.engine_words import drafter_label, loading_message, model_label
+from app.ui.common.engine_words import drafter_label, loading_message, model_label, server_words
 from app.ui.common.formatting import byte_size, decimal
 from app.ui.common.storage import ConversationStore, SkippedFile
 from app.ui.common.token_style import TokenLegend
@@ -43,8 +43,10 @@ from app.ui.common.tooltips import install_tooltip_wrapping
 from app.ui.compare.compare_view import CompareDialog
 from app.ui.experiment.sweep_view import SweepDialog
 from app.ui.models.models_dialog import ModelsDialog
+from app.ui.settings.server_status import plain_target, server_label, server_target
 from app.ui.settings.settings_dialog import SettingsDialog
 from app.ui.settings.store import AppSettings, ModelSettings, SettingsStore
+from app.worker.server_probe import ServerProbe
 
 if TYPE_CHECKING:
     from app.engine.analysis.sweep import SweepRow
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from app.worker import EngineWorker
     from app.worker.catalog_worker import CatalogWorker
     from app.worker.engine_worker import ComputePath
+    from app.worker.server_backend import ServerPath, ServerTarget
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_BANNER_CHARS = 1200  # an error longer than this is cut in the banner (its tooltip holds more)
@@ -69,6 +72,7 @@ class ModelsInUse:
     target: str  # the engine's name for it
     drafter: str
     path: ComputePath | None = None  # the target's dtype and kernels, when the engine says
+    server: ServerPath | None = None  # the server answering; None: this computer
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class LoadFailure:
 
     models: ModelSettings
     message: str
+    server: ServerTarget | None = None  # the server that could not be reached; None: local models
 
 
 class MainWindow(QMainWindow):
@@ -97,7 +102,9 @@ class MainWindow(QMainWindow):
         self.models_in_use: ModelsInUse | None = None
         self.load_failure: LoadFailure | None = None
         self._requested_models: ModelSettings | None = None
+        self._requested_server: ServerTarget | None = None  # None: this computer
         self._loads: dict[int, ModelSettings] = {}  # load id -> models, until answered
+        self._load_servers: dict[int, ServerTarget | None] = {}  # load id -> server asked for
         self._latest_load = 0  # only its answer changes what the window shows
         self._running_load = 0  # the load the engine thread is working on
         self.compare_dialog: CompareDialog | None = None
@@ -109,9 +116,12 @@ class MainWindow(QMainWindow):
         self._banner_kind = ""  # "load" (a load clears it), "answer" (a load or an answer does), "other"
         self._fallback_load = 0  # the bundled model, asked for because the saved models failed
         self._fallback_failure: LoadFailure | None = None  # why: still shown beside them in Settings
+        self._next_server: ServerPath | None = None  # likewise
+        self.server_probe = ServerProbe(parent=self)  # lists a server's models for Settings
         self.catalog: CatalogWorker | None = None  # the model library's thread (app/gui.py sets it)
         self.chat_view = ChatView(self)
         self.controller = ChatController(worker, self.chat_view, conversations, self)
+        self.controller.plain_endpoint = plain_target(self.settings)  # Compare's, on a server
         self.loader = ConversationLoader(conversations, self)  # saved conversations, off this thread
         self._to_open = ""  # a listed conversation to show once it is read
         self._asked_to_open = False  # clicked (opens whatever is shown), or the latest at start
@@ -206,6 +216,8 @@ class MainWindow(QMainWindow):
         w.devices_found.connect(self._on_devices_found)
         w.cpu_probed.connect(self._on_cpu_probed)
         w.compute_path_known.connect(self._on_compute_path_known)
+        w.server_known.connect(self._on_server_known)
+        w.finished.connect(self._on_run_finished)
         c = self.controller
         c.busy_changed.connect(self._on_busy_changed)
         c.error.connect(self._on_error)
@@ -277,7 +289,7 @@ class MainWindow(QMainWindow):
 
     def start(self) -> None:
         """Load the configured models in the background (call after ``show()``)."""
-        self._request_load(self.settings.models)
+        self._request_load(self.settings.models, server_target(self.settings))
 
     def apply_settings(self, settings: AppSettings) -> None:
         """Save ``settings``; they apply to the next message. Model changes reload now."""
@@ -289,8 +301,10 @@ class MainWindow(QMainWindow):
             self._hand_history()
         if not self.conversations_read:
             self._hold_answers_until_read()
-        if settings.models != self._requested_models:
-            self._request_load(settings.models)
+        self.controller.plain_endpoint = plain_target(settings)
+        server = server_target(settings)
+        if server != self._requested_server or (server is None and settings.models != self._requested_models):
+            self._request_load(settings.models, server)
 
     def send_message(self, text: str) -> bool:
         config = self._generation_config()
@@ -364,9 +378,16 @@ class MainWindow(QMainWindow):
         """The settings dialog, showing the models that failed to load with the reason."""
         failure = self.load_failure
         model_error = (
-            failure.message if failure is not None and failure.models == self.settings.models else None
+            failure.message
+            if failure is not None and failure.server is None and failure.models == self.settings.models
+            else None
         )
-        dialog = SettingsDialog(self.settings, self, model_error=model_error, devices=self.devices, cpu=self.cpu)
+        dialog = SettingsDialog(
+            self.settings, self, model_error=model_error, devices=self.devices, cpu=self.cpu,
+            server_probe=self.server_probe,
+        )
+        if failure is not None and failure.server is not None and failure.server == server_target(self.settings):
+            dialog.server.show_failure(failure.message)
         self._remember_geometry(dialog, "settings_dialog")
         dialog.accepted.connect(lambda: self.apply_settings(dialog.settings()))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -402,7 +423,10 @@ class MainWindow(QMainWindow):
         if models is None:
             return  # not a request of this window
         path, self._next_path = self._next_path, None
-        self.models_in_use = ModelsInUse(models, target, drafter, path)  # the engine serves these now
+        server, self._next_server = self._next_server, None
+        self._load_servers.pop(load_id, None)
+        self.models_in_use = ModelsInUse(models, target, drafter, path, server)  # the engine serves these now
+        self.controller.server_name = server.description if server is not None else None
         self.controller.drafter_name = drafter
         self.controller.model_ready = True
         if load_id == self._latest_load:
@@ -416,12 +440,16 @@ class MainWindow(QMainWindow):
 
     def _on_load_failed(self, message: str, load_id: int) -> None:
         models = self._loads.pop(load_id, None)
+        server = self._load_servers.pop(load_id, None)
         if models is None or load_id != self._latest_load:
             return  # superseded: a newer request is what the person wants now
-        self.load_failure = LoadFailure(models, message)  # the settings keep what was typed
+        self.load_failure = LoadFailure(models, message, server)  # the settings keep what was typed
         self.progress.hide()
         self._show_models()
-        text = self.tr("Could not load the models: {0}").format(message)
+        if server is not None:
+            text = self.tr("Could not use the server at {0}: {1}").format(server.url, message)
+        else:
+            text = self.tr("Could not load the models: {0}").format(message)
         if self.models_in_use is not None:
             text += " " + self.tr("Still using the models loaded before.")
         if self.models_in_use is None and models != ModelSettings():  # nothing to answer with
@@ -578,6 +606,18 @@ class MainWindow(QMainWindow):
     def _on_compute_path_known(self, path: ComputePath) -> None:
         self._next_path = path
 
+    def _on_server_known(self, server: ServerPath | None) -> None:
+        self._next_server = server
+
+    def _on_run_finished(self, _run_id: int, result: object) -> None:
+        """A server says whether it speculates with its answers: the status bar follows."""
+        in_use = self.models_in_use
+        drafter = getattr(result, "drafter", "")
+        if in_use is not None and in_use.server is not None and drafter and drafter != in_use.drafter:
+            self.models_in_use = replace(in_use, drafter=drafter)
+            self.controller.drafter_name = drafter
+            self._show_models()
+
     # ---- helpers -----------------------------------------------------------------------
     def _generation_config(self) -> GenerationConfig | None:
         try:
@@ -591,12 +631,15 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(text.format(config.max_new_tokens, fitted.max_new_tokens), NOTICE_MS)
         return fitted
 
-    def _request_load(self, models: ModelSettings) -> None:
-        self._requested_models = models
+    def _request_load(self, models: ModelSettings, server: ServerTarget | None = None) -> None:
+        self._requested_models, self._requested_server = models, server
         target = models.target_source
-        # at once, not when the thread starts; the bundled model's own sentence ("du modèle")
-        text = self.tr("Loading the bundled model…") if target == "default" else self.tr("Loading {0}…").format(target)
-        self.model_label.setText(text)
+        if server is not None:
+            self.model_label.setText(self.tr("Connecting to {0}…").format(server.url))
+        else:  # at once, not when the thread starts; the bundled model's own sentence ("du modèle")
+            bundled = target == "default"
+            text = self.tr("Loading the bundled model…") if bundled else self.tr("Loading {0}…").format(target)
+            self.model_label.setText(text)
         self.progress.setRange(0, 0)
         self.progress.show()
         if models.threads_capped:
@@ -612,16 +655,21 @@ class MainWindow(QMainWindow):
             allow_pickle=models.allow_pickle,
             cpu_kernels=models.cpu_kernels,
             threads=models.threads_option,
+            server=server,
         )
         self._loads[self._latest_load] = models
+        self._load_servers[self._latest_load] = server
 
     def _show_models(self) -> None:
         """The status bar: the models actually answering, unless the latest load is running."""
         if self._latest_load in self._loads:
             return  # "Loading …" stays until the latest request is answered
         in_use = self.models_in_use
+        self.legend.set_server_visible(in_use is not None and in_use.server is not None)
         if in_use is None:
             text = self.tr("No model loaded")
+        elif in_use.server is not None:
+            text = server_label(in_use.server, in_use.drafter)
         elif self.settings.speculative:
             text = self.tr("Target: {0} · Drafter: {1}").format(
                 model_label(in_use.target), drafter_label(in_use.drafter)
@@ -630,10 +678,15 @@ class MainWindow(QMainWindow):
             text = self.tr("Target: {0} · Speculation off").format(model_label(in_use.target))
         if in_use is not None and in_use.path is not None:
             text += " · " + self._path_text(in_use.path)
-        if self.load_failure is not None:
+        if self.load_failure is not None and self.load_failure.server is not None:
+            text += " · " + self.tr("the server asked for could not be used (see Settings)")
+        elif self.load_failure is not None:
             text += " · " + self.tr("the requested models could not be loaded (see Settings)")
         self.model_label.setText(text)
-        self.model_label.setToolTip(in_use.path.note if in_use is not None and in_use.path is not None else "")
+        tip = in_use.path.note if in_use is not None and in_use.path is not None else ""
+        if in_use is not None and in_use.server is not None:
+            tip = self.tr("Model {0} on {1}").format(in_use.server.model, server_words(in_use.server.description))
+        self.model_label.setToolTip(tip)
 
     def _path_text(self, path: ComputePath) -> str:
         """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""

@@ -33,6 +33,14 @@ from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself:
 from app.engine.config import GenerationConfig
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
+from app.worker.server_backend import (
+    PlainEndpoint,
+    ServerTarget,
+    compare_on_servers,
+    connect,
+    is_server_session,
+    server_path,
+)
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
 PROGRESS_INTERVAL_S = 0.05
@@ -40,6 +48,7 @@ log = logging.getLogger(__name__)
 
 Conversation = list[dict[str, str]]
 EngineLoader = Callable[..., Any]  # Engine.load's signature
+ServerConnector = Callable[[ServerTarget], Any]  # -> a ServerSession
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class LoadRequest:
     allow_pickle: bool = False
     cpu_kernels: bool = True
     threads: str | int = "auto"
+    server: ServerTarget | None = None  # answer on this server instead (the fields above are unused)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class CompareRequest:
     stored: RunResult | None = None  # the stored answer being compared, if any
     cancel: threading.Event = field(default_factory=threading.Event)
     history_id: str | None = None
+    plain: ServerTarget | None = None  # on a server: the endpoint that does not speculate
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,7 @@ class EngineWorker(QObject):
     load_failed = Signal(str, int)  # readable message, load id; the previous models stay loaded
     context_length_known = Signal(int)  # tokens the loaded target holds (sent before ``loaded``)
     compute_path_known = Signal(object)  # ComputePath of the loaded target (sent before ``loaded``)
+    server_known = Signal(object)  # ServerPath of the server answering, None for this computer (before ``loaded``)
     cpu_probed = Signal(object)  # CpuProbe: what this CPU's oneDNN prepacks (fp32, bf16), once
     devices_found = Signal(list)  # ["auto", "cpu", ...]: devices this machine can run on
     compared = Signal(int, object)  # run id, ComparisonReport (compare requests)
@@ -156,9 +168,16 @@ class EngineWorker(QObject):
     _run_ended = Signal(int, object, str)  # engine thread -> GUI: run id, RunResult | None, error
     _compare_ended = Signal(int, object, str)  # engine thread -> GUI: run id, report | None, error
 
-    def __init__(self, loader: EngineLoader | None = None, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        loader: EngineLoader | None = None,
+        parent: QObject | None = None,
+        server_connector: ServerConnector | None = None,
+    ) -> None:
         super().__init__(parent)
         self._loader = loader or _load_engine
+        self._connect_server = server_connector or connect
+        self._plain = PlainEndpoint()  # Compare's plain endpoint on a server (engine thread)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._run_ids = itertools.count(1)
@@ -201,13 +220,14 @@ class EngineWorker(QObject):
         allow_pickle: bool = False,
         cpu_kernels: bool = True,
         threads: str | int = "auto",
+        server: ServerTarget | None = None,
     ) -> int:
         """Queue a (re)load; returns its id for the signals. The current models keep serving
-        until the new ones are ready."""
+        until the new ones are ready. ``server``: connect to it instead of loading models."""
         self.start()
         load_id = next(self._load_ids)
         options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads)
-        self._jobs.put(LoadRequest(load_id, target, draft, *options))
+        self._jobs.put(LoadRequest(load_id, target, draft, *options, server=server))
         return load_id
 
     def request_generate(
@@ -246,11 +266,15 @@ class EngineWorker(QObject):
         config: GenerationConfig,
         stored: RunResult | None = None,
         history_id: str | None = None,
+        plain: ServerTarget | None = None,
     ) -> int:
         """Queue a comparison of both arms (``compared`` or ``failed`` answers it); returns its
-        id. ``stored``: the answer the person asked to compare, checked against the rerun."""
+        id. ``stored``: the answer the person asked to compare, checked against the rerun;
+        ``plain``: on a server, the endpoint without speculation."""
         self.start()
-        request = CompareRequest(next(self._run_ids), conversation, config, stored, history_id=history_id)
+        request = CompareRequest(
+            next(self._run_ids), conversation, config, stored, history_id=history_id, plain=plain
+        )
         with self._lock:
             self._cancels[request.run_id] = request.cancel
         self._put_answer(request)
@@ -335,6 +359,11 @@ class EngineWorker(QObject):
         self._jobs.put(None)
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    @property
+    def on_server(self) -> bool:
+        """The engine answering is a server (read from the GUI thread: a reference, no call)."""
+        return is_server_session(self._engine)
 
     async def load(self, target: str, draft: str | None, **options: Any) -> tuple[str, str]:
         """``await``-able load (qasync): (target name, drafter name) of THIS request; raises
@@ -422,6 +451,12 @@ class EngineWorker(QObject):
             with self._lock:
                 self._cancels.pop(job.run_id, None)
             self._run_ended.emit(job.run_id, result, error)
+        self._close_servers()
+
+    def _close_servers(self) -> None:
+        self._plain.close()
+        if is_server_session(self._engine):
+            self._engine.close()
 
     def _probe_devices(self) -> None:
         try:
@@ -448,6 +483,9 @@ class EngineWorker(QObject):
                 last_time, last_message = now, message
                 self.load_progress.emit(message, -1.0 if fraction is None else float(fraction))
 
+        if request.server is not None:
+            self._load_server(request)
+            return
         try:
             engine = self._loader(
                 target=request.target,
@@ -464,14 +502,39 @@ class EngineWorker(QObject):
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
             return
-        self._engine, self._load_error = engine, None
+        self._serve(engine)
         self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
         self.history_indexed.emit(len(self._remembered))
         self.context_length_known.emit(int(getattr(engine, "context_length", 0) or 0))
         path = _compute_path(engine)
         if path is not None:
             self.compute_path_known.emit(path)
+        self.server_known.emit(None)
         self.loaded.emit(engine.target_name, engine.drafter_name, request.load_id)
+
+    def _load_server(self, request: LoadRequest) -> None:
+        """Connect to the server the request names; the engine serving until now keeps serving
+        if it cannot be reached."""
+        assert request.server is not None
+        message = QCoreApplication.translate("EngineWorker", "Connecting to {0}…").format(request.server.url)
+        self.load_progress.emit(message, -1.0)
+        try:
+            session = self._connect_server(request.server)
+        except Exception as e:  # noqa: BLE001 - every failure must reach the person
+            self._load_error = _describe(e)
+            self.load_failed.emit(self._load_error, request.load_id)
+            return
+        self._serve(session)
+        self.context_length_known.emit(int(getattr(session, "context_length", 0) or 0))
+        self.server_known.emit(server_path(session))
+        self.loaded.emit(session.target_name, session.drafter_name, request.load_id)
+
+    def _serve(self, engine: Any) -> None:
+        """``engine`` answers from now on; a server session it replaces is closed."""
+        previous = self._engine
+        self._engine, self._load_error = engine, None
+        if previous is not engine and is_server_session(previous):
+            previous.close()
 
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
         """(result, "") or (None, readable error); steps go to the queue as they come."""
@@ -506,6 +569,8 @@ class EngineWorker(QObject):
         if self._engine is None:
             reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
             error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
+        elif is_server_session(self._engine):
+            report, error = self._compare_on_servers(request)
         else:
             try:
                 report = run_comparison(
@@ -522,10 +587,31 @@ class EngineWorker(QObject):
             self._cancels.pop(request.run_id, None)
         self._compare_ended.emit(request.run_id, report, error)
 
+    def _compare_on_servers(self, request: CompareRequest) -> tuple[ComparisonReport | None, str]:
+        """The speculative endpoint answering the chat against the plain one the settings name."""
+        if request.plain is None:
+            return None, QCoreApplication.translate(
+                "EngineWorker",
+                "Compare on a server needs a second endpoint that does not speculate: set its URL "
+                "or model in Settings → Server.",
+            )
+        try:
+            plain = self._plain.session(request.plain)
+            report = compare_on_servers(self._engine, plain, request.conversation, request.config, request.cancel)
+        except Exception as e:  # noqa: BLE001 - every failure must reach the person
+            return None, _describe(e)
+        return report, ""
+
     def _sweep(self, request: SweepRequest) -> None:
         """Runs on the engine thread; rows reach the GUI as queued signals."""
         error = ""
-        if self._engine is None:
+        if is_server_session(self._engine):
+            error = QCoreApplication.translate(
+                "EngineWorker",
+                "The drafter experiment runs the models on this computer: a server chooses its own "
+                "drafter. Choose “this computer” in Settings → Server to try drafters.",
+            )
+        elif self._engine is None:
             reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
             error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
         else:

@@ -106,14 +106,6 @@
         <translation>acceptés</translation>
     </message>
     <message>
-        <source>of drafts judged (earlier ones accepted)</source>
-        <translation>des brouillons jugés (les précédents acceptés)</translation>
-    </message>
-    <message>
-        <source>of drafts proposed</source>
-        <translation>des brouillons proposés</translation>
-    </message>
-    <message>
         <source>acceptance α = {0}</source>
         <translation>acceptation α = {0}</translation>
     </message>
@@ -186,6 +178,22 @@
         <translation>cette exécution (son mélange de longueurs de brouillon)</translation>
     </message>
     <message>
+        <source>not used</source>
+        <translation>non utilisée</translation>
+    </message>
+    <message>
+        <source>accepted, of the drafts judged here (earlier ones accepted)</source>
+        <translation>acceptés, parmi les brouillons jugés ici (les précédents acceptés)</translation>
+    </message>
+    <message>
+        <source>accepted, of the drafts proposed here</source>
+        <translation>acceptés, parmi les brouillons proposés ici</translation>
+    </message>
+    <message>
+        <source>all positions: drafts accepted, of all proposed = {0}</source>
+        <translation>toutes positions : brouillons acceptés, sur tous les proposés = {0}</translation>
+    </message>
+    <message>
         <source>k = {0} (this run)</source>
         <translation>k = {0} (cette exécution)</translation>
     </message>
@@ -255,6 +263,10 @@
         <translation>Avec spéculation — {0}</translation>
     </message>
     <message>
+        <source>Without speculation — the plain endpoint</source>
+        <translation>Sans spéculation — le point d’accès simple</translation>
+    </message>
+    <message>
         <source>Without speculation — target only</source>
         <translation>Sans spéculation — modèle cible seul</translation>
     </message>
@@ -269,6 +281,10 @@
     <message>
         <source>Why was speculation faster or slower here? Acceptance, costs, charts</source>
         <translation>Pourquoi la spéculation a-t-elle été plus rapide ou plus lente ici ? Acceptation, coûts, graphiques</translation>
+    </message>
+    <message>
+        <source>{0} (not comparable)</source>
+        <translation>{0} (non comparable)</translation>
     </message>
     <message>
         <source>Wall time</source>
@@ -331,6 +347,34 @@
         <translation>vitesse inconnue</translation>
     </message>
     <message>
+        <source>speed not comparable</source>
+        <translation>vitesse non comparable</translation>
+    </message>
+    <message>
+        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine's load changed between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.</source>
+        <translation>L'accélération du décodage mesurée, {ratio}, n'est pas présentée comme un résultat : la charge de la machine a changé entre l'exécution avec spéculation et celle sans ({evidence}). Comparez à nouveau sur une machine plus calme.</translation>
+    </message>
+    <message>
+        <source>The decode speed-up measured {ratio}, above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one): the runs did not run under like conditions, so it is not shown as a result. Compare again.</source>
+        <translation>L'accélération du décodage mesurée, {ratio}, dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) : les exécutions n'ont pas eu lieu dans les mêmes conditions, elle n'est donc pas présentée comme un résultat. Comparez à nouveau.</translation>
+    </message>
+    <message>
+        <source>a plain pass timed before each run: {value} of the other</source>
+        <translation>une passe simple chronométrée avant chaque exécution : {value} de l'autre</translation>
+    </message>
+    <message>
+        <source>the same one-token pass inside each run: {value} of the other</source>
+        <translation>la même passe d'un jeton dans chaque exécution : {value} de l'autre</translation>
+    </message>
+    <message>
+        <source>other processes: {before} then {after} busy cores</source>
+        <translation>autres processus : {before} puis {after} cœurs occupés</translation>
+    </message>
+    <message>
+        <source>Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer's own stats line); the speed-ups divide the first column by the second.</source>
+        <translation>Les deux colonnes sont de nouvelles exécutions de cette réponse (leurs vitesses et brouillons peuvent différer de la ligne de statistiques de la réponse) ; les accélérations divisent la première colonne par la seconde.</translation>
+    </message>
+    <message>
         <source>Identical answer · {speed}</source>
         <translation>Réponse identique · {speed}</translation>
     </message>
@@ -363,6 +407,10 @@
         <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
+        <source>{where} (the target's two best tokens {margin} logits apart). Both runs verified on exact kernels, where a checked block gives the very logits of one-token decoding, so greedy answers cannot differ, not even at a near tie: this is a defect, please report it.</source>
+        <translation>{where} (les deux meilleurs jetons de la cible à {margin} logits l'un de l'autre). Les deux exécutions ont vérifié avec des noyaux exacts, où un bloc vérifié donne exactement les logits du décodage jeton par jeton : des réponses gloutonnes ne peuvent pas différer, même à une quasi-égalité. C'est un défaut, merci de le signaler.</translation>
+    </message>
+    <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
         <translation>La spéculation a été plus lente ici : seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
@@ -389,6 +437,26 @@
     <message>
         <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
         <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape) : les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+    </message>
+    <message>
+        <source>The speculative endpoint ({server}) drafted nothing for this conversation: it may not be started with speculation, or its drafter found nothing to propose.</source>
+        <translation>Le point d'accès spéculatif ({server}) n'a rien proposé pour cette conversation : il n'est peut-être pas lancé avec la spéculation, ou son brouillon n'a rien trouvé à proposer.</translation>
+    </message>
+    <message>
+        <source>The speculative endpoint ({server}) sent no speculation figures: start vLLM with --speculative-config and {flag} to see what it drafted.</source>
+        <translation>Le point d'accès spéculatif ({server}) n'a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu'il a proposé.</translation>
+    </message>
+    <message>
+        <source>The plain endpoint ({server}) drafted too ({accepted} of {drafted} drafts accepted): this compares two speculative servers, not with and without.</source>
+        <translation>Le point d'accès sans spéculation ({server}) a aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : ceci compare deux serveurs spéculatifs, pas avec et sans.</translation>
+    </message>
+    <message>
+        <source>{server} reports no speculation figures: SpecChat cannot tell whether it drafted.</source>
+        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s'il a proposé des brouillons.</translation>
+    </message>
+    <message>
+        <source>Both arms name the same server and model: nothing tells them apart.</source>
+        <translation>Les deux bras désignent le même serveur et le même modèle : rien ne les distingue.</translation>
     </message>
 </context>
 <context>
@@ -467,6 +535,10 @@
         <translation>recherche dans le prompt</translation>
     </message>
     <message>
+        <source>the server's drafter</source>
+        <translation>le brouillon du serveur</translation>
+    </message>
+    <message>
         <source>none</source>
         <translation>aucun</translation>
     </message>
@@ -510,6 +582,14 @@
         <source>Opening {0}…</source>
         <translation>Ouverture de {0}…</translation>
     </message>
+    <message>
+        <source>an OpenAI-compatible server</source>
+        <translation>un serveur compatible OpenAI</translation>
+    </message>
+    <message>
+        <source>{0} at {1}</source>
+        <translation>{0} à {1}</translation>
+    </message>
 </context>
 <context>
     <name>EngineError</name>
@@ -545,12 +625,24 @@
         <translation>Mise en route…</translation>
     </message>
     <message>
+        <source>Connecting to {0}…</source>
+        <translation>Connexion à {0}…</translation>
+    </message>
+    <message>
         <source>the model is not loaded</source>
         <translation>le modèle n’est pas chargé</translation>
     </message>
     <message>
         <source>No model is loaded: {0}</source>
         <translation>Aucun modèle n’est chargé : {0}</translation>
+    </message>
+    <message>
+        <source>Compare on a server needs a second endpoint that does not speculate: set its URL or model in Settings → Server.</source>
+        <translation>Comparer sur un serveur demande un second point d’accès qui ne spécule pas : indiquez son URL ou son modèle dans Réglages → Serveur.</translation>
+    </message>
+    <message>
+        <source>The drafter experiment runs the models on this computer: a server chooses its own drafter. Choose “this computer” in Settings → Server to try drafters.</source>
+        <translation>L’essai des brouillons fait tourner les modèles sur cet ordinateur : un serveur choisit lui-même son brouillon. Choisissez « cet ordinateur » dans Réglages → Serveur pour essayer des brouillons.</translation>
     </message>
     <message>
         <source>Out of memory. Try a smaller model, fewer new tokens, another dtype or the CPU.</source>
@@ -608,16 +700,68 @@
         <translation>Accélération du décodage prédite</translation>
     </message>
     <message>
-        <source>Decode speed-up, measured (prefill left out)</source>
-        <translation>Accélération du décodage, mesurée (préremplissage exclu)</translation>
+        <source>Decode speed-up auto k predicted when it chose (its α, its measured costs)</source>
+        <translation>Accélération du décodage prévue par k auto lors de son choix (son α, ses coûts mesurés)</translation>
     </message>
     <message>
         <source>Whole-run speed-up, measured (prefill included)</source>
         <translation>Accélération de l’exécution entière, mesurée (préremplissage inclus)</translation>
     </message>
     <message>
+        <source>Most a decode speed-up of these passes can be (tokens per pass)</source>
+        <translation>Accélération du décodage maximale possible pour ces passes (jetons par passe)</translation>
+    </message>
+    <message>
         <source>Cost of a plain pass</source>
         <translation>Coût d’une passe simple</translation>
+    </message>
+    <message>
+        <source>Made on the server</source>
+        <translation>Produite sur le serveur</translation>
+    </message>
+    <message>
+        <source>Not reported by the server</source>
+        <translation>Non communiqué par le serveur</translation>
+    </message>
+    <message>
+        <source>what each pass cost (drafting and verifying): so no c, v, predicted speed-up or what-if curves are shown. Acceptance and tokens per pass are the server's counts.</source>
+        <translation>ce qu’a coûté chaque passe (proposer et vérifier) : aucun c, v, gain prévu ni courbe « et si » n’est donc affiché. L’acceptation et les jetons par passe sont les décomptes du serveur.</translation>
+    </message>
+    <message>
+        <source>not reported</source>
+        <translation>non communiqué</translation>
+    </message>
+    <message>
+        <source>{0} of {1} ({2})</source>
+        <translation>{0} sur {1} ({2})</translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of proposed (the server's count)</source>
+        <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s on the server's own clock</source>
+        <translation>Jetons/s de décodage selon l’horloge du serveur</translation>
+    </message>
+    <message>
+        <source>Decode speed-up, measured by Compare (its fresh reruns of this answer: with ÷ without speculation; prefill left out)</source>
+        <translation>Accélération du décodage, mesurée par Comparer (ses nouvelles exécutions de cette réponse : avec ÷ sans spéculation ; préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>Decode speed-up, measured (this run ÷ the run without speculation; prefill left out)</source>
+        <translation>Accélération du décodage, mesurée (cette exécution ÷ celle sans spéculation ; préremplissage exclu)</translation>
+    </message>
+    <message>
+        <source>{0}: not a result, the machine's load changed between the runs</source>
+        <translation>{0} : pas un résultat, la charge de la machine a changé entre les exécutions</translation>
+    </message>
+    <message>
+        <source>{0}: not a result, above the {1} these passes allow</source>
+        <translation>{0} : pas un résultat, au-delà des {1} que ces passes permettent</translation>
+    </message>
+    <message>
+        <source>not reported: a server does not say what its passes cost</source>
+        <translation>non communiqué : un serveur ne dit pas ce que coûtent ses passes</translation>
     </message>
     <message>
         <source>{0} ms: the mean of the plain run's passes</source>
@@ -646,6 +790,14 @@
     <message>
         <source>What if</source>
         <translation>Et si</translation>
+    </message>
+    <message>
+        <source>What if: needs pass costs, which the server does not report</source>
+        <translation>Et si : il faut le coût des passes, que le serveur ne communique pas</translation>
+    </message>
+    <message>
+        <source>Timeline: SpecChat's clock between the server's stream events (not its passes)</source>
+        <translation>Chronologie : l’horloge de SpecChat entre les événements du flux du serveur (pas ses passes)</translation>
     </message>
     <message>
         <source>What if: this run checked no drafts</source>
@@ -683,6 +835,14 @@
         <translation>lancez une comparaison pour mesurer le coût d’une étape simple</translation>
     </message>
     <message>
+        <source>the server does not report what its passes cost, so no cost or predicted speed-up is shown</source>
+        <translation>le serveur ne dit pas ce que coûtent ses passes, donc aucun coût ni gain prévu n'est affiché</translation>
+    </message>
+    <message>
+        <source>The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per target pass); its stream did not say at which positions, so no acceptance α is shown</source>
+        <translation>Le serveur a accepté {accepted} des {proposed} brouillons qu’il a proposés ({share} ; {tokens} jetons par passe de la cible) ; son flux n’a pas dit à quelles positions, donc aucune acceptation α n’est affichée</translation>
+    </message>
+    <message>
         <source>so the measured decode speed-up was {ratio}</source>
         <translation>l’accélération mesurée du décodage a donc été de {ratio}</translation>
     </message>
@@ -699,8 +859,28 @@
         <translation>l’accélération prédite du décodage n’est donc que de {ratio}</translation>
     </message>
     <message>
-        <source>held back most by low acceptance</source>
-        <translation>freinée surtout par une faible acceptation</translation>
+        <source>so the decode speed-up Compare measured on fresh reruns was {ratio}</source>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions était de {ratio}</translation>
+    </message>
+    <message>
+        <source>so the decode speed-up Compare measured on fresh reruns was only {ratio}</source>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions n'était que de {ratio}</translation>
+    </message>
+    <message>
+        <source>held back most by the drafts the target rejected</source>
+        <translation>freinée surtout par les brouillons que la cible a rejetés</translation>
+    </message>
+    <message>
+        <source>The measured decode speed-up ({ratio}) is not a result: the machine's load changed between the runs with and without speculation.</source>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : la charge de la machine a changé entre les exécutions avec et sans spéculation.</translation>
+    </message>
+    <message>
+        <source>The measured decode speed-up ({ratio}) is not a result: it is above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one), so the runs did not run under like conditions.</source>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : elle dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) ; les exécutions n'ont donc pas eu lieu dans les mêmes conditions.</translation>
+    </message>
+    <message>
+        <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha} and a pass over them measured at {v} a plain step).</source>
+        <translation>k auto a choisi de ne pas proposer de brouillon dans {count} passes sur {total} : aucun nombre de brouillons ne devait faire gagner 3 % (le meilleur : {gain} avec {k} brouillons, pour une acceptation supposée de {alpha} et une passe sur eux mesurée à {v} une étape simple).</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>
@@ -709,10 +889,6 @@
     <message>
         <source>held back most by the cost of verifying several tokens at once</source>
         <translation>freinée surtout par le coût de la vérification de plusieurs jetons à la fois</translation>
-    </message>
-    <message>
-        <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} at an assumed acceptance of {alpha}).</source>
-        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : aucun nombre de jetons proposés ne devait faire gagner 3 % (le meilleur : {gain} pour une acceptation supposée de {alpha}).</translation>
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>
@@ -837,6 +1013,10 @@
         <translation>La bibliothèque de modèles n’est pas disponible dans cette fenêtre.</translation>
     </message>
     <message>
+        <source>Could not use the server at {0}: {1}</source>
+        <translation>Impossible d’utiliser le serveur à {0} : {1}</translation>
+    </message>
+    <message>
         <source>Using the bundled model meanwhile.</source>
         <translation>Le modèle fourni est utilisé en attendant.</translation>
     </message>
@@ -855,6 +1035,10 @@
     <message>
         <source>Max new tokens {0} is more than the model holds: capped to its context of {1} tokens.</source>
         <translation>{0} nouveaux jetons au maximum, c’est plus que le modèle ne peut contenir : limité à son contexte de {1} jetons.</translation>
+    </message>
+    <message>
+        <source>Connecting to {0}…</source>
+        <translation>Connexion à {0}…</translation>
     </message>
     <message>
         <source>Loading {0}…</source>
@@ -877,8 +1061,16 @@
         <translation>Cible : {0} · Spéculation désactivée</translation>
     </message>
     <message>
+        <source>the server asked for could not be used (see Settings)</source>
+        <translation>le serveur demandé n’a pas pu être utilisé (voir Réglages)</translation>
+    </message>
+    <message>
         <source>the requested models could not be loaded (see Settings)</source>
         <translation>les modèles demandés n’ont pas pu être chargés (voir Réglages)</translation>
+    </message>
+    <message>
+        <source>Model {0} on {1}</source>
+        <translation>Modèle {0} sur {1}</translation>
     </message>
     <message>
         <source>{0} weights, {1} compute</source>
@@ -1341,6 +1533,246 @@
     </message>
 </context>
 <context>
+    <name>ServerFiguresBox</name>
+    <message>
+        <source>What the servers reported (the speculative endpoint, then the plain one)</source>
+        <translation>Ce que les serveurs ont communiqué (le point d’accès spéculatif, puis le simple)</translation>
+    </message>
+    <message>
+        <source>Server</source>
+        <translation>Serveur</translation>
+    </message>
+    <message>
+        <source>Time to first token (SpecChat's clock)</source>
+        <translation>Délai du premier jeton (horloge de SpecChat)</translation>
+    </message>
+    <message>
+        <source>{0} s</source>
+        <translation>{0} s</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s (SpecChat's clock)</source>
+        <translation>Jetons/s de décodage (horloge de SpecChat)</translation>
+    </message>
+    <message>
+        <source>Decode tokens/s (the server's clock, predicted_ms)</source>
+        <translation>Jetons/s de décodage (horloge du serveur, predicted_ms)</translation>
+    </message>
+    <message>
+        <source>Drafts accepted, of proposed (the server's count)</source>
+        <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Speculative passes (the server's count)</source>
+        <translation>Passes spéculatives (décompte du serveur)</translation>
+    </message>
+    <message>
+        <source>Requests timed (A B B A)</source>
+        <translation>Requêtes chronométrées (A B B A)</translation>
+    </message>
+    <message>
+        <source>Speculative endpoint</source>
+        <translation>Point d’accès spéculatif</translation>
+    </message>
+    <message>
+        <source>Plain endpoint</source>
+        <translation>Point d’accès simple</translation>
+    </message>
+    <message>
+        <source>not reported</source>
+        <translation>non communiqué</translation>
+    </message>
+    <message>
+        <source>none drafted</source>
+        <translation>aucun brouillon</translation>
+    </message>
+    <message>
+        <source>{0} of {1} ({2})</source>
+        <translation>{0} sur {1} ({2})</translation>
+    </message>
+</context>
+<context>
+    <name>ServerSettings</name>
+    <message>
+        <source>The server's URL</source>
+        <translation>L’URL du serveur</translation>
+    </message>
+    <message>
+        <source>{0} is empty: type it, e.g. http://127.0.0.1:8080.</source>
+        <translation>{0} est vide : saisissez-la, par exemple http://127.0.0.1:8080.</translation>
+    </message>
+    <message>
+        <source>{0} holds a space.</source>
+        <translation>{0} contient une espace.</translation>
+    </message>
+    <message>
+        <source>{0} is not a valid URL (look at the port number).</source>
+        <translation>{0} n’est pas une URL valide (vérifiez le numéro de port).</translation>
+    </message>
+    <message>
+        <source>{0} must start with http:// or https:// (SpecChat talks to nothing else).</source>
+        <translation>{0} doit commencer par http:// ou https:// (SpecChat ne parle à rien d’autre).</translation>
+    </message>
+    <message>
+        <source>{0} names no host: e.g. http://127.0.0.1:8080.</source>
+        <translation>{0} ne nomme aucun hôte : par exemple http://127.0.0.1:8080.</translation>
+    </message>
+    <message>
+        <source>{0} holds a user name or password: leave it out and name an environment variable holding the API key instead (the settings file would keep it).</source>
+        <translation>{0} contient un nom d’utilisateur ou un mot de passe : retirez-le et nommez plutôt une variable d’environnement qui contient la clé d’API (le fichier de réglages le garderait).</translation>
+    </message>
+    <message>
+        <source>{0} must not carry a query (?…) or a fragment (#…): the server's address only.</source>
+        <translation>{0} ne doit porter ni requête (?…) ni fragment (#…) : seulement l’adresse du serveur.</translation>
+    </message>
+    <message>
+        <source>The API key setting takes the NAME of an environment variable (letters, digits and _, e.g. OPENAI_API_KEY), not the key itself: the key is never written to the settings.</source>
+        <translation>Le réglage de la clé d’API prend le NOM d’une variable d’environnement (lettres, chiffres et _, par exemple OPENAI_API_KEY), pas la clé elle-même : la clé n’est jamais écrite dans les réglages.</translation>
+    </message>
+</context>
+<context>
+    <name>ServerSettingsPanel</name>
+    <message>
+        <source>This computer (the models in the Models tab)</source>
+        <translation>Cet ordinateur (les modèles de l’onglet Modèles)</translation>
+    </message>
+    <message>
+        <source>A server (OpenAI-compatible: llama.cpp's llama-server, vLLM)</source>
+        <translation>Un serveur (compatible OpenAI : llama-server de llama.cpp, vLLM)</translation>
+    </message>
+    <message>
+        <source>SpecChat runs the models itself, on this computer: nothing leaves it.</source>
+        <translation>SpecChat fait tourner les modèles lui-même, sur cet ordinateur : rien n’en sort.</translation>
+    </message>
+    <message>
+        <source>SpecChat sends the conversation to the server at this address and shows what it answers and what it says about its drafts. Nothing is sent anywhere else.</source>
+        <translation>SpecChat envoie la conversation au serveur à cette adresse et montre ce qu’il répond et ce qu’il dit de ses brouillons. Rien n’est envoyé ailleurs.</translation>
+    </message>
+    <message>
+        <source>The server's address: http:// or https://, a host and a port.</source>
+        <translation>L’adresse du serveur : http:// ou https://, un hôte et un port.</translation>
+    </message>
+    <message>
+        <source>(the server's only model)</source>
+        <translation>(le seul modèle du serveur)</translation>
+    </message>
+    <message>
+        <source>The model name the server knows; leave it empty when the server has one model.</source>
+        <translation>Le nom du modèle que connaît le serveur ; laissez vide quand le serveur n’a qu’un modèle.</translation>
+    </message>
+    <message>
+        <source>List models</source>
+        <translation>Lister les modèles</translation>
+    </message>
+    <message>
+        <source>Ask the server which models it serves and what it is.</source>
+        <translation>Demander au serveur quels modèles il sert et ce qu’il est.</translation>
+    </message>
+    <message>
+        <source>e.g. OPENAI_API_KEY (empty: no key)</source>
+        <translation>par exemple OPENAI_API_KEY (vide : pas de clé)</translation>
+    </message>
+    <message>
+        <source>The name of an environment variable that holds the key, for a server that wants one. SpecChat reads the key from it when connecting and never saves or logs it.</source>
+        <translation>Le nom d’une variable d’environnement qui contient la clé, pour un serveur qui en demande une. SpecChat y lit la clé à la connexion et ne l’enregistre ni ne la journalise jamais.</translation>
+    </message>
+    <message>
+        <source>(empty: the same server, with the model below)</source>
+        <translation>(vide : le même serveur, avec le modèle ci-dessous)</translation>
+    </message>
+    <message>
+        <source>Compare needs a second endpoint that does not speculate: neither llama.cpp nor vLLM turns speculation off for one request. Another server's URL, or empty for a llama.cpp router serving both variants.</source>
+        <translation>Comparer demande un second point d’accès qui ne spécule pas : ni llama.cpp ni vLLM ne coupent la spéculation pour une seule requête. L’URL d’un autre serveur, ou vide pour un routeur llama.cpp qui sert les deux variantes.</translation>
+    </message>
+    <message>
+        <source>(that server's only model)</source>
+        <translation>(le seul modèle de ce serveur)</translation>
+    </message>
+    <message>
+        <source>The plain endpoint's model name (a router's plain variant).</source>
+        <translation>Le nom du modèle du point d’accès simple (la variante simple d’un routeur).</translation>
+    </message>
+    <message>
+        <source>Run models on:</source>
+        <translation>Faire tourner les modèles sur :</translation>
+    </message>
+    <message>
+        <source>Server URL:</source>
+        <translation>URL du serveur :</translation>
+    </message>
+    <message>
+        <source>Model:</source>
+        <translation>Modèle :</translation>
+    </message>
+    <message>
+        <source>API key variable:</source>
+        <translation>Variable de la clé d’API :</translation>
+    </message>
+    <message>
+        <source>For Compare: the endpoint without speculation</source>
+        <translation>Pour Comparer : le point d’accès sans spéculation</translation>
+    </message>
+    <message>
+        <source>Plain server URL:</source>
+        <translation>URL du serveur simple :</translation>
+    </message>
+    <message>
+        <source>Plain model:</source>
+        <translation>Modèle simple :</translation>
+    </message>
+    <message>
+        <source>The plain server's URL</source>
+        <translation>L’URL du serveur simple</translation>
+    </message>
+    <message>
+        <source>This server could not be used: {0}</source>
+        <translation>Ce serveur n’a pas pu être utilisé : {0}</translation>
+    </message>
+    <message>
+        <source>Listing models is not available here.</source>
+        <translation>Lister les modèles n’est pas possible ici.</translation>
+    </message>
+    <message>
+        <source>Asking {0}…</source>
+        <translation>Question posée à {0}…</translation>
+    </message>
+    <message>
+        <source>none listed</source>
+        <translation>aucun listé</translation>
+    </message>
+    <message>
+        <source>{0} · models: {1}</source>
+        <translation>{0} · modèles : {1}</translation>
+    </message>
+    <message>
+        <source>{0} is set in this environment.</source>
+        <translation>{0} est définie dans cet environnement.</translation>
+    </message>
+    <message>
+        <source>{0} is not set in this environment: set it before connecting.</source>
+        <translation>{0} n’est pas définie dans cet environnement : définissez-la avant de vous connecter.</translation>
+    </message>
+</context>
+<context>
+    <name>ServerStatus</name>
+    <message>
+        <source>Server: {0} · model {1}</source>
+        <translation>Serveur : {0} · modèle {1}</translation>
+    </message>
+    <message>
+        <source>speculative decoding on the server</source>
+        <translation>décodage spéculatif sur le serveur</translation>
+    </message>
+    <message>
+        <source>no speculation on the server</source>
+        <translation>pas de spéculation sur le serveur</translation>
+    </message>
+    <message>
+        <source>whether it speculates shows with the first answer</source>
+        <translation>s’il spécule se verra à la première réponse</translation>
+    </message>
+</context>
+<context>
     <name>SettingsDialog</name>
     <message>
         <source>Settings</source>
@@ -1349,6 +1781,10 @@
     <message>
         <source>Models</source>
         <translation>Modèles</translation>
+    </message>
+    <message>
+        <source>Server</source>
+        <translation>Serveur</translation>
     </message>
     <message>
         <source>Speculation</source>
@@ -1698,6 +2134,18 @@
         <translation>{0} passes du modèle cible ({1} économisées par rapport à une par jeton)</translation>
     </message>
     <message>
+        <source>on the server {0}</source>
+        <translation>sur le serveur {0}</translation>
+    </message>
+    <message>
+        <source>with the server's speculation</source>
+        <translation>avec la spéculation du serveur</translation>
+    </message>
+    <message>
+        <source>no speculation</source>
+        <translation>sans spéculation</translation>
+    </message>
+    <message>
         <source>no model loaded</source>
         <translation>aucun modèle chargé</translation>
     </message>
@@ -1915,6 +2363,10 @@
         <source>rejected draft (struck through)</source>
         <translation>brouillon rejeté (barré)</translation>
     </message>
+    <message>
+        <source>not known: the server did not say (dotted)</source>
+        <translation>inconnu : le serveur ne l’a pas dit (pointillés)</translation>
+    </message>
 </context>
 <context>
     <name>TokenTextView</name>
@@ -1925,6 +2377,10 @@
     <message>
         <source>Draft token proposed before pass {0}, rejected by the target</source>
         <translation>Jeton du brouillon proposé avant la passe {0}, rejeté par le modèle cible</translation>
+    </message>
+    <message>
+        <source>Token from the server: whether a draft guessed it is not known (the server did not say)</source>
+        <translation>Jeton du serveur : on ne sait pas si un brouillon l’a deviné (le serveur ne l’a pas dit)</translation>
     </message>
     <message>
         <source>Target token, from target pass {0}</source>

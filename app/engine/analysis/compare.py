@@ -18,16 +18,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.engine.analysis.explanation import (
-    decode_speedup,
+    MeasuredSpeedup,
     explain,
     format_ratio,
-    whole_run_speedup,
+    measure_speedup,
 )
-from app.engine.events import RunProvenance, RunResult
+from app.engine.events import ArmConditions, RunProvenance, RunResult
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
 Verdict = Literal["identical", "near_tie", "sampling", "divergence"]
-Outcome = Literal["faster", "slower", "same_speed", "unknown"]
+# not_comparable: measured, but under unlike conditions (``MeasuredSpeedup.problem``): not a result
+Outcome = Literal["faster", "slower", "same_speed", "unknown", "not_comparable"]
 CauseKind = Literal["acceptance", "draft_cost", "verify_cost"]
 Tone = Literal["good", "warning", "bad", "neutral"]
 DiffKind = Literal["equal", "insert", "delete", "replace"]
@@ -108,6 +109,8 @@ class Comparison:
     cause: SpeedCause | None = None  # set when speculation was slower
     dtype: str = UNKNOWN_DTYPE  # the target's dtype, which sets the near-tie threshold
     whole_run_speedup: float = 0.0  # tokens/s over the whole runs (prefill included); 0 when unknown
+    measured: MeasuredSpeedup | None = None  # the speed-ups and whether they can be presented
+    exact: bool = False  # greedy runs on exact kernels: any divergence is a defect, never a near tie
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_difference
@@ -120,6 +123,8 @@ class Comparison:
             "outcome": self.outcome,
             "cause": None if self.cause is None else self.cause.to_dict(),
             "dtype": self.dtype,
+            "exact": self.exact,
+            "measured": None if self.measured is None else self.measured.to_dict(),
             "headline": headline(self).render(),
             "verdict_text": " ".join(p.render() for p in verdict_reasons(self)),
         }
@@ -167,12 +172,14 @@ def char_diff(a: str, b: str) -> tuple[DiffOp, ...]:
     return tuple(DiffOp(op, i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes())
 
 
-def _verdict(first: FirstDifference | None, sampled: bool) -> Verdict:
+def _verdict(first: FirstDifference | None, sampled: bool, exact: bool = False) -> Verdict:
+    """``exact``: both runs verified on exact kernels (a block's logits are one-token
+    decoding's bit for bit), so greedy runs cannot part at a near tie: any difference is a defect."""
     if first is None:
         return "identical"
     if sampled:
         return "sampling"
-    if (
+    if not exact and (
         first.margin is not None
         and first.near_tie_threshold is not None
         and first.margin <= first.near_tie_threshold
@@ -181,7 +188,9 @@ def _verdict(first: FirstDifference | None, sampled: bool) -> Verdict:
     return "divergence"
 
 
-def outcome(ratio: float) -> Outcome:
+def outcome(ratio: float, measured: MeasuredSpeedup | None = None) -> Outcome:
+    if measured is not None and measured.problem is not None:
+        return "not_comparable"
     if ratio <= 0:
         return "unknown"
     if abs(ratio - 1.0) < SAME_SPEED_BAND:
@@ -192,11 +201,13 @@ def outcome(ratio: float) -> Outcome:
 CAUSE_KINDS: dict[str, CauseKind] = {"acceptance": "acceptance", "draft": "draft_cost", "verify": "verify_cost"}
 
 
-def speed_cause(speculative: RunResult, baseline: RunResult) -> SpeedCause | None:
+def speed_cause(
+    speculative: RunResult, baseline: RunResult, measured: MeasuredSpeedup | None = None
+) -> SpeedCause | None:
     """What held a slower run back, with the explanation's numbers (one truth: the Compare view
     and its Why? panel name the same cause and the same c and v). None without the step events
     that measure them (a run rebuilt from an old file, a run that drafted nothing)."""
-    e = explain(speculative, baseline)
+    e = explain(speculative, baseline, measured)
     if e.cause is None or e.draft_cost_ratio is None or e.verify_cost_ratio is None:
         return None
     return SpeedCause(
@@ -213,26 +224,42 @@ def _dtype_of(run: RunResult) -> str:
     return run.made_by.dtype if run.made_by is not None else UNKNOWN_DTYPE
 
 
-def compare_runs(speculative: RunResult, baseline: RunResult, dtype: str | None = None) -> Comparison:
+def _exact(run: RunResult) -> bool:
+    """The run was verified on exact kernels over all of its context."""
+    return run.made_by is not None and run.made_by.exact_at(run.stats.context_tokens)
+
+
+def compare_runs(
+    speculative: RunResult,
+    baseline: RunResult,
+    dtype: str | None = None,
+    conditions: tuple[ArmConditions, ArmConditions] | None = None,
+) -> Comparison:
     """Diff a run with speculation against one without, on the same conversation. ``dtype``:
-    the target's (default: what the speculative run recorded)."""
+    the target's (default: what the speculative run recorded); ``conditions``: what the machine
+    did while each arm ran (speculative, baseline), which decides whether the measured
+    speed-up is a result (``measure_speedup``)."""
     dtype = dtype or _dtype_of(speculative)
     first = first_difference(speculative, baseline, dtype)
     sampled = float(baseline.config.get("temperature", 0.0) or 0.0) > 0 and (  # type: ignore[arg-type]
         baseline.config.get("sampling") != "seed-invariant"
     )
-    ratio = decode_speedup(speculative, baseline) or 0.0
-    result = outcome(ratio)
+    exact = not sampled and _exact(speculative) and _exact(baseline)
+    measured = measure_speedup(speculative, baseline, conditions)
+    ratio = measured.value or 0.0
+    result = outcome(ratio, measured)
     return Comparison(
         identical=first is None,
         first_difference=first,
         decode_speedup=ratio,
-        whole_run_speedup=whole_run_speedup(speculative, baseline) or 0.0,
+        whole_run_speedup=measured.whole_run or 0.0,
         diff=char_diff(speculative.text, baseline.text),
-        verdict=_verdict(first, sampled),
+        verdict=_verdict(first, sampled, exact),
         outcome=result,
-        cause=speed_cause(speculative, baseline) if result == "slower" else None,
+        cause=speed_cause(speculative, baseline, measured) if result == "slower" else None,
         dtype=dtype,
+        measured=measured,
+        exact=exact,
     )
 
 
@@ -284,7 +311,7 @@ class ComparisonReport:
             "cache_policy": self.cache_policy,
             "stored": None if self.stored is None else self.stored.to_dict(),
             "notes": [p.render() for p in stored_notes(self)],
-            "explanation": explain(self.speculative, self.baseline).to_dict(),
+            "explanation": explain(self.speculative, self.baseline, self.comparison.measured).to_dict(),
         }
 
 
@@ -299,7 +326,7 @@ class Phrase:
     values: tuple[tuple[str, Any], ...] = ()
 
     def render(self, translate: Callable[[str], str] = lambda text: text) -> str:
-        values = {k: v.render(translate) if isinstance(v, Phrase) else v for k, v in self.values}
+        values = {k: v.render(translate) if hasattr(v, "render") else v for k, v in self.values}
         return translate(self.template).format(**values)
 
 
@@ -324,7 +351,34 @@ SPEED = {
         "CompareDialog",
         "speed unknown",
     ),
+    "not_comparable": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "speed not comparable",
+    ),
 }
+NOT_COMPARABLE = {
+    "load_changed": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "The decode speed-up measured {ratio}, which is not shown as a result: the machine's load changed "
+        "between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.",
+    ),
+    "above_ceiling": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "The decode speed-up measured {ratio}, above the {ceiling} these passes allow (tokens per pass, "
+        "each pass costing at least a plain one): the runs did not run under like conditions, so it is "
+        "not shown as a result. Compare again.",
+    ),
+}
+LOAD_EVIDENCE = {
+    "probe": QT_TRANSLATE_NOOP("CompareDialog", "a plain pass timed before each run: {value} of the other"),
+    "own": QT_TRANSLATE_NOOP("CompareDialog", "the same one-token pass inside each run: {value} of the other"),
+    "others": QT_TRANSLATE_NOOP("CompareDialog", "other processes: {before} then {after} busy cores"),
+}
+FRESH_RERUNS = QT_TRANSLATE_NOOP(
+    "CompareDialog",
+    "Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer's "
+    "own stats line); the speed-ups divide the first column by the second.",
+)
 HEADLINES = {
     "identical": QT_TRANSLATE_NOOP(
         "CompareDialog",
@@ -368,6 +422,12 @@ MEANINGS = {
         "{where}, where the target was confident: its two best tokens were {margin} logits "
         "apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge "
         "like this: this looks like a bug, please report it.",
+    ),
+    "exact_divergence": QT_TRANSLATE_NOOP(
+        "CompareDialog",
+        "{where} (the target's two best tokens {margin} logits apart). Both runs verified on exact "
+        "kernels, where a checked block gives the very logits of one-token decoding, so greedy answers "
+        "cannot differ, not even at a near tie: this is a defect, please report it.",
     ),
 }
 CAUSES = {
@@ -414,23 +474,59 @@ STORED_NOTES = {
 }
 
 
-def speed_phrase(ratio: float) -> Phrase:
+def speed_phrase(ratio: float, measured: MeasuredSpeedup | None = None) -> Phrase:
     """The decode speed-up in words, its number formatted as the Why panel shows it."""
-    return _phrase(SPEED[outcome(ratio)], ratio=format_ratio(ratio))
+    return _phrase(SPEED[outcome(ratio, measured)], ratio=format_ratio(ratio))
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """Phrases rendered one after the other, separated by "; " (the evidence of a load change)."""
+
+    parts: tuple[Phrase, ...]
+
+    def render(self, translate: Callable[[str], str] = lambda text: text) -> str:
+        return "; ".join(p.render(translate) for p in self.parts)
+
+
+def _load_evidence(measured: MeasuredSpeedup) -> _Joined:
+    """What was measured of the machine's load, as far as it is known."""
+    parts = []
+    if measured.plain_drift is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["probe"], value=format_ratio(measured.plain_drift)))
+    if measured.own_plain_drift is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["own"], value=format_ratio(measured.own_plain_drift)))
+    before, after = measured.load
+    if before is not None and after is not None:
+        parts.append(_phrase(LOAD_EVIDENCE["others"], before=f"{before:.1f}", after=f"{after:.1f}"))
+    return _Joined(tuple(parts))
+
+
+def not_comparable_phrase(measured: MeasuredSpeedup) -> Phrase | None:
+    """Why a measured speed-up is not presented, with the figures that say so (None: it is)."""
+    if measured.problem is None or measured.value is None:
+        return None
+    return _phrase(
+        NOT_COMPARABLE[measured.problem],
+        ratio=format_ratio(measured.value),
+        ceiling=format_ratio(measured.ceiling or 0.0),
+        evidence=_load_evidence(measured),
+    )
 
 
 def headline(comparison: Comparison) -> Phrase:
     """The big line: "Identical answer · 1.80× faster decoding" (the decode speed-up)."""
     first = comparison.first_difference
     token = first.token_index if first is not None else 0
-    return _phrase(HEADLINES[comparison.verdict], speed=speed_phrase(comparison.decode_speedup), token=token)
+    speed = speed_phrase(comparison.decode_speedup, comparison.measured)
+    return _phrase(HEADLINES[comparison.verdict], speed=speed, token=token)
 
 
 def headline_tone(comparison: Comparison) -> Tone:
     """By outcome: a slower or numerically different result is never "good"."""
     if comparison.verdict == "divergence":
         return "bad"
-    if comparison.outcome == "slower" or comparison.verdict == "near_tie":
+    if comparison.outcome in ("slower", "not_comparable") or comparison.verdict == "near_tie":
         return "warning"
     if comparison.outcome == "faster":
         return "good"
@@ -447,8 +543,9 @@ def meaning(comparison: Comparison) -> Phrase:
     if first is None:
         return _phrase(MEANINGS["identical"])
     where = _phrase(WHERE, token=first.token_index, char=first.char_index)
+    exact = comparison.exact and comparison.verdict == "divergence"
     return _phrase(
-        MEANINGS[comparison.verdict],
+        MEANINGS["exact_divergence" if exact else comparison.verdict],
         where=where,
         margin=_number(first.margin, ".4g"),
         threshold=_number(first.near_tie_threshold, ".2g"),
@@ -472,6 +569,9 @@ def cause_phrase(cause: SpeedCause) -> Phrase:
 def verdict_reasons(comparison: Comparison) -> tuple[Phrase, ...]:
     """The verdict's meaning, then (when slower) why."""
     phrases = [meaning(comparison)]
+    unlike = not_comparable_phrase(comparison.measured) if comparison.measured is not None else None
+    if unlike is not None:
+        phrases.append(unlike)
     if comparison.cause is not None:
         phrases.append(cause_phrase(comparison.cause))
     return tuple(phrases)

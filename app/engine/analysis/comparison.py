@@ -9,7 +9,10 @@ The CLI's ``compare`` and the GUI's Compare both call ``run_comparison`` and onl
 Cache policy (``CACHE_POLICY``): the engine's kernels are warmed up once, then each arm starts
 from empty KV caches (``engine.reset()``), so neither arm reuses a prompt the other prefilled;
 the speculative arm runs first, so whatever one-off cost the warm-up left lands on speculation,
-never in its favour. Afterwards the caches are empty: the next turn prefills the whole chat.
+never in its favour. Before each arm a few plain passes are timed and, during it, the load of
+other processes measured (``Engine.start_arm``): when the machine changed between the arms the
+measured speed-up is reported as not comparable instead of as a result (``measure_speedup``).
+Afterwards the caches are empty: the next turn prefills the whole chat.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
 from app.engine.config import GenerationConfig
-from app.engine.events import RunResult
+from app.engine.events import ArmConditions, RunResult
 
 if TYPE_CHECKING:
     from app.engine.session import Conversation, Engine
 
 ORDER = ("speculative", "baseline")
-CACHE_POLICY = "warmed up, then each arm from empty caches; speculative first"
+CACHE_POLICY = "warmed up, then each arm from empty caches after a timed plain pass; speculative first"
 
 
 def arm_configs(config: GenerationConfig) -> tuple[GenerationConfig, GenerationConfig]:
@@ -57,18 +60,21 @@ def run_comparison(
     runs: dict[str, RunResult] = {}
     # a fresh rerun: neither arm drafts from the answer under comparison (it is indexed under
     # ``history_id``) nor records its own answer for the other
-    more: dict[str, Any] = {"rerun": True} if history_id is None else {"history_id": history_id, "rerun": True}
+    more: dict[str, Any] = {"history_id": history_id, "rerun": True}
+    conditions: dict[str, ArmConditions] = {}
     for arm in ORDER:
         engine.reset()
+        arm_done = engine.start_arm()  # a plain pass timed before each arm: like conditions, or says not
         runs[arm] = engine.generate(
             conversation, spec_config if arm == "speculative" else base_config, cancel, **more
         )
+        conditions[arm] = arm_done()
     engine.reset()  # leave no cache that only one of the arms built
     speculative, baseline = runs["speculative"], runs["baseline"]
     return ComparisonReport(
         speculative=speculative,
         baseline=baseline,
-        comparison=compare_runs(speculative, baseline),
+        comparison=compare_runs(speculative, baseline, conditions=(conditions["speculative"], conditions["baseline"])),
         order=ORDER,
         cache_policy=CACHE_POLICY,
         stored=None if stored is None else check_stored(stored, speculative, baseline, config, engine),

@@ -26,24 +26,36 @@ beats 1× at α = 0, and a curve of k drafts never beats (k + 1) ÷ v(k).
 
 The decode speed-up (``decode_speedup``) is the measured ratio of decode tokens per second
 (prefill left out on both sides, like the model); the whole-run speed-up
-(``whole_run_speedup``) includes the prompt's pass. Both are defined once, here.
+(``whole_run_speedup``) includes the prompt's pass. Both are defined once, here, and checked
+once (``measure_speedup``): above the run's ceiling (decode tokens ÷ decode passes) or across a
+change of the machine's load between the arms, a measured figure is not presented as a result.
+
+One model with the chooser: E(α, m), the acceptance evidence of a block and the fit of v(m)
+are ``decoding/cost.py``'s (``expected_tokens``, ``acceptance_evidence``, ``monotone_fit``), so
+the panel explains the decisions auto k took with the maths it took them with.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-from app.engine.events import EARLIER, RunResult, StepEvent
+from app.engine.decoding.cost import acceptance_evidence, expected_tokens, monotone_fit
+from app.engine.events import EARLIER, ArmConditions, RunResult, StepEvent
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
-PlainCostSource = Literal["baseline", "own_plain_steps", "unknown"]
+# E(α, m), the acceptance evidence and the fit of v(m) are the chooser's (decoding/cost.py), not copies
+
+# server: an inference server ran the passes and does not report what each cost
+PlainCostSource = Literal["baseline", "own_plain_steps", "unknown", "server"]
 Cause = Literal["acceptance", "draft", "verify"]
 RunKind = Literal["speculative", "baseline"]
 CurveKind = Literal["fixed_k", "this_run"]
+MeasuredOn = Literal["these_runs", "reruns"]
 
 WHAT_IF_KS = (1, 2, 4, 8)
 WHAT_IF_POINTS = 51  # α = 0, 0.02, …, 1
@@ -64,12 +76,16 @@ class PositionAcceptance:
     accepted: int
 
     @property
-    def rate_of_proposed(self) -> float:
-        return self.accepted / self.proposed if self.proposed else 0.0
+    def rate_of_proposed(self) -> float | None:
+        """Drafts accepted here ÷ drafts proposed here (None: none was). Over all positions,
+        Σ accepted ÷ Σ proposed is the run's ``drafts_accepted_share``."""
+        return self.accepted / self.proposed if self.proposed else None
 
     @property
-    def rate_of_reached(self) -> float:
-        return self.accepted / self.reached if self.reached else 0.0
+    def rate_of_reached(self) -> float | None:
+        """Drafts accepted here ÷ drafts judged here (None: no pass got this far, which is not
+        a rejection: the position was never used)."""
+        return self.accepted / self.reached if self.reached else None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -156,6 +172,12 @@ class Explanation:
     accepted_drafts: int = 0  # draft tokens the target kept
     accepted_from_earlier: int = 0  # … of them copied from an earlier conversation (the suffix index)
     not_drafted: NotDrafted | None = None  # decode passes where auto k chose to verify no draft, and why
+    server_drafts: tuple[int, int] | None = None  # a server's run: (drafts accepted, proposed), its counts
+    measured: MeasuredSpeedup | None = None  # the measured speed-ups and whether they can be presented
+    # which runs ``decode_speedup`` divides: "these_runs" (this run ÷ the baseline), or "reruns"
+    # (a comparison's fresh reruns of this answer, with ÷ without speculation)
+    measured_on: MeasuredOn = "these_runs"
+    chooser_predicted: float | None = None  # auto k's own predicted gain, mean over the passes it chose
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -169,6 +191,10 @@ class Explanation:
             "formula_speedup": self.formula_speedup,
             "decode_speedup": self.decode_speedup,
             "decode_speedup_basis": DECODE_SPEEDUP_BASIS,
+            "decode_speedup_problem": None if self.measured is None else self.measured.problem,
+            "speedup_ceiling": None if self.measured is None else self.measured.ceiling,
+            "measured_on": self.measured_on,
+            "chooser_predicted": self.chooser_predicted,
             "whole_run_speedup": self.whole_run_speedup,
             "whole_run_speedup_basis": WHOLE_RUN_SPEEDUP_BASIS,
             "plain_pass_s": self.plain_pass_s,
@@ -189,13 +215,6 @@ class Explanation:
 
 
 # --- the maths ------------------------------------------------------------------------------
-
-
-def expected_tokens(alpha: float, drafts: int) -> float:
-    """E(α, m) = 1 + α + … + α^m = (1 − α^(m+1)) / (1 − α): tokens from one pass."""
-    if alpha >= 1.0:
-        return float(drafts + 1)
-    return (1.0 - alpha ** (drafts + 1)) / (1.0 - alpha)
 
 
 def formula_speedup(alpha: float, k: int, c: float, v: float) -> float:
@@ -221,7 +240,12 @@ def _decode(run: RunResult) -> list[StepEvent]:
 
 
 def _drafts(step: StepEvent) -> int:
-    return len(step.accepted) + len(step.rejected)
+    return step.drafted  # a server's rejected drafts count without their ids
+
+
+def _judged(steps: Sequence[StepEvent]) -> list[StepEvent]:
+    """Passes whose drafts are known: not a server's tokens of unknown source."""
+    return [s for s in steps if s.target_kind != "unknown"]
 
 
 def _step_s(step: StepEvent) -> float:
@@ -250,6 +274,90 @@ def decode_speedup(speculative: RunResult, baseline: RunResult) -> float | None:
     return _ratio(spec, base) if spec is not None and base is not None else None
 
 
+SpeedProblem = Literal["above_ceiling", "load_changed"]
+# A plain pass timed before each arm: a ratio outside [1/PLAIN_DRIFT, PLAIN_DRIFT] means the
+# machine ran the arms under different load (on a busy 2-core machine the same pass measured
+# 0.92x to 1.16x of itself from one minute to the next).
+PLAIN_DRIFT = 1.15
+LOAD_CHANGE_CORES = 0.5  # other processes' busy cores beyond ours, changed by this much
+
+
+@dataclass(frozen=True)
+class MeasuredSpeedup:
+    """The decode speed-up measured by running one conversation with and without speculation:
+    the one figure Compare's headline, its table and both Why panels show for that pair of
+    runs. ``problem``: why it is not presented as a result (then the fronts say why instead)."""
+
+    value: float | None  # decode tokens/s with ÷ without speculation (``decode_speedup``)
+    whole_run: float | None  # tokens/s over the whole runs, prefill included
+    ceiling: float | None  # the speculative run's decode tokens ÷ decode passes (see ``speedup_ceiling``)
+    plain_drift: float | None  # plain pass before the speculative arm ÷ before the plain arm (1: same load)
+    load: tuple[float | None, float | None] = (None, None)  # other processes' busy cores, per arm
+    problem: SpeedProblem | None = None
+    # the speculative run's own one-token passes ÷ the plain run's (the plain step measured
+    # inside both runs; None when the speculative run has too few)
+    own_plain_drift: float | None = None
+
+    @property
+    def shown(self) -> float | None:
+        """The figure to present: None when it is unknown or not comparable."""
+        return self.value if self.problem is None else None
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "load": list(self.load), "shown": self.shown}
+
+
+def speedup_ceiling(run: RunResult) -> float | None:
+    """The most a decode speed-up of ``run`` can measure: its decode tokens ÷ its decode passes.
+    A pass costs at least a plain one (v ≥ 1, c ≥ 0) and a plain pass yields one token, so under
+    like conditions the ratio cannot exceed the tokens each pass yielded."""
+    decode = _decode(run)
+    return _ratio(sum(len(s.tokens) for s in decode), len(decode)) if decode else None
+
+
+def measure_speedup(
+    speculative: RunResult,
+    baseline: RunResult,
+    conditions: tuple[ArmConditions, ArmConditions] | None = None,
+) -> MeasuredSpeedup:
+    """The measured decode speed-up of a pair of runs, checked against physics and against the
+    conditions each arm ran under (``conditions``: speculative, baseline). It is not presented
+    (``problem``) when it exceeds ``speedup_ceiling`` (the runs cannot have run under like
+    conditions), or when a plain pass timed before each arm, or the load of other processes,
+    says the machine changed between the arms."""
+    value, ceiling = decode_speedup(speculative, baseline), speedup_ceiling(speculative)
+    spec, base = conditions or (ArmConditions(), ArmConditions())
+    drift = _ratio(spec.plain_pass_s or 0.0, base.plain_pass_s or 0.0) if spec.plain_pass_s else None
+    own = _own_plain_drift(speculative, baseline)
+    problem: SpeedProblem | None = None
+    busy = (spec.contention(), base.contention())
+    if any(d is not None and not 1 / PLAIN_DRIFT <= d <= PLAIN_DRIFT for d in (drift, own)):
+        problem = "load_changed"
+    elif busy[0] is not None and busy[1] is not None and abs(busy[0] - busy[1]) >= LOAD_CHANGE_CORES:
+        problem = "load_changed"
+    elif value is not None and ceiling is not None and value > ceiling * (1 + 1e-9):
+        problem = "above_ceiling"
+    return MeasuredSpeedup(
+        value,
+        whole_run_speedup(speculative, baseline),
+        ceiling,
+        drift,
+        (spec.other_load, base.other_load),
+        problem,
+        own,
+    )
+
+
+def _own_plain_drift(speculative: RunResult, baseline: RunResult) -> float | None:
+    """Mean one-token decode pass of the speculative run ÷ of the plain run: the same step,
+    timed inside both runs (None unless the speculative run has ``MIN_OWN_PLAIN_PASSES``)."""
+    own = [s.verify_s for s in _decode(speculative) if _drafts(s) == 0 and s.verify_s > 0]
+    theirs = [s.verify_s for s in _decode(baseline) if s.verify_s > 0]
+    if len(own) < MIN_OWN_PLAIN_PASSES or not theirs:
+        return None
+    return _ratio(statistics.fmean(own), statistics.fmean(theirs))
+
+
 def whole_run_speedup(speculative: RunResult, baseline: RunResult) -> float | None:
     """The whole-run speed-up: tokens per second over the whole run (the prompt's pass
     included) with speculation ÷ without. None when either is unknown."""
@@ -261,16 +369,17 @@ def whole_run_speedup(speculative: RunResult, baseline: RunResult) -> float | No
 
 
 def fit_acceptance(steps: Sequence[StepEvent]) -> float | None:
-    """α = accepted / (accepted + first rejections): each pass tells n successes, then one
-    failure if a draft was rejected (drafts after it were never judged)."""
-    accepted = sum(len(s.accepted) for s in steps)
-    failures = sum(1 for s in steps if s.rejected)
-    return accepted / (accepted + failures) if accepted + failures else None
+    """α = accepted / (accepted + first rejections), the chooser's own estimator without its
+    prior (``acceptance_evidence``): each pass tells n successes, then one failure if a draft
+    was rejected (drafts after it were never judged)."""
+    evidence = [acceptance_evidence(_drafts(s), len(s.accepted)) for s in steps]
+    successes, trials = sum(e[0] for e in evidence), sum(e[1] for e in evidence)
+    return successes / trials if trials else None
 
 
 def alpha_of(run: RunResult) -> float | None:
     """The run's acceptance α (``fit_acceptance`` over its passes)."""
-    return fit_acceptance(_passes(run))
+    return fit_acceptance(_judged(_passes(run)))
 
 
 def acceptance_by_position(steps: Sequence[StepEvent]) -> tuple[PositionAcceptance, ...]:
@@ -318,22 +427,6 @@ def plain_pass_cost(
     return None, "unknown"
 
 
-def monotone_fit(points: dict[int, tuple[float, int]]) -> dict[int, float]:
-    """v(m) for each measured m ≥ 1 from (measured ratio, passes): the weighted least-squares
-    fit that never decreases with m (pool adjacent violators), then raised to at least 1 =
-    v(0): a pass over more tokens costs at least a plain one. (Clipping the isotonic fit to the
-    bound is the bounded isotonic fit.)"""
-    blocks: list[list[float]] = []  # [weighted sum, weight, count of points]
-    for m in sorted(points):
-        ratio, weight = points[m]
-        blocks.append([ratio * max(weight, 1), float(max(weight, 1)), 1.0])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            total, weight_sum, count = blocks.pop()
-            blocks[-1] = [blocks[-1][0] + total, blocks[-1][1] + weight_sum, blocks[-1][2] + count]
-    values = [max(1.0, total / weight) for total, weight, count in blocks for _ in range(int(count))]
-    return dict(zip(sorted(points), values))
-
-
 def verify_costs(decode: Sequence[StepEvent], plain_s: float | None) -> tuple[VerifyCost, ...]:
     """Per pass size: the mean target time, its ratio to a plain pass, and the fitted v."""
     by_drafts: dict[int, list[float]] = {}
@@ -343,7 +436,9 @@ def verify_costs(decode: Sequence[StepEvent], plain_s: float | None) -> tuple[Ve
         m: (statistics.fmean(times), len(times)) for m, times in sorted(by_drafts.items())
     }
     ratios = {m: _ratio(mean, plain_s or 0.0) for m, (mean, _n) in measured.items()}
-    fitted = monotone_fit({m: (r, measured[m][1]) for m, r in ratios.items() if m > 0 and r is not None})
+    fitted = monotone_fit(
+        {m: (r, float(measured[m][1])) for m, r in ratios.items() if m > 0 and r is not None}, floor=1.0
+    )
     if plain_s is not None and 0 in measured:
         fitted[0] = 1.0
     return tuple(
@@ -409,18 +504,21 @@ def what_if_curves(c: float, v: dict[int, float], k_used: int, drafts: Sequence[
     return tuple(curves)
 
 
-LOW_ACCEPTANCE = 0.5  # below this α the draft is poorly matched; above it, blame the costs
+NOTABLE_LOSS = math.log(1.05)  # a factor that costs under 5 % holds nothing back
 
 
-def _cause(alpha: float, share: float, k: int, c: float, v: float) -> Cause:
-    """What held the speed-up back most. Low acceptance when it is low (α, or the share of all
-    drafts accepted, below ``LOW_ACCEPTANCE``); otherwise the cost whose shortfall, halved,
-    gains most: drafting c or the verify overhead v − 1 (86 % acceptance is never "low")."""
-    if alpha < LOW_ACCEPTANCE or share < LOW_ACCEPTANCE:
-        return "acceptance"
-    draft = formula_speedup(alpha, k, c / 2, v)
-    verify = formula_speedup(alpha, k, c, 1 + (v - 1) / 2 if v > 1 else v)
-    return "draft" if draft >= verify else "verify"
+def _cause(alpha: float, k: int, c: float, v: float) -> Cause | None:
+    """What held the speed-up back most: of the ideal k + 1 tokens per plain step's time, the
+    speed-up E(α, k) / (k·c + v) loses log((k + 1) / E) to rejected drafts, log v to the
+    verify pass and log(1 + k·c / v) to drafting; the largest loss is named (a cost measured at
+    0.00× is never it), none when every factor costs under 5 %."""
+    losses: dict[Cause, float] = {
+        "acceptance": math.log((k + 1) / expected_tokens(alpha, k)),
+        "verify": math.log(max(v, 1.0)),
+        "draft": math.log(1.0 + k * c / max(v, 1.0)),
+    }
+    cause = max(losses, key=lambda name: losses[name])
+    return cause if losses[cause] >= NOTABLE_LOSS else None
 
 
 def timeline(run: RunResult, kind: RunKind) -> tuple[PassBar, ...]:
@@ -431,13 +529,26 @@ def timeline(run: RunResult, kind: RunKind) -> tuple[PassBar, ...]:
     return tuple(bars)
 
 
-def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explanation:
+def explain(
+    speculative: RunResult,
+    baseline: RunResult | None = None,
+    measured: MeasuredSpeedup | None = None,
+    measured_on: MeasuredOn = "these_runs",
+) -> Explanation:
     """Explain ``speculative`` (any run, even one without drafts), against ``baseline`` (the
-    same conversation without speculation) when there is one."""
+    same conversation without speculation) when there is one. ``measured``: the comparison's
+    measured speed-up (default: ``measure_speedup(speculative, baseline)``); ``measured_on``:
+    "reruns" when that comparison's runs were fresh reruns of ``speculative`` (an answer's Why
+    shows its comparison's figure, never one dividing the answer by a later rerun)."""
+    reruns = measured is not None and measured_on == "reruns"
+    if measured is None and baseline is not None:
+        measured = measure_speedup(speculative, baseline)
     passes = _passes(speculative)
     decode = [s for s in passes if _is_decode(s)]
-    alpha = fit_acceptance(passes)
-    plain_s, source = plain_pass_cost(decode, baseline)
+    alpha = fit_acceptance(_judged(passes))
+    from_server = speculative.made_by is not None and speculative.made_by.server is not None
+    # a server's figures hold no pass costs: none are fitted from the client's clock
+    plain_s, source = (None, "server") if from_server else plain_pass_cost(decode, baseline)
     costs = verify_costs(decode, plain_s)
     v = {row.drafts: row.fitted for row in costs if row.fitted is not None and row.drafts > 0}
     k = _k_used(decode)
@@ -452,13 +563,13 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         predicted = run_speedup(a, drafts, cost)
         if k > 0 and c is not None and k in v:
             formula = formula_speedup(a, k, c, v[k])
-            cause = _cause(a, share, k, c, v[k])
+            cause = _cause(a, k, c, v[k])
     result = Explanation(
         alpha=alpha,
         drafts_accepted_share=share,
         tokens_per_pass=speculative.stats.tokens_per_pass,
-        acceptance_by_position=acceptance_by_position(passes),
-        tokens_per_pass_histogram=tokens_histogram(passes),
+        acceptance_by_position=acceptance_by_position(_judged(passes)),
+        tokens_per_pass_histogram=tokens_histogram(_judged(passes)),
         plain_pass_s=plain_s,
         plain_cost_source=source,
         draft_cost_ratio=c,
@@ -467,8 +578,11 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         verify_cost_ratio=v.get(k) if k else None,
         predicted_decode_speedup=predicted,
         formula_speedup=formula,
-        decode_speedup=decode_speedup(speculative, baseline) if baseline is not None else None,
-        whole_run_speedup=whole_run_speedup(speculative, baseline) if baseline is not None else None,
+        decode_speedup=measured.value if measured is not None else None,
+        whole_run_speedup=measured.whole_run if measured is not None else None,
+        measured=measured,
+        measured_on="reruns" if reruns else "these_runs",
+        chooser_predicted=chooser_prediction(decode),
         cause=cause,
         what_if=what_if_curves(c, v, k, drafts) if c is not None and decode else (),
         timeline=timeline(speculative, "speculative") + (timeline(baseline, "baseline") if baseline else ()),
@@ -476,8 +590,17 @@ def explain(speculative: RunResult, baseline: RunResult | None = None) -> Explan
         accepted_drafts=sum(t.source == "draft" for t in speculative.tokens),
         accepted_from_earlier=sum(t.source == "draft" and t.origin == EARLIER for t in speculative.tokens),
         not_drafted=not_drafted(decode),
+        server_drafts=(speculative.stats.accepted, speculative.stats.proposed) if from_server else None,
     )
     return replace(result, summary=summary_sentence(result))
+
+
+def chooser_prediction(decode: Sequence[StepEvent]) -> float | None:
+    """Auto k's own predicted decode speed-up: the mean of the gains it predicted for the
+    passes it chose (its acceptance estimate, its measured costs, the same E(α, k) and fit of
+    v(m) as this panel). None when k was fixed."""
+    predicted = [s.predicted_speedup for s in decode if s.decision is not None and s.predicted_speedup is not None]
+    return statistics.fmean(predicted) if predicted else None
 
 
 @dataclass(frozen=True)
@@ -491,6 +614,8 @@ class NotDrafted:
     reason: str
     best_gain: float
     alpha: float
+    best_k: int = 0  # the best k > 0 it considered (the most common)
+    pass_cost: float = 1.0  # the chooser's measured v of that pass (median), × a plain pass
 
 
 def not_drafted(decode: Sequence[StepEvent]) -> NotDrafted | None:
@@ -507,6 +632,8 @@ def not_drafted(decode: Sequence[StepEvent]) -> NotDrafted | None:
         reason,
         statistics.median(d.best_gain for d in plain),
         statistics.median(d.alpha for d in plain),
+        max({d.best_k for d in plain}, key=lambda k: ([d.best_k for d in plain].count(k), k)),
+        statistics.median(d.pass_cost for d in plain),
     )
 
 
@@ -547,14 +674,28 @@ COSTS_ONE = QT_TRANSLATE_NOOP(
     "Explanation", "a pass checking one draft cost {verify} a plain step, and drafting it {draft}"
 )
 UNKNOWN_COST = QT_TRANSLATE_NOOP("Explanation", "run a comparison to measure what a plain step costs")
+SERVER_COST = QT_TRANSLATE_NOOP(
+    "Explanation", "the server does not report what its passes cost, so no cost or predicted speed-up is shown"
+)
+SERVER_DRAFTS = QT_TRANSLATE_NOOP(
+    "Explanation",
+    "The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per "
+    "target pass); its stream did not say at which positions, so no acceptance α is shown",
+)
 OUTCOMES = {
     (True, True): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was {ratio}"),
     (True, False): QT_TRANSLATE_NOOP("Explanation", "so the measured decode speed-up was only {ratio}"),
     (False, True): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is {ratio}"),
     (False, False): QT_TRANSLATE_NOOP("Explanation", "so the predicted decode speed-up is only {ratio}"),
 }
+RERUN_OUTCOMES = {  # the measured figure of a comparison that reran this answer (Why on an answer)
+    True: QT_TRANSLATE_NOOP("Explanation", "so the decode speed-up Compare measured on fresh reruns was {ratio}"),
+    False: QT_TRANSLATE_NOOP(
+        "Explanation", "so the decode speed-up Compare measured on fresh reruns was only {ratio}"
+    ),
+}
 CAUSES = {
-    "acceptance": QT_TRANSLATE_NOOP("Explanation", "held back most by low acceptance"),
+    "acceptance": QT_TRANSLATE_NOOP("Explanation", "held back most by the drafts the target rejected"),
     "draft": QT_TRANSLATE_NOOP("Explanation", "held back most by the cost of drafting"),
     "verify": QT_TRANSLATE_NOOP(
         "Explanation", "held back most by the cost of verifying several tokens at once"
@@ -562,11 +703,26 @@ CAUSES = {
 }
 
 
+NOT_PRESENTED = {
+    "load_changed": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "The measured decode speed-up ({ratio}) is not a result: the machine's load changed between the "
+        "runs with and without speculation.",
+    ),
+    "above_ceiling": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "The measured decode speed-up ({ratio}) is not a result: it is above the {ceiling} these passes "
+        "allow (tokens per pass, each pass costing at least a plain one), so the runs did not run under "
+        "like conditions.",
+    ),
+}
+
 NOT_DRAFTED = {
     "gain_below_margin": QT_TRANSLATE_NOOP(
         "Explanation",
         "Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted "
-        "to gain 3 % (the best: {gain} at an assumed acceptance of {alpha}).",
+        "to gain 3 % (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha} and a pass "
+        "over them measured at {v} a plain step).",
     ),
     "catch_up_not_repaid": QT_TRANSLATE_NOOP(
         "Explanation",
@@ -592,7 +748,12 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
     if e.not_drafted is not None:
         nd = e.not_drafted
         why = translate(NOT_DRAFTED[nd.reason]).format(
-            count=nd.passes, total=nd.of, gain=format_ratio(nd.best_gain), alpha=format_percent(nd.alpha)
+            count=nd.passes,
+            total=nd.of,
+            gain=format_ratio(nd.best_gain),
+            alpha=format_percent(nd.alpha),
+            k=nd.best_k,
+            v=format_ratio(nd.pass_cost),
         )
         sentence = f"{sentence} {why}"
     if e.accepted_from_earlier:
@@ -604,18 +765,50 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
 def _main_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
     if not e.has_steps:
         return translate(NO_STEPS)
+    if e.server_drafts is not None:
+        return _server_sentence(e, translate)
     if e.alpha is None:
         return translate(NO_DRAFTS)
     agreed = translate(AGREED).format(alpha=format_percent(e.alpha), tokens=format_tokens(e.tokens_per_pass))
-    measured = e.decode_speedup is not None
-    speedup = e.decode_speedup if e.decode_speedup is not None else e.predicted_decode_speedup
+    shown = e.measured.shown if e.measured is not None else None
+    measured = shown is not None
+    speedup = shown if shown is not None else e.predicted_decode_speedup
     if e.verify_cost_ratio is None or e.draft_cost_ratio is None or speedup is None:
-        return f"{agreed}; {translate(UNKNOWN_COST)}."
+        unknown = SERVER_COST if e.plain_cost_source == "server" else UNKNOWN_COST
+        return f"{agreed}; {translate(unknown)}."
     costs = translate(COSTS_ONE if e.k_used == 1 else COSTS).format(
         k=e.k_used,
         verify=format_ratio(e.verify_cost_ratio),
         draft=format_ratio(e.k_used * e.draft_cost_ratio),
     )
-    outcome = translate(OUTCOMES[(measured, speedup >= 1.0)]).format(ratio=format_ratio(speedup))
+    reruns = measured and e.measured_on == "reruns"
+    template = RERUN_OUTCOMES[speedup >= 1.0] if reruns else OUTCOMES[(measured, speedup >= 1.0)]
+    outcome = translate(template).format(ratio=format_ratio(speedup))
     cause = f", {translate(CAUSES[e.cause])}" if e.cause is not None else ""
-    return f"{agreed}; {costs}, {outcome}{cause}."
+    sentence = f"{agreed}; {costs}, {outcome}{cause}."
+    m = e.measured
+    if m is not None and m.problem is not None and m.value is not None:
+        note = translate(NOT_PRESENTED[m.problem]).format(
+            ratio=format_ratio(m.value), ceiling=format_ratio(m.ceiling or 0.0)
+        )
+        sentence = f"{sentence} {note}"
+    return sentence
+
+
+def _server_sentence(e: Explanation, translate: Callable[[str], str]) -> str:
+    """A server's run: its own counts (α where its stream said which tokens were drafts), no
+    pass costs (it reports none), and the measured speed-up when there is a plain run."""
+    accepted, proposed = e.server_drafts or (0, 0)
+    if e.alpha is not None:
+        said = translate(AGREED).format(alpha=format_percent(e.alpha), tokens=format_tokens(e.tokens_per_pass))
+    elif proposed:
+        said = translate(SERVER_DRAFTS).format(
+            accepted=accepted, proposed=proposed, share=format_percent(e.drafts_accepted_share),
+            tokens=format_tokens(e.tokens_per_pass),
+        )
+    else:
+        return translate(NO_DRAFTS)
+    if e.decode_speedup is None:
+        return f"{said}; {translate(SERVER_COST)}."
+    outcome = translate(OUTCOMES[(True, e.decode_speedup >= 1.0)]).format(ratio=format_ratio(e.decode_speedup))
+    return f"{said}; {translate(SERVER_COST)}; {outcome}."

@@ -63,11 +63,42 @@ CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinar
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
 
 
+# --- the one model of acceptance and costs (the chooser here, the Why panel in
+# ``analysis/explanation.py``: both use these three, so the panel explains the chooser's maths)
+
+
 def expected_tokens(alpha: float, k: int) -> float:
     """E(k) = (1 - a^(k+1)) / (1 - a): tokens one target pass yields verifying ``k`` drafts."""
     if alpha >= 1.0:
         return float(k + 1)
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def acceptance_evidence(proposed: int, accepted: int) -> tuple[int, int]:
+    """(successes, trials) that one verified block tells about the per-draft acceptance a:
+    drafts are judged in order until the first rejection, so ``accepted`` successes and,
+    unless every draft passed, one failure (the drafts after it were never judged). Summed
+    over blocks, successes ÷ trials is the maximum-likelihood a (truncated geometric)."""
+    if proposed <= 0:
+        return 0, 0
+    return accepted, accepted + (1 if accepted < proposed else 0)
+
+
+def monotone_fit(points: dict[int, tuple[float, float]], floor: float) -> dict[int, float]:
+    """Pass costs by size from (measured cost, weight) per size: the weighted least-squares fit
+    that never decreases with the size (pool adjacent violators), raised to at least ``floor``
+    (a plain pass: a pass over more tokens does all of its work). Clipping the isotonic fit
+    to the bound is the bounded isotonic fit."""
+    blocks: list[list[float]] = []  # [weighted sum, weight, count of points]
+    for size in sorted(points):
+        cost, weight = points[size]
+        w = max(weight, 1.0)
+        blocks.append([cost * w, w, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, weight_sum, count = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + total, blocks[-1][1] + weight_sum, blocks[-1][2] + count]
+    values = [max(floor, total / weight) for total, weight, count in blocks for _ in range(int(count))]
+    return dict(zip(sorted(points), values))
 
 
 @dataclass(frozen=True)
@@ -200,11 +231,12 @@ class CostModel:
         return None if curve is None else curve[-1]
 
     def curve(self, up_to: int) -> list[float] | None:
-        """Seconds per pass over 1..up_to tokens, never decreasing with the size (a pass that
-        feeds more tokens does all the work of a smaller one): each size measured (aged toward
-        the prior when stale); else this band's one-token pass times the ratio the nearest band
-        measured for that size; else interpolated between the nearest measured sizes, else
-        extrapolated from the largest one."""
+        """Seconds per pass over 1..up_to tokens: each size measured (aged toward the prior
+        when stale); else this band's one-token pass times the ratio the nearest band measured
+        for that size; else interpolated between the nearest measured sizes, else extrapolated
+        from the largest one. Then ``monotone_fit`` (the Why panel's fit of v(m) too): never
+        decreasing with the size and never below a plain pass (a pass that feeds more tokens
+        does all the work of a smaller one)."""
         points = self._estimates()
         if not points:
             return None
@@ -213,11 +245,15 @@ class CostModel:
                 scaled = self._scaled_from_other_band(n, points) if n not in points else None
                 if scaled is not None:
                     points[n] = scaled
-        curve: list[float] = []
-        for n in range(1, up_to + 1):
-            cost = self._raw(n, points)
-            curve.append(max(cost, curve[-1]) if curve else cost)
-        return curve
+        raw = {n: self._raw(n, points) for n in range(1, up_to + 1)}
+        weights = self._weights()
+        plain = raw[1]
+        fitted = monotone_fit({n: (cost, weights.get(n, 1.0)) for n, cost in raw.items()}, plain)
+        return [fitted[n] for n in range(1, up_to + 1)]
+
+    def _weights(self) -> dict[int, float]:
+        """Samples per measured size of the current band: how much each weighs in the fit."""
+        return {n: float(len(samples)) for n, samples in self.verify.items()}
 
     def _raw(self, tokens: int, points: dict[int, float]) -> float:
         if tokens in points:
@@ -271,13 +307,12 @@ class AcceptanceModel:
         return (hits + prior * weight) / (trials + weight)
 
     def observe(self, key: str, proposed: int, accepted: int) -> None:
-        """Drafts are tried in order until the first rejection: ``accepted`` successes and,
-        unless every draft passed, one failure."""
+        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest."""
         if proposed <= 0:
             return
         hits, trials = self._decayed(key)
-        failures = 1 if accepted < proposed else 0
-        self.evidence[key] = (hits + accepted, trials + accepted + failures, self.step)
+        successes, tried = acceptance_evidence(proposed, accepted)
+        self.evidence[key] = (hits + successes, trials + tried, self.step)
 
 
 def lookup_key(ngram: int) -> str:

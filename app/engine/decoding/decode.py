@@ -13,6 +13,7 @@ The target's cache always holds every token but the last one emitted.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -23,15 +24,14 @@ from transformers import PreTrainedTokenizerBase
 
 from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.answer_text import AnswerText
 from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
-from app.engine.decoding.detok import IncrementalDetokenizer
 from app.engine.decoding.drafters import Drafter, Proposal
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
-CONTINUABLE: tuple[StopReason, ...] = ("cancelled", "max_new_tokens")  # cuts an answer can go on from
 # A draft model asked again after plain steps first feeds what it missed: past this many tokens
 # that pass is a catch-up, not a draft step, and is not timed as one.
 CATCH_UP_IN_TURN = 4
@@ -48,62 +48,6 @@ def _sync(device: torch.device) -> None:
 def _clock(device: torch.device) -> float:
     _sync(device)
     return time.perf_counter()
-
-
-class _Output:
-    """The answer being built: detokenises each token and decides when to stop."""
-
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        eos_ids: frozenset[int],
-        limit: int,
-        stop_strings: tuple[str, ...],
-        limit_reason: StopReason = "max_new_tokens",
-        context: tuple[int, ...] = (),
-    ) -> None:
-        self.detok = IncrementalDetokenizer(tokenizer, context)
-        self.eos_ids = eos_ids
-        self.limit = limit
-        self.limit_reason = limit_reason  # what ``limit`` is: max_new_tokens or the context's room
-        self.stop_strings = stop_strings
-        self._tail = ""  # enough recent text to spot a stop string across tokens
-        self._tail_len = max((len(s) for s in stop_strings), default=0)
-        self.count = 0
-        self.stop_reason: StopReason | None = None
-
-    def push(self, token_id: int, **info: object) -> TokenInfo | None:
-        """Add a token unless the answer already stopped; the token that stops it is kept
-        (EOS, the last allowed token, the token completing a stop string)."""
-        if self.stop_reason is not None:
-            return None
-        piece = self.detok.add(token_id)
-        self.count += 1
-        if token_id in self.eos_ids:
-            self.stop_reason = "eos"
-        elif self._completes_stop_string(piece):
-            self.stop_reason = "stop_string"
-        elif self.count >= self.limit:
-            self.stop_reason = self.limit_reason
-        return TokenInfo(id=token_id, text=piece, **info)  # type: ignore[arg-type]
-
-    def _completes_stop_string(self, piece: str) -> bool:
-        if not self.stop_strings or not piece:
-            return False
-        window = self._tail + piece
-        self._tail = window[-self._tail_len :]
-        return any(s in window for s in self.stop_strings)
-
-    def finish(self, tokens: list[TokenInfo]) -> list[TokenInfo]:
-        """On the last step of an answer that ends for good, give any undecoded remainder to
-        the last token. A cut that Continue can go on from (``CONTINUABLE``) keeps an
-        incomplete last character in its ids only: the continuation emits it whole."""
-        if self.stop_reason in CONTINUABLE:
-            return tokens
-        rest = self.detok.flush()
-        if rest and tokens:
-            tokens[-1] = replace(tokens[-1], text=tokens[-1].text + rest)
-        return tokens
 
 
 @dataclass
@@ -159,7 +103,7 @@ def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Reado
 
 
 def _verify_step(
-    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: _Output, new_turn: bool
+    target: CachedModel, rule: Rule, tokens: list[int], proposal: Proposal, out: AnswerText, new_turn: bool
 ) -> _Verified:
     """One target pass over ``[last, d1..dm]`` and what it decides."""
     drafts = proposal.tokens
@@ -190,7 +134,9 @@ def _verify_step(
     own = out.push(
         next_token, source="target", p_target=p_next, p_draft=q_next, margin=seen.margin[n], top_logit=seen.top_logit[n]
     )
-    rejected = [
+    # the answer ended inside the accepted block: the drafts after the stop (accepted or not)
+    # are no part of it, so none of them counts as rejected
+    rejected = [] if own is None else [
         TokenInfo(
             id=d,
             text="",
@@ -201,6 +147,9 @@ def _verify_step(
         )
         for j, d in enumerate(drafts[n:])
     ]
+    if out.stop_reason is not None:  # the answer's last token takes any undecoded remainder
+        emitted = out.finish(accepted + ([own] if own is not None else []))
+        accepted, own = (emitted[:-1], emitted[-1]) if own is not None else (emitted, None)
     return _Verified(accepted, own, rejected, n, next_token)
 
 
@@ -295,6 +244,140 @@ def _next_k(k: int, proposed: int, accepted: int, config: GenerationConfig) -> i
     return k
 
 
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of the loop as plain data. The run's stats (``_stats_after``), the step's event
+    (``_event``) and what the chooser learns (``_learn``) are all built from it, in one place.
+
+    ``verified`` is None for a step cancelled before its pass. Drafts the answer never reached
+    (after a stop inside an accepted block) are in ``proposal`` (the pass verified them) but in
+    neither ``verified.accepted`` nor ``verified.rejected``: they count as not proposed."""
+
+    index: int  # 0 = the prompt's pass
+    proposal: Proposal  # the drafts verified: m = len(proposal.tokens)
+    verified: _Verified | None
+    choice: Choice | None  # auto k's decision (or the catch-up plan that set the drafter aside)
+    k: int  # drafts requested (``_requested``)
+    drafting: bool  # the drafter ran this step (proposed drafts, or spent a pass)
+    draft_s: float
+    verify_s: float
+    first_ask: bool  # the drafter's first ask of this answer (it caught up on the prompt)
+    shadow: Shadow
+    stop_reason: StopReason | None
+
+    @property
+    def accepted(self) -> int:
+        """Drafts the answer kept."""
+        return len(self.verified.accepted) if self.verified is not None else 0
+
+    @property
+    def proposed(self) -> int:
+        """Drafts the answer reached: the kept ones and, when it went on past them, the
+        rejected ones (``RunStats.proposed`` adds these up)."""
+        return self.accepted + (len(self.verified.rejected) if self.verified is not None else 0)
+
+
+def _cancelled(index: int) -> StepRecord:
+    return StepRecord(index, NO_PROPOSAL, None, None, 0, False, 0.0, 0.0, False, None, "cancelled")
+
+
+def _steps(
+    target: CachedModel,
+    drafter: Drafter | None,
+    prompt: list[int],
+    config: GenerationConfig,
+    out: AnswerText,
+    context_length: int,
+    cancel: threading.Event | None,
+    chooser: KChooser | None,
+    unseen: int,
+    set_aside: Choice | None,
+) -> Generator[StepRecord, None, None]:
+    """The loop: propose → verify → accept, one ``StepRecord`` per target pass; the chooser
+    learns from each record before the next step chooses."""
+    rule = Rule(config)
+    tokens = list(prompt)
+    k = config.k
+    drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
+    for index in itertools.count():
+        if cancel is not None and cancel.is_set():
+            yield _cancelled(index)
+            return
+        started = _clock(target.device)
+        if chooser is not None:
+            chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
+        k_cap = min(k, out.limit - out.count - 1, context_length - len(tokens))
+        # drafting before the prefill folds the first verification into the prompt's pass
+        proposal, choice, shadow = _propose(
+            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
+        )
+        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
+        drafter_asked = drafter_asked or first_ask
+        drafted = _clock(target.device)
+        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
+        finished = _clock(target.device)
+        record = StepRecord(
+            index=index,
+            proposal=proposal,
+            verified=step,
+            choice=set_aside if set_aside is not None and config.speculative else choice,
+            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
+            drafting=drafter is not None and (bool(proposal.tokens) or proposal.passes > 0),
+            draft_s=drafted - started,
+            verify_s=finished - drafted,
+            first_ask=first_ask,
+            shadow=shadow,
+            stop_reason=out.stop_reason,
+        )
+        if chooser is not None:
+            _learn(chooser, drafter, record, unseen)
+        yield record
+        if out.stop_reason is not None:
+            return
+        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
+        k = _next_k(k, len(proposal.tokens), step.n_accepted, config)  # with auto_k: the chooser's cap
+
+
+def _stats_after(stats: RunStats, record: StepRecord, new_tokens: int) -> RunStats:
+    """The run's cumulative stats once ``record``'s step is counted."""
+    if record.verified is None:
+        return stats
+    seconds = record.draft_s + record.verify_s
+    return replace(
+        stats,
+        new_tokens=new_tokens,
+        target_passes=stats.target_passes + 1,
+        draft_passes=stats.draft_passes + record.proposal.passes,
+        proposed=stats.proposed + record.proposed,
+        accepted=stats.accepted + record.accepted,
+        prefill_s=stats.prefill_s + (seconds if record.index == 0 else 0.0),
+        decode_s=stats.decode_s + (seconds if record.index > 0 else 0.0),
+    )
+
+
+def _event(record: StepRecord, stats: RunStats, tokenizer: PreTrainedTokenizerBase) -> StepEvent:
+    """The step as the fronts see it."""
+    step = record.verified
+    if step is None:
+        return StepEvent(record.index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason=record.stop_reason)
+    choice = record.choice
+    return StepEvent(
+        index=record.index,
+        accepted=tuple(step.accepted),
+        target=step.target,
+        rejected=_with_text(step.rejected, tokenizer),
+        target_kind=_target_kind(record.index, record.drafting, record.accepted, record.proposed),
+        k=record.k,
+        draft_s=record.draft_s,
+        verify_s=record.verify_s,
+        stats=stats,
+        stop_reason=record.stop_reason,
+        draft_passes=record.proposal.passes,
+        predicted_speedup=choice.predicted_speedup if choice is not None else None,
+        decision=_decision(choice),
+    )
+
+
 def decode(
     target: CachedModel,
     drafter: Drafter | None,
@@ -310,88 +393,28 @@ def decode(
 ) -> Generator[StepEvent, None, None]:
     """Generate an answer to ``prompt`` (token ids), yielding one event per target pass.
     ``answer_so_far``: the prompt's last ids are a cut answer being continued (their text was
-    emitted already; an incomplete character among them is emitted whole once completed).
+    emitted already; an incomplete character among them is emitted whole once completed, and
+    a stop string may begin among them).
 
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
     ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
     chooses each step's number of drafts, at most ``config.k``. ``on_drafter`` is told the
     drafter this answer really uses (None when a draft model's catch-up would not be repaid).
     """
-    rule = Rule(config)
     room = context_length - len(prompt)
     limit = min(config.max_new_tokens, room)
     limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
     context = tuple(prompt[len(prompt) - answer_so_far :]) if answer_so_far > 0 else ()
-    out = _Output(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
-    stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
-    tokens = list(prompt)
-    k = config.k
-    index = 0
+    out = AnswerText(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
+    if chooser is not None:
+        chooser.costs.context = len(prompt)  # the catch-up plan is made at this answer's context
     drafter, unseen, set_aside = _drafter_for_answer(drafter, chooser, prompt, config, limit)
     if on_drafter is not None:
         on_drafter(drafter)
-    drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
-    while True:
-        if cancel is not None and cancel.is_set():
-            yield StepEvent(index, (), None, (), "plain", 0, 0.0, 0.0, stats, stop_reason="cancelled")
-            return
-        started = _clock(target.device)
-        if chooser is not None:
-            chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
-        k_cap = min(k, limit - out.count - 1, context_length - len(tokens))
-        # drafting before the prefill folds the first verification into the prompt's pass
-        proposal, choice, shadow = _propose(
-            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
-        )
-        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
-        drafter_asked = drafter_asked or first_ask
-        drafted = _clock(target.device)
-        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
-        finished = _clock(target.device)
-
-        m = len(proposal.tokens)
-        if chooser is not None:
-            timed = _Timed(drafted - started, finished - drafted, index, first_ask)
-            _learn(chooser, drafter, proposal, step, timed, shadow)
-            if first_ask and proposal.passes:
-                chooser.costs.observe_draft_catch_up(unseen, drafted - started)
-        if set_aside is not None and config.speculative:
-            choice = set_aside
-        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
-        drafting = drafter is not None and (m > 0 or proposal.passes > 0)
-        kind = _target_kind(index, drafting, step.n_accepted, m)
-        emitted = step.accepted + ([step.target] if step.target else [])
-        if out.stop_reason is not None:
-            emitted = out.finish(emitted)
-        stats = replace(
-            stats,
-            new_tokens=out.count,
-            target_passes=stats.target_passes + 1,
-            draft_passes=stats.draft_passes + proposal.passes,
-            proposed=stats.proposed + m,
-            accepted=stats.accepted + len(step.accepted),
-            prefill_s=stats.prefill_s + (finished - started if index == 0 else 0.0),
-            decode_s=stats.decode_s + (finished - started if index > 0 else 0.0),
-        )
-        yield StepEvent(
-            index=index,
-            accepted=tuple(emitted[: len(step.accepted)]),
-            target=emitted[-1] if step.target else None,
-            rejected=_with_text(step.rejected, tokenizer),
-            target_kind=kind,
-            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
-            draft_s=drafted - started,
-            verify_s=finished - drafted,
-            stats=stats,
-            stop_reason=out.stop_reason,
-            draft_passes=proposal.passes,
-            predicted_speedup=choice.predicted_speedup if choice is not None else None,
-            decision=_decision(choice),
-        )
-        if out.stop_reason is not None:
-            return
-        k = _next_k(k, m, step.n_accepted, config)  # with auto_k: the chooser's cap
-        index += 1
+    stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
+    for record in _steps(target, drafter, prompt, config, out, context_length, cancel, chooser, unseen, set_aside):
+        stats = _stats_after(stats, record, out.count)
+        yield _event(record, stats, tokenizer)
 
 
 def _requested(
@@ -420,42 +443,33 @@ def _decision(choice: Choice | None) -> KDecision | None:
     )
 
 
-@dataclass(frozen=True)
-class _Timed:
-    draft_s: float
-    verify_s: float
-    index: int
-    first_ask: bool  # the drafter's first pass of this answer: it caught up on the prompt
-
-
-def _learn(
-    chooser: KChooser,
-    drafter: Drafter | None,
-    proposal: Proposal,
-    step: _Verified,
-    timed: _Timed,
-    shadow: Shadow,
-) -> None:
+def _learn(chooser: KChooser, drafter: Drafter | None, record: StepRecord, unseen: int) -> None:
     """Feed the step's measured costs and outcome to the chooser. The prompt's pass is not a
     verification cost (its size is the prompt's), nor is a draft model's first ask of an
-    answer a draft step (it catches up on the prompt first), nor an ask after several plain
-    steps (it catches up on them), so none is timed as one.
+    answer a draft step (it catches up on the prompt first: timed as a catch-up), nor an ask
+    after several plain steps (it catches up on them), so none is timed as one.
 
-    Evidence of acceptance: the drafts verified until the first rejection; a confidence stop
-    of a draft model counts as a rejection where it stopped (it ended the block there, after
-    paying a draft pass); a lookup draft set aside (k = 0) is judged for free by the target's
-    next token (the point-mass rule accepts it with probability p(draft), which is the chance
-    the target's own token is it, so the evidence is unbiased under sampling too)."""
-    m, accepted = len(proposal.tokens), step.n_accepted
-    if timed.index > 0:
-        chooser.costs.observe_verify(m + 1, timed.verify_s)
-        if proposal.passes and not timed.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
-            chooser.costs.observe_draft(proposal.passes, timed.draft_s)
+    Evidence of acceptance: the drafts the answer reached (``StepRecord.proposed``, as the
+    stats count them), until the first rejection; a confidence stop of a draft model counts
+    as a rejection where it stopped (it ended the block there, after paying a draft pass); a
+    lookup draft set aside (k = 0) is judged for free by the target's next token (the
+    point-mass rule accepts it with probability p(draft), which is the chance the target's
+    own token is it, so the evidence is unbiased under sampling too)."""
+    proposal, step = record.proposal, record.verified
+    if step is None:
+        return
+    m, proposed, accepted = len(proposal.tokens), record.proposed, record.accepted
+    if record.index > 0:
+        chooser.costs.observe_verify(m + 1, record.verify_s)
+        if proposal.passes and not record.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
+            chooser.costs.observe_draft(proposal.passes, record.draft_s)
+    if record.first_ask and proposal.passes:
+        chooser.costs.observe_draft_catch_up(unseen, record.draft_s)
     if drafter is not None and (m or proposal.stopped):
-        judged = m + 1 if proposal.stopped and accepted == m else m
+        judged = proposed + 1 if proposal.stopped and accepted == m else proposed
         chooser.observe_step(_evidence_key(drafter, proposal), judged, accepted)
         return
     chooser.observe_step(MODEL_KEY, 0, 0)  # a plain step: time passes, no evidence
-    if shadow is not None:
-        key, draft = shadow
+    if record.shadow is not None:
+        key, draft = record.shadow
         chooser.acceptance.observe(key, 1, int(draft == step.next_token))

@@ -28,8 +28,9 @@ class IncrementalDetokenizer:
         self.ids: list[int] = []
         self._prefix_offset = 0  # window start: context so spaces and merges decode right
         self._read_offset = 0  # ids before this are already emitted
-        for token_id in context:
-            self.add(token_id)
+        # the context's complete characters, as emitted before the cut (what a stop string
+        # spanning the cut starts with)
+        self.context_text = "".join(self.add(token_id) for token_id in context)
 
     def _decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)

@@ -274,6 +274,7 @@ def _first_line(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- applying
 
+UNBOUNDED_CONTEXT = 1 << 30  # ``exact_up_to`` of a model whose context length is not known
 SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8"}
 
 
@@ -288,6 +289,8 @@ class CpuKernels:
     attention: str  # what the attention layers run: "specchat_rowwise", "sdpa", "eager", ...
     notes: tuple[str, ...] = ()  # plain sentences: what fell back or was left out, and why
     cpu: str = ""  # CpuProbe.describe() of the CPU that decided
+    window: int | None = None  # the attention's sliding window (None: it sees the whole context)
+    max_context: int = 0  # the longest context the model holds (0: not known)
 
     @property
     def applied(self) -> bool:
@@ -295,8 +298,19 @@ class CpuKernels:
 
     @property
     def exact(self) -> bool:
-        """Every linear prepacked and the attention row-wise: block logits = one-at-a-time."""
-        return self.packed == self.linears and self.attention == ROWWISE
+        """Block logits = one-at-a-time at every context the model holds: every linear
+        prepacked, the attention row-wise, and no sliding window shorter than the context
+        (past a window plain attention runs: ``exact_up_to``)."""
+        return self.exact_up_to() > 0 and (self.window is None or self.window >= self.max_context > 0)
+
+    def exact_up_to(self) -> int:
+        """The longest context at which a verified block's logits equal one-token decoding's:
+        0 when no context is exact; the window for a sliding-window model; else the model's
+        whole context (``max_context``; a large number when that is not known)."""
+        if self.packed != self.linears or self.attention != ROWWISE:
+            return 0
+        whole = self.max_context or UNBOUNDED_CONTEXT
+        return whole if self.window is None else min(self.window, whole)
 
     @property
     def path(self) -> str:
@@ -361,7 +375,19 @@ def apply_cpu_kernels(
                 notes.append(
                     f"Sliding-window attention is exact up to {window} tokens of context; beyond, plain attention runs."
                 )
-    report = CpuKernels(dtype, linears, packed, compute, attention, tuple(notes), cpu.describe())
+    text = model.config.get_text_config()
+    window = getattr(text, "sliding_window", None) if attention == ROWWISE else None
+    report = CpuKernels(
+        dtype,
+        linears,
+        packed,
+        compute,
+        attention,
+        tuple(notes),
+        cpu.describe(),
+        window=window if isinstance(window, int) and window > 0 else None,
+        max_context=int(getattr(text, "max_position_embeddings", 0) or 0),
+    )
     setattr(model, "specchat_cpu_kernels", report)  # noqa: B010 - a marker transformers does not declare
     return report
 

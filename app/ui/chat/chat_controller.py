@@ -21,6 +21,7 @@ from app.ui.common.storage import ConversationStore
 
 if TYPE_CHECKING:
     from app.worker import EngineWorker
+    from app.worker.server_backend import ServerTarget
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class ChatController(QObject):
         self.conversation = Conversation()
         self.drafter_name = ""  # of the loaded models; "" while nothing is loaded
         self.model_ready = False
+        self.plain_endpoint: ServerTarget | None = None  # on a server: what Compare measures against
+        self.server_name: str | None = None  # the server answering ("llama.cpp b1 at URL"); None: this computer
         self._answer_run: tuple[int, Message] | None = None
         self._compare_run: tuple[int, Message] | None = None
         self._sweep_run: int | None = None
@@ -176,6 +179,7 @@ class ChatController(QObject):
             # "": no model loaded yet, so no drafter either way (the result will say which)
             drafter=self.drafter_name if config.speculative or not self.drafter_name else "none",
         )
+        answer.asked_server = self.server_name  # named in its header until the server's answer does
         run_id = self._worker.request_generate(conversation.prompt(), config, history_id=conversation.id)
         conversation.messages.append(answer)
         self._view.add_message(answer)
@@ -224,7 +228,8 @@ class ChatController(QObject):
         index = self.conversation.messages.index(answer)
         stored = answer.run_result()
         run_id = self._worker.request_compare(
-            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id
+            self.conversation.prompt(upto=index), config, stored, history_id=self.conversation.id,
+            plain=self.plain_endpoint,
         )
         self._compare_run = (run_id, answer)
         self._set_busy()

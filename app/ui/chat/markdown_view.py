@@ -50,7 +50,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
 from app.ui.chat.source_map import NOT_SHOWN, SourceMap, align, token_spans
 from app.ui.common.conversation import TokenRecord
-from app.ui.common.token_style import TOKEN_INDEX, is_dark, token_format
+from app.ui.common.token_style import RECORD_KINDS, TOKEN_INDEX, is_dark, token_format
 from app.ui.common.token_view import LINE_SEPARATOR, record_at, show_token_tooltip
 
 COPY_SCHEME = "specchat-copy"
@@ -289,7 +289,7 @@ def paint_provenance(
     spans = token_spans(records, source)
     cursor = QTextCursor(document)
     cursor.beginEditBlock()
-    formats = {kind: token_format(kind, palette) for kind in ("draft", "target", "rejected")}
+    formats = {kind: token_format(kind, palette) for kind in RECORD_KINDS}
     for start, end, index in source_map.runs(spans.owner):
         fmt = QTextCharFormat(formats[records[index].kind])
         fmt.setProperty(TOKEN_INDEX, index)

@@ -296,7 +296,8 @@ class AnswerWidget(QFrame):
 
     def update_labels(self) -> None:
         m = self.message
-        self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter)))
+        server = m.made_by.server if m.made_by is not None else m.asked_server
+        self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter, server)))
         self.stats.setText(stats_line(m.run_stats, m.speculative) if m.stats else "")
         notes = [n for n in (stop_note(m.stop_reason), m.error) if n]
         self.status.setText("\n".join(notes))
@@ -352,7 +353,18 @@ class AnswerWidget(QFrame):
         # speed-ups come from it
         compared = self.message.comparison
         baseline = compared.baseline if compared is not None else None
-        self.why_dialog = ExplainDialog(self.message.run_result(), baseline, self.window())
+        figures = getattr(compared, "figures", ())  # compared against servers: what they said
+        # its measured speed-up is the comparison's (its fresh reruns, as Compare shows it), never
+        # this answer divided by a plain run made later under other load
+        measured = compared.comparison.measured if compared is not None else None
+        self.why_dialog = ExplainDialog(
+            self.message.run_result(),
+            baseline,
+            self.window(),
+            measured=measured,
+            measured_on="reruns",
+            server_figures=figures[0] if figures else None,
+        )
         self.why_dialog.comparison_requested.connect(self._on_compare)  # the window's compare flow
         self.why_dialog.show()
 

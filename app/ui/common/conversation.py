@@ -19,9 +19,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from app.engine.analysis.compare import ComparisonReport
-from app.engine.events import RunProvenance, RunResult, RunStats, StepEvent, TokenInfo, TokenOrigin
+from app.engine.events import (
+    UNKNOWN_SOURCE,
+    RunProvenance,
+    RunResult,
+    RunStats,
+    StepEvent,
+    TargetKind,
+    TokenInfo,
+    TokenOrigin,
+)
 
-RecordKind = Literal["draft", "target", "rejected"]
+RecordKind = Literal["draft", "target", "rejected", "unknown"]  # unknown: a server did not say
 Role = Literal["system", "user", "assistant"]
 CONTINUABLE = ("cancelled", "max_new_tokens")  # stop reasons that leave an answer cut
 CONVERSATION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: no dot, no separator, no drive
@@ -78,7 +87,7 @@ class TokenRecord:
         )
 
     def token_info(self) -> TokenInfo:
-        source = "draft" if self.kind == "draft" else "target"
+        source = {"draft": "draft", "unknown": UNKNOWN_SOURCE}.get(self.kind, "target")
         return TokenInfo(self.id, self.text, source, self.p_target, self.p_draft, self.margin, origin=self.origin)
 
 
@@ -94,9 +103,15 @@ class PassRecord:
     draft_s: float
     verify_s: float
     predicted_speedup: float | None = None  # the k chooser's, for that pass
+    # from a server, what its token records cannot tell: the drafts it counted (some rejected
+    # without a name), the drafts accepted (some among tokens of unknown source), and the
+    # passes the event stands for (a group of unknown tokens may be several)
+    server: tuple[int, int, int] | None = None  # (proposed, accepted, passes)
 
     @classmethod
-    def of(cls, step: StepEvent, offset: int = 0) -> PassRecord:
+    def of(cls, step: StepEvent, offset: int = 0, before: RunStats | None = None) -> PassRecord:
+        """``before``: the cumulative stats before ``step`` (a server's group of unknown
+        tokens keeps its counts only there)."""
         return cls(
             step.index + offset,
             # a continuation's prompt pass stays a prompt pass, not a decode pass of the answer
@@ -106,25 +121,60 @@ class PassRecord:
             step.draft_s,
             step.verify_s,
             step.predicted_speedup,
+            _server_counts(step, before),
         )
 
     def to_json(self) -> list[Any]:
-        return [self.step, self.kind, self.k, self.draft_passes, self.draft_s, self.verify_s, self.predicted_speedup]
+        values = [self.step, self.kind, self.k, self.draft_passes, self.draft_s, self.verify_s, self.predicted_speedup]
+        return values + [list(self.server)] if self.server is not None else values
 
     @classmethod
     def from_json(cls, data: list[Any]) -> PassRecord:
-        if not isinstance(data, list) or len(data) != 7:
-            raise InvalidConversation("a pass record is not a list of 7 values")
-        step, kind, k, draft_passes, draft_s, verify_s, predicted = data
+        if not isinstance(data, list) or len(data) not in (7, 8):  # 8: a server's counts
+            raise InvalidConversation("a pass record is not a list of 7 or 8 values")
+        step, kind, k, draft_passes, draft_s, verify_s, predicted = data[:7]
+        server = data[7] if len(data) == 8 else None
+        if server is not None and not (
+            isinstance(server, list) and len(server) == 3 and all(_is_count(v) for v in server)
+        ):
+            raise InvalidConversation("a pass record's server counts are not three counts")
         return cls(
             _check(step, int, "pass index"),
-            _check_choice(kind, ("prefill", "plain", "correction", "bonus"), "pass kind"),
+            _check_choice(kind, get_args(TargetKind), "pass kind"),
             _check(k, int, "pass k"),
             _check(draft_passes, int, "draft passes"),
             _number(draft_s, "draft seconds"),
             _number(verify_s, "verify seconds"),
             _number_or_none(predicted, "predicted speed-up"),
+            None if server is None else (server[0], server[1], server[2]),
         )
+
+
+def _server_counts(step: StepEvent, before: RunStats | None) -> tuple[int, int, int] | None:
+    """What a server's step holds that its token records do not (None: a local pass), from
+    the step's cumulative stats; ``before``: the run's stats before it (None: the run's first)."""
+    if not step.unattributed and not step.rejected_unseen:
+        return None
+    before = before or RunStats()
+    return (
+        step.stats.proposed - before.proposed,
+        step.stats.accepted - before.accepted,
+        step.stats.target_passes - before.target_passes,
+    )
+
+
+def _pass_records(steps: tuple[StepEvent, ...]) -> list[PassRecord]:
+    """One record per real pass (a cancelled run ends with an event that ran none)."""
+    records, before = [], None
+    for step in steps:
+        if step.tokens or step.rejected:
+            records.append(PassRecord.of(step, before=before))
+        before = step.stats
+    return records
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def steps_from_records(
@@ -143,14 +193,17 @@ def steps_from_records(
         accepted = tuple(r.token_info() for r in mine if r.kind == "draft")
         target = next((r.token_info() for r in mine if r.kind == "target"), None)
         rejected = tuple(r.token_info() for r in mine if r.kind == "rejected")
+        unattributed = tuple(r.token_info() for r in mine if r.kind == "unknown")
+        proposed, server_accepted, passes = p.server or (len(accepted) + len(rejected), len(accepted), 1)
+        unseen = proposed - server_accepted - len(rejected) if p.server is not None and not unattributed else 0
         seconds = p.draft_s + p.verify_s
         stats = replace(
             stats,
-            new_tokens=stats.new_tokens + len(accepted) + (target is not None),
-            target_passes=stats.target_passes + 1,
+            new_tokens=stats.new_tokens + len(accepted) + (target is not None) + len(unattributed),
+            target_passes=stats.target_passes + passes,
             draft_passes=stats.draft_passes + p.draft_passes,
-            proposed=stats.proposed + len(accepted) + len(rejected),
-            accepted=stats.accepted + len(accepted),
+            proposed=stats.proposed + proposed,
+            accepted=stats.accepted + server_accepted,
             prefill_s=stats.prefill_s + (seconds if p.step == 0 else 0.0),
             decode_s=stats.decode_s + (seconds if p.step > 0 else 0.0),
         )
@@ -167,6 +220,8 @@ def steps_from_records(
                 stats=stats,
                 draft_passes=p.draft_passes,
                 predicted_speedup=p.predicted_speedup,
+                rejected_unseen=unseen,
+                unattributed=unattributed,
             )
         )
     return tuple(steps)
@@ -183,6 +238,7 @@ def records_from_step(step: StepEvent) -> list[TokenRecord]:
     records += [record(t, "rejected") for t in step.rejected]
     if step.target is not None:
         records.append(record(step.target, "draft" if step.target.source == "draft" else "target"))
+    records += [record(t, "unknown") for t in step.unattributed]  # a server did not say which
     return records
 
 
@@ -204,6 +260,8 @@ class Message:
     result: RunResult | None = field(default=None, compare=False, repr=False)  # not saved
     comparison: ComparisonReport | None = field(default=None, compare=False, repr=False)  # not saved
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # fields not understood
+    streamed: RunStats | None = field(default=None, compare=False, repr=False)  # the last streamed step's; not saved
+    asked_server: str | None = field(default=None, compare=False, repr=False)  # the server asked to answer; not saved
 
     @property
     def run_stats(self) -> RunStats:
@@ -212,9 +270,10 @@ class Message:
     def add_step(self, step: StepEvent, after: RunStats | None = None) -> None:
         """Append a streamed step; ``after``: the stats of the cut answer this run continues."""
         offset = after.target_passes if after is not None else 0
+        before, self.streamed = self.streamed, step.stats
         self.records.extend(replace(r, step=r.step + offset) for r in records_from_step(step))
         if step.tokens or step.rejected:  # a real pass (a cancelled run ends with one that ran none)
-            self.passes.append(PassRecord.of(step, offset))
+            self.passes.append(PassRecord.of(step, offset, before))
         self.content += step.text
         self.stats = _stats_fields(after.followed_by(step.stats) if after is not None else step.stats)
         if step.stop_reason:
@@ -235,6 +294,7 @@ class Message:
     def finish_continuation(self, result: RunResult, before_text: str, before: RunStats) -> None:
         """The answer is now two runs: the cut one (``before``) and ``result``."""
         self.result = None  # run_result() rebuilds one run from the records
+        self.streamed = None
         self.comparison = None  # it compared the cut answer
         self.content = before_text + result.text
         self.stats = _stats_fields(before.followed_by(result.stats))
@@ -243,10 +303,11 @@ class Message:
     def finish(self, result: RunResult) -> None:
         """Take the final word from the engine's result (text, stats, stop reason)."""
         self.result = result
+        self.streamed = None
         self.comparison = None  # a comparison of an earlier answer here is not this one's
         self.content = result.text
         self.stats = _stats_fields(result.stats)
-        self.passes = [PassRecord.of(s) for s in result.steps if s.tokens or s.rejected]
+        self.passes = _pass_records(result.steps)
         self.stop_reason = result.stop_reason
         self.speculative = result.speculative
         self.drafter = result.drafter

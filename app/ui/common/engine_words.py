@@ -25,9 +25,12 @@ def model_label(name: str) -> str:
 
 def drafter_label(drafter: str) -> str:
     """A drafter as the engine names it ("prompt lookup", "suffix index", "draft model: NAME",
-    "none") in the interface's words: "suffix index" is "earlier conversations" on screen."""
+    "none"; "server": the drafter of an inference server, app/remote/session.py SERVER_DRAFTER) in
+    the interface's words: "suffix index" is "earlier conversations" on screen."""
     if drafter == "prompt lookup":
         return QCoreApplication.translate("Engine", "prompt lookup")
+    if drafter == "server":
+        return QCoreApplication.translate("Engine", "the server's drafter")
     if drafter == "none":
         return QCoreApplication.translate("Engine", "none")
     if drafter == SUFFIX_DRAFTER:
@@ -66,3 +69,15 @@ def loading_message(message: str) -> str:
         if found is not None:
             return translated.format(*(model_label(group) for group in found.groups()))
     return message
+
+
+def server_words(description: str) -> str:
+    """A server as ``app.remote`` describes it ("llama.cpp b6550 at URL", "vLLM 0.32.0 at URL",
+    "an OpenAI-compatible server at URL") in the interface's language: the joints translated,
+    the names, version and URL kept."""
+    name, at, url = description.rpartition(" at ")
+    if not at:
+        return description
+    if name == "an OpenAI-compatible server":
+        name = QCoreApplication.translate("Engine", "an OpenAI-compatible server")
+    return QCoreApplication.translate("Engine", "{0} at {1}").format(name, url)

@@ -7,7 +7,7 @@ import re
 from PySide6.QtCore import QCoreApplication, QLocale
 
 from app.engine.events import RunStats
-from app.ui.common.engine_words import drafter_label
+from app.ui.common.engine_words import drafter_label, server_words
 
 
 def stats_line(stats: RunStats, speculative: bool) -> str:
@@ -38,7 +38,13 @@ def stats_line(stats: RunStats, speculative: bool) -> str:
     return " · ".join(parts)
 
 
-def how_made(speculative: bool, drafter: str) -> str:
+def how_made(speculative: bool, drafter: str, server: str | None = None) -> str:
+    """How an answer was made; ``server``: the server that made it (``RunProvenance.server``)."""
+    if server:
+        made = QCoreApplication.translate("Stats", "on the server {0}").format(server_words(server))
+        if speculative and drafter != "none":
+            return made + ", " + QCoreApplication.translate("Stats", "with the server's speculation")
+        return made + ", " + QCoreApplication.translate("Stats", "no speculation")
     if not drafter:  # asked for before any model was loaded: nothing has answered yet
         return QCoreApplication.translate("Stats", "no model loaded")
     if speculative and drafter != "none":

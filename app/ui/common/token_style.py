@@ -1,6 +1,8 @@
 """How token provenance looks: accepted draft tokens get a tinted background AND an underline
 (readable without colour), target tokens stay plain, rejected drafts are struck through and
-dimmed. Colours are picked for the current palette, light or dark."""
+dimmed, and a server's tokens whose source it did not say ("not known") get a grey tint and a
+dotted underline, so they read as neither. Colours are picked for the current palette, light
+or dark."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 from app.ui.common.conversation import RecordKind
 
 TOKEN_INDEX = QTextFormat.Property.UserProperty + 1  # index into the view's records
-TOKEN_KIND = QTextFormat.Property.UserProperty + 2  # "draft" | "target" | "rejected"
+TOKEN_KIND = QTextFormat.Property.UserProperty + 2  # "draft" | "target" | "rejected" | "unknown"
+RECORD_KINDS: tuple[RecordKind, ...] = ("draft", "target", "rejected", "unknown")
 DIFF_OP = QTextFormat.Property.UserProperty + 3  # "insert" | "delete" in the diff view
 
 
@@ -27,6 +30,8 @@ def kind_colors(palette: QPalette) -> dict[str, QColor]:
         "draft": QColor("#1f5a35" if dark else "#c6efd2"),
         "draft_line": QColor("#6fdc95" if dark else "#1e7b3f"),
         "rejected": QColor("#5a2424" if dark else "#f7d6d6"),
+        "unknown": QColor("#3d4450" if dark else "#e4e7ec"),
+        "unknown_line": QColor("#a0a8b4" if dark else "#6b7380"),
         "insert": QColor("#1f5a35" if dark else "#c6efd2"),
         "delete": QColor("#5a2424" if dark else "#f7d6d6"),
     }
@@ -44,6 +49,10 @@ def token_format(kind: RecordKind, palette: QPalette) -> QTextCharFormat:
         fmt.setBackground(colors["rejected"])
         fmt.setFontStrikeOut(True)
         fmt.setForeground(palette.color(QPalette.ColorRole.PlaceholderText))
+    elif kind == "unknown":
+        fmt.setBackground(colors["unknown"])
+        fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
+        fmt.setUnderlineColor(colors["unknown_line"])
     return fmt
 
 
@@ -72,6 +81,8 @@ def _swatch_css(kind: RecordKind, palette: QPalette) -> str:
     if kind == "rejected":
         dim = palette.color(QPalette.ColorRole.PlaceholderText).name()
         return f"background:{colors['rejected'].name()}; color:{dim}; text-decoration: line-through;"
+    if kind == "unknown":
+        return f"background:{colors['unknown'].name()}; border-bottom: 1px dotted {colors['unknown_line'].name()};"
     return ""
 
 
@@ -83,7 +94,7 @@ class TokenLegend(QWidget):
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self._labels = {kind: QLabel(self) for kind in ("draft", "target", "rejected")}
+        self._labels = {kind: QLabel(self) for kind in RECORD_KINDS}
         caption = QLabel(self.tr("Legend:"), self)
         layout.addWidget(caption)
         for label in self._labels.values():
@@ -100,6 +111,7 @@ class TokenLegend(QWidget):
         )
         hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # may be cut
         layout.addWidget(hint, 1)
+        self._labels["unknown"].hide()  # only while answers come from a server
         self._render()
 
     def set_speculation_visible(
@@ -110,6 +122,10 @@ class TokenLegend(QWidget):
         drafts = speculative or "draft" in on_screen or "rejected" in on_screen
         self._labels["draft"].setVisible(drafts)
         self._labels["rejected"].setVisible(show_rejected and (speculative or "rejected" in on_screen))
+
+    def set_server_visible(self, on_server: bool) -> None:
+        """A server may not say which of its tokens were drafts: "not known" while one answers."""
+        self._labels["unknown"].setVisible(on_server)
 
     def shown_kinds(self) -> list[str]:
         """The token kinds the legend explains right now."""
@@ -125,6 +141,7 @@ class TokenLegend(QWidget):
             "draft": self.tr("accepted draft token (underlined)"),
             "target": self.tr("token from the target model"),
             "rejected": self.tr("rejected draft (struck through)"),
+            "unknown": self.tr("not known: the server did not say (dotted)"),
         }
         for kind, label in self._labels.items():
             css = _swatch_css(kind, self.palette())  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QToolTip, QWidget
 
 from app.ui.common.conversation import TokenRecord
 from app.ui.common.formatting import decimal
-from app.ui.common.token_style import TOKEN_INDEX, token_format
+from app.ui.common.token_style import RECORD_KINDS, TOKEN_INDEX, token_format
 
 LINE_SEPARATOR = "\u2028"
 
@@ -68,7 +68,7 @@ class TokenTextView(QTextEdit):
         cursor = QTextCursor(self.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         palette = self.palette()
-        formats = {kind: token_format(kind, palette) for kind in ("draft", "target", "rejected")}
+        formats = {kind: token_format(kind, palette) for kind in RECORD_KINDS}
         cursor.beginEditBlock()
         for index in range(start, len(self._records)):
             record = self._records[index]
@@ -124,6 +124,11 @@ def token_tooltip(record: TokenRecord) -> str:
     elif record.kind == "rejected":
         head = QCoreApplication.translate(
             "TokenTextView", "Draft token proposed before pass {0}, rejected by the target"
+        )
+    elif record.kind == "unknown":
+        head = QCoreApplication.translate(
+            "TokenTextView",
+            "Token from the server: whether a draft guessed it is not known (the server did not say)",
         )
     else:
         head = QCoreApplication.translate("TokenTextView", "Target token, from target pass {0}")

@@ -77,28 +77,54 @@ class AcceptanceCharts(QWidget):
             QCoreApplication.translate("Charts", "accepted"),
         )
         positions = [r.position for r in rows]
+        # a position no pass got to has no rate: nothing is drawn there (a bar at 0 would read
+        # "always rejected"), only a "not used" label
+        judged = [r for r in rows if r.rate_of_reached is not None]
+        proposed = [r for r in rows if r.rate_of_proposed is not None]
         self.reached_bars = pg.BarGraphItem(
-            x=[p - 0.2 for p in positions],
-            height=[r.rate_of_reached for r in rows],
+            x=[r.position - 0.2 for r in judged],
+            height=[r.rate_of_reached for r in judged],
             width=0.38,
             brush=DRAFT_COLOUR,
         )
         self.proposed_bars = pg.BarGraphItem(
-            x=[p + 0.2 for p in positions],
-            height=[r.rate_of_proposed for r in rows],
+            x=[r.position + 0.2 for r in proposed],
+            height=[r.rate_of_proposed for r in proposed],
             width=0.38,
             brush="#d6eaf8",
         )
+        self.not_used = []
+        for r in rows:
+            if r.rate_of_reached is None:
+                unused = QCoreApplication.translate("Charts", "not used")
+                label = pg.TextItem(unused, color="#777777", anchor=(0.5, 1.0))
+                label.setPos(r.position - 0.2, 0.12)
+                self.by_position.addItem(label)
+                self.not_used.append(label)
         legend = self.legend = legend_below(self.by_position, columns=1)
         for item, name in (
             (
                 self.reached_bars,
-                QCoreApplication.translate("Charts", "of drafts judged (earlier ones accepted)"),
+                QCoreApplication.translate("Charts", "accepted, of the drafts judged here (earlier ones accepted)"),
             ),
-            (self.proposed_bars, QCoreApplication.translate("Charts", "of drafts proposed")),
+            (
+                self.proposed_bars,
+                QCoreApplication.translate("Charts", "accepted, of the drafts proposed here"),
+            ),
         ):
             self.by_position.addItem(item)
             legend.addItem(item, name)
+        share = explanation.drafts_accepted_share  # Σ accepted ÷ Σ proposed over the positions
+        if explanation.alpha is not None:
+            pen = pg.mkPen("#5d6d7e", style=Qt.PenStyle.DotLine)
+            self.share_line = pg.InfiniteLine(pos=share, angle=0, pen=pen)
+            self.by_position.addItem(self.share_line)
+            legend.addItem(
+                pg.PlotDataItem(pen=pen),
+                QCoreApplication.translate("Charts", "all positions: drafts accepted, of all proposed = {0}").format(
+                    percent(share)
+                ),
+            )
         if explanation.alpha is not None:  # named in the legend, not on the line over the bars
             pen = pg.mkPen(MEASURED_COLOUR, style=Qt.PenStyle.DashLine)
             alpha = pg.InfiniteLine(pos=explanation.alpha, angle=0, pen=pen)
@@ -230,9 +256,10 @@ class WhatIfChart(pg.PlotWidget):
         even = pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
         self.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=even))  # named in the legend
         legend.addItem(pg.PlotDataItem(pen=even), QCoreApplication.translate("Charts", "break-even (1×)"))
-        self.measured_point = self._point(
+        measured = explanation.measured
+        self.measured_point = self._point(  # not drawn when the figure is not a result
             explanation,
-            explanation.decode_speedup,
+            measured.shown if measured is not None else None,
             "o",
             QCoreApplication.translate("Charts", "decode speed-up, measured"),
         )

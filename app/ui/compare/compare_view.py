@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.analysis.compare import (
+    FRESH_RERUNS,
     Comparison,
     ComparisonReport,
     Phrase,
@@ -39,6 +40,7 @@ from app.ui.common.engine_words import drafter_label
 from app.ui.common.formatting import decimal, how_made, localized_numbers, percent, ratio
 from app.ui.common.token_style import diff_format
 from app.ui.common.token_view import LINE_SEPARATOR, TokenTextView
+from app.ui.compare.server_figures import ServerFiguresBox, is_server_report
 
 # The sentences are the engine's (app.engine.analysis.compare: one wording for the CLI and the GUI);
 # translated here, in this context, before their values are filled in.
@@ -122,14 +124,21 @@ class CompareDialog(QDialog):
                 self.speculative_view,
             )
         )
-        texts.addWidget(
-            _boxed(self.tr("Without speculation — target only"), self.baseline_rendered, self.baseline_view)
+        plain_title = (
+            self.tr("Without speculation — the plain endpoint")
+            if is_server_report(report)
+            else self.tr("Without speculation — target only")
         )
+        texts.addWidget(_boxed(plain_title, self.baseline_rendered, self.baseline_view))
         self.show_tokens(False)
         self._sync_scrolling()
         self._mark_first_difference()
 
         self.table = self._stats_table(speculative, baseline)
+        self.server_box = ServerFiguresBox(report, self) if is_server_report(report) else None
+        # the stats line under the answer is the answer's own run; these are new runs of it
+        self.reruns_note = QLabel(_say(Phrase(FRESH_RERUNS)), self)
+        self.reruns_note.setWordWrap(True)
         self.diff_view = QTextEdit(self)
         self.diff_view.setReadOnly(True)
         self._render_diff(speculative.text, baseline.text)
@@ -154,6 +163,9 @@ class CompareDialog(QDialog):
         layout.addWidget(self.tokens_button, 0, Qt.AlignmentFlag.AlignRight)
         layout.addWidget(texts, 3)
         layout.addWidget(self.table)
+        if self.server_box is not None:
+            layout.addWidget(self.server_box)
+        layout.addWidget(self.reruns_note)
         layout.addWidget(diff_box, 1)
         layout.addWidget(buttons)
         self.resize(1000, 720)
@@ -178,7 +190,15 @@ class CompareDialog(QDialog):
 
         if self.why_dialog is not None:
             self.why_dialog.close()
-        self.why_dialog = ExplainDialog(self.report.speculative, self.report.baseline, self)
+        report = self.report
+        figures = getattr(report, "figures", ())  # a comparison against servers: theirs
+        self.why_dialog = ExplainDialog(
+            report.speculative,
+            report.baseline,
+            self,
+            report.comparison.measured,
+            server_figures=figures[0] if figures else None,
+        )
         self.why_dialog.show()
         return self.why_dialog
 
@@ -186,8 +206,18 @@ class CompareDialog(QDialog):
         comparison = self.comparison
         alpha = alpha_of(speculative)
 
+        measured = comparison.measured
+        unlike = measured is not None and measured.problem is not None
+
         def speedup(value: float) -> Callable[[RunResult], str]:
-            return lambda r: (ratio(value) if value > 0 else "—") if r is speculative else ratio(1.0)
+            def shown(r: RunResult) -> str:
+                if r is not speculative:
+                    return ratio(1.0)
+                if value <= 0:
+                    return "—"
+                return self.tr("{0} (not comparable)").format(ratio(value)) if unlike else ratio(value)
+
+            return shown
 
         rows = [
             (self.tr("Wall time"), lambda r: self.tr("{0} s").format(decimal(r.stats.wall_s, 2))),
@@ -209,6 +239,7 @@ class CompareDialog(QDialog):
         table = QTableWidget(len(rows), 2, self)
         table.setHorizontalHeaderLabels(
             [how_made(speculative.speculative, speculative.drafter), how_made(False, "none")]
+            # (the servers are named in their own table below, in full)
         )
         table.setVerticalHeaderLabels([name for name, _ in rows])
         for row, (_, value) in enumerate(rows):

@@ -10,6 +10,8 @@ cost then comes from the answer's own plain passes, if any) or from a comparison
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
@@ -24,11 +26,14 @@ from PySide6.QtWidgets import (
 
 from app.engine.analysis.explanation import (
     Explanation,
+    MeasuredOn,
+    MeasuredSpeedup,
     explain,
     summary_sentence,
 )
 from app.engine.events import RunResult
-from app.ui.common.formatting import decimal, localized_numbers, percent, ratio
+from app.ui.common.engine_words import server_words
+from app.ui.common.formatting import decimal, integer, localized_numbers, percent, ratio
 
 NONE = "—"
 
@@ -45,12 +50,26 @@ class ExplainDialog(QDialog):
     comparison_requested = Signal()  # "Run comparison": the window reruns the answer without speculation
 
     def __init__(
-        self, speculative: RunResult, baseline: RunResult | None = None, parent: QWidget | None = None
+        self,
+        speculative: RunResult,
+        baseline: RunResult | None = None,
+        parent: QWidget | None = None,
+        measured: MeasuredSpeedup | None = None,
+        measured_on: MeasuredOn = "these_runs",
+        server_figures: Any = None,
     ) -> None:
+        """``measured``: the comparison's measured speed-up (``Comparison.measured``), so this
+        panel shows Compare's figure; ``measured_on`` "reruns" when that comparison reran the
+        answer explained here (opened on the answer) rather than being it (opened from Compare).
+        ``server_figures``: what the server said of ``speculative`` (``ServerFigures``, from a
+        comparison against servers), shown beside the figures read from its stream."""
         super().__init__(parent)
         self.setWindowTitle(self.tr("Why was it faster or slower?"))
-        self.explanation = explain(speculative, baseline)
+        self.explanation = explain(speculative, baseline, measured, measured_on)
         self.has_baseline = baseline is not None
+        made_by = speculative.made_by
+        self.server = made_by.server if made_by is not None else None  # the server that made it
+        self.server_figures = server_figures
         sentence = summary_sentence(
             self.explanation, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
         )
@@ -113,14 +132,26 @@ class ExplainDialog(QDialog):
                 _ratio(e.verify_cost_ratio),
             ),
             ("predicted", self.tr("Predicted decode speed-up"), _ratio(e.predicted_decode_speedup)),
-            ("measured", self.tr("Decode speed-up, measured (prefill left out)"), _ratio(e.decode_speedup)),
+            (
+                "chooser_predicted",
+                self.tr("Decode speed-up auto k predicted when it chose (its α, its measured costs)"),
+                _ratio(e.chooser_predicted),
+            ),
+            ("measured", self._measured_label(), self._measured_value(e.decode_speedup)),
             (
                 "whole_run",
                 self.tr("Whole-run speed-up, measured (prefill included)"),
-                _ratio(e.whole_run_speedup),
+                self._measured_value(e.whole_run_speedup),
+            ),
+            (
+                "ceiling",
+                self.tr("Most a decode speed-up of these passes can be (tokens per pass)"),
+                _ratio(e.measured.ceiling if e.measured is not None else None),
             ),
             ("plain_cost", self.tr("Cost of a plain pass"), self._plain_cost_note()),
         ]
+        if self.server:
+            rows += self._server_rows()
         form = QFormLayout()
         for key, label, value in rows:
             shown = QLabel(value, self)
@@ -130,8 +161,62 @@ class ExplainDialog(QDialog):
             form.addRow(label, shown)
         return form
 
+    def _server_rows(self) -> list[tuple[str, str, str]]:
+        """Where the figures come from on a server, and which it does not give."""
+        rows = [
+            ("server", self.tr("Made on the server"), server_words(self.server or "")),
+            (
+                "server_not_given",
+                self.tr("Not reported by the server"),
+                self.tr(
+                    "what each pass cost (drafting and verifying): so no c, v, predicted speed-up or "
+                    "what-if curves are shown. Acceptance and tokens per pass are the server's counts."
+                ),
+            ),
+        ]
+        figures = self.server_figures
+        if figures is not None:
+            drafted, accepted = figures.drafted, figures.accepted
+            drafts = (
+                self.tr("not reported")
+                if drafted is None or accepted is None
+                else self.tr("{0} of {1} ({2})").format(
+                    integer(accepted), integer(drafted), percent(accepted / drafted) if drafted else "—"
+                )
+            )
+            speed = figures.decode_tokens_per_s
+            rows += [
+                ("server_drafts", self.tr("Drafts accepted, of proposed (the server's count)"), drafts),
+                (
+                    "server_speed",
+                    self.tr("Decode tokens/s on the server's own clock"),
+                    decimal(speed, 1) if speed else self.tr("not reported"),
+                ),
+            ]
+        return rows
+    def _measured_label(self) -> str:
+        if self.explanation.measured_on == "reruns":
+            return self.tr(
+                "Decode speed-up, measured by Compare (its fresh reruns of this answer: with ÷ without "
+                "speculation; prefill left out)"
+            )
+        return self.tr("Decode speed-up, measured (this run ÷ the run without speculation; prefill left out)")
+
+    def _measured_value(self, value: float | None) -> str:
+        """The measured figure, or why it is not a result (the load changed, above the ceiling)."""
+        m = self.explanation.measured
+        if m is None or m.problem is None or value is None:
+            return _ratio(value)
+        if m.problem == "load_changed":
+            return self.tr("{0}: not a result, the machine's load changed between the runs").format(_ratio(value))
+        return self.tr("{0}: not a result, above the {1} these passes allow").format(
+            _ratio(value), _ratio(m.ceiling)
+        )
+
     def _plain_cost_note(self) -> str:
         e = self.explanation
+        if e.plain_cost_source == "server":
+            return self.tr("not reported: a server does not say what its passes cost")
         ms = NONE if e.plain_pass_s is None else f"{e.plain_pass_s * 1000:.0f}"
         if e.plain_cost_source == "baseline":
             return self.tr("{0} ms: the mean of the plain run's passes").format(ms)
@@ -156,7 +241,12 @@ class ExplainDialog(QDialog):
         self.tabs.addTab(self.acceptance_charts, self.tr("Acceptance"))
         self.tabs.addTab(self.timeline_chart, self.tr("Timeline"))
         self.tabs.addTab(self.what_if_chart, self.tr("What if"))
-        if e.alpha is None:
+        if self.server:
+            self.what_if_chart.setTitle(self.tr("What if: needs pass costs, which the server does not report"))
+            self.timeline_chart.setTitle(
+                self.tr("Timeline: SpecChat's clock between the server's stream events (not its passes)")
+            )
+        elif e.alpha is None:
             self.what_if_chart.setTitle(self.tr("What if: this run checked no drafts"))
         elif not e.what_if:
             self.what_if_chart.setTitle(self.tr("What if: needs the cost of a plain pass (run a comparison)"))

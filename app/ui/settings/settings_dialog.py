@@ -28,10 +28,12 @@ from PySide6.QtWidgets import (
 from app.engine.config import MAX_TEMPERATURE, available_cpus
 from app.engine.errors import InvalidSettingError
 from app.ui.models.model_sources import cached_hub_models
+from app.ui.settings.server_settings import ServerSettingsPanel
 from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
 
 if TYPE_CHECKING:
     from app.engine.runners.cpu_probe import CpuProbe
+    from app.worker.server_probe import ServerProbe
 
 
 class ModelSourcePicker(QWidget):
@@ -140,10 +142,12 @@ class SettingsDialog(QDialog):
         model_error: str | None = None,
         devices: list[str] | None = None,
         cpu: CpuProbe | None = None,
+        server_probe: ServerProbe | None = None,
     ) -> None:
         """``model_error``: why ``settings.models`` could not be loaded, shown beside them;
         ``devices``: the worker's probe, only what this machine has; ``cpu``: the worker's CPU
-        probe, which says what bfloat16 costs or gains here."""
+        probe, which says what bfloat16 costs or gains here; ``server_probe``: lists a server's
+        models off the GUI thread."""
         super().__init__(parent)
         self._devices = list(devices or DEVICES)  # the worker's probe: only what this machine has
         self._cpu = cpu
@@ -151,6 +155,8 @@ class SettingsDialog(QDialog):
         self._initial = settings
         tabs = QTabWidget(self)
         tabs.addTab(self._models_tab(), self.tr("Models"))
+        self.server = ServerSettingsPanel(server_probe, self)
+        tabs.addTab(self.server, self.tr("Server"))
         tabs.addTab(self._speculation_tab(), self.tr("Speculation"))
         tabs.addTab(self._decoding_tab(), self.tr("Decoding"))
         self.error = QLabel(self)
@@ -506,6 +512,7 @@ class SettingsDialog(QDialog):
         self.allow_pickle.setChecked(m.allow_pickle)
         self.cpu_kernels.setChecked(m.cpu_kernels)
         self.cpu_threads.setValue(m.cpu_threads)
+        self.server.set_value(s.server)
         self.speculative.setChecked(s.speculative)
         self.k.setValue(s.k)
         self.auto_k.setChecked(s.auto_k)
@@ -542,6 +549,7 @@ class SettingsDialog(QDialog):
         return replace(
             self._initial,
             models=models,
+            server=self.server.value(),
             speculative=self.speculative.isChecked(),
             k=self.k.value(),
             auto_k=self.auto_k.isChecked(),
@@ -567,6 +575,8 @@ class SettingsDialog(QDialog):
         ):
             if kind in ("folder", "gguf", "hub") and not path:
                 return self.tr("Choose a path or model id for the {0}.").format(label)
+        if (server := self.server.problem()) is not None:
+            return server
         try:
             s.generation_config()
         except InvalidSettingError as e:

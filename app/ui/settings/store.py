@@ -28,7 +28,8 @@ DRAFT_DTYPES = ("auto", "same as target", "int8", "float32", "float16", "bfloat1
 
 RECENT_PAIRS = 8  # remembered by the model library
 
-_Settings = TypeVar("_Settings", "ModelSettings", "AppSettings")
+_Settings = TypeVar("_Settings", "ModelSettings", "ServerSettings", "AppSettings")
+RunOn = Literal["computer", "server"]
 
 
 def configure_application(app: QCoreApplication) -> None:
@@ -109,10 +110,38 @@ class ModelPair:
 
 
 @dataclass(frozen=True)
+class ServerSettings:
+    """Where the answers are made: this computer (the models above) or an OpenAI-compatible
+    server (llama.cpp's ``llama-server``, vLLM). Changing any of these reconnects.
+
+    ``api_key_env`` is the NAME of an environment variable holding the key, never the key: the
+    key is read from the environment when connecting and is not written anywhere. ``plain_url``
+    / ``plain_model``: the endpoint that does not speculate, for Compare ("" URL: the same server,
+    a llama.cpp router, with ``plain_model``)."""
+
+    run_on: RunOn = "computer"
+    url: str = ""
+    model: str = ""  # "": the server's only model
+    api_key_env: str = ""
+    plain_url: str = ""
+    plain_model: str = ""
+
+    @property
+    def on_server(self) -> bool:
+        return self.run_on == "server"
+
+    @property
+    def compare_url(self) -> str:
+        """The plain endpoint's URL: its own, else the speculative one's (a router)."""
+        return self.plain_url or self.url
+
+
+@dataclass(frozen=True)
 class AppSettings:
     """Everything the settings dialog edits; applied to the next message."""
 
     models: ModelSettings = ModelSettings()
+    server: ServerSettings = ServerSettings()
     speculative: bool = True
     k: int = 5
     auto_k: bool = True  # choose each step's k (at most k) from measured costs
@@ -172,11 +201,15 @@ class SettingsStore:
 
     def load(self) -> AppSettings:
         models = _read(self._qs, "models", ModelSettings())
+        server = _read(self._qs, "server", ServerSettings())
+        if server.run_on not in ("computer", "server"):
+            server = replace(server, run_on="computer")
         top = _read(self._qs, "generation", AppSettings())
-        return replace(top, models=models)
+        return replace(top, models=models, server=server)
 
     def save(self, settings: AppSettings) -> None:
         _write(self._qs, "models", settings.models)
+        _write(self._qs, "server", settings.server)
         _write(self._qs, "generation", settings)
         self._qs.sync()
 
@@ -237,7 +270,7 @@ def _read_json_list(qs: QSettings, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _write(qs: QSettings, group: str, data: ModelSettings | AppSettings) -> None:
+def _write(qs: QSettings, group: str, data: ModelSettings | ServerSettings | AppSettings) -> None:
     for f in fields(data):
         value = getattr(data, f.name)
         if isinstance(value, (bool, int, float, str)):
