@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-import gguf
 import pytest
 import torch
+from tiny_gguf import write_gguf
 from tiny_models import SPECIALS, build_model, build_tokenizer, save
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, T5Config
@@ -82,55 +82,6 @@ def assert_clear(error: pytest.ExceptionInfo, *fragments: str) -> None:
     assert "\n" not in message and "Traceback" not in message and message.endswith(".")
     for fragment in fragments:
         assert fragment in message, (fragment, message)
-
-
-def _permute(w, n_head: int):
-    # HF rotary layout -> GGUF interleaved layout (transformers undoes this on load)
-    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-
-def write_gguf(model, tok: PreTrainedTokenizerFast, path: Path) -> None:
-    """A real (float32, unquantized) llama GGUF with a gpt2-style BPE tokenizer."""
-    c = model.config
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_context_length(c.max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv(c.num_key_value_heads)
-    w.add_layer_norm_rms_eps(c.rms_norm_eps)
-    w.add_rope_freq_base(10000.0)
-    w.add_vocab_size(c.vocab_size)
-    spec = json.loads(tok.backend_tokenizer.to_str())["model"]
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list([t for t, _ in sorted(spec["vocab"].items(), key=lambda kv: kv[1])])
-    w.add_token_types([3 if i in tok.all_special_ids else 1 for i in range(len(spec["vocab"]))])
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in spec["merges"]])
-    w.add_bos_token_id(tok.bos_token_id)
-    w.add_eos_token_id(tok.eos_token_id)
-    w.add_pad_token_id(tok.pad_token_id)
-    w.add_chat_template(tok.chat_template)
-    sd = {k: v.float().numpy() for k, v in model.state_dict().items()}
-    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
-    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
-    w.add_tensor("output.weight", sd["lm_head.weight"])
-    names = {
-        "attn_norm": "input_layernorm", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-        "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
-        "ffn_down": "mlp.down_proj",
-    }
-    for i in range(c.num_hidden_layers):
-        p = f"model.layers.{i}."
-        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
-        w.add_tensor(f"blk.{i}.attn_q.weight", _permute(q, c.num_attention_heads))
-        w.add_tensor(f"blk.{i}.attn_k.weight", _permute(k, c.num_key_value_heads))
-        for g, h in names.items():
-            w.add_tensor(f"blk.{i}.{g}.weight", sd[f"{p}{h}.weight"])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def bpe_tokenizer(corpus: str, vocab_size: int = 384) -> PreTrainedTokenizerFast:
@@ -624,8 +575,8 @@ def test_different_end_of_sequence_ids_are_incompatible(llama, tok):
 
 @needs_bundled
 @pytest.mark.slow
-def test_bundled_default_loads_and_is_cached(isolated_cache, monkeypatch):
-    first = load_model("default", device="cpu", dtype="float32")
+def test_bundled_default_loads_as_float_and_is_cached(isolated_cache, monkeypatch):
+    first = load_model("default", device="cpu", dtype="float32", weights="fp32")
     assert first.name == "SmolLM2-135M-Instruct (bundled)"
     assert first.vocab_size == 49152 and first.eos_token_ids and first.context_length == 8192
     [folder] = (isolated_cache / "converted").iterdir()
@@ -635,7 +586,7 @@ def test_bundled_default_loads_and_is_cached(isolated_cache, monkeypatch):
         raise AssertionError("the GGUF was read again")
 
     monkeypatch.setattr(loading, "_read_gguf", no_conversion)
-    second = load_model("default", device="cpu", dtype="float32")
+    second = load_model("default", device="cpu", dtype="float32", weights="fp32")
     ids = second.tokenizer.apply_chat_template(
         [{"role": "user", "content": "Hi"}], add_generation_prompt=True, return_tensors="pt"
     )

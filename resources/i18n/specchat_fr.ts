@@ -555,6 +555,14 @@
         <translation>Conversion du GGUF (au premier chargement seulement)…</translation>
     </message>
     <message>
+        <source>Converting GGUF to its quantized form (first load only)…</source>
+        <translation>Conversion du GGUF dans sa forme quantifiée (au premier chargement seulement)…</translation>
+    </message>
+    <message>
+        <source>The cached form of {0} is damaged ({1}); converting it again…</source>
+        <translation>La forme en cache de {0} est endommagée ({1}) ; nouvelle conversion…</translation>
+    </message>
+    <message>
         <source>Loading tokenizer…</source>
         <translation>Chargement du tokenizer…</translation>
     </message>

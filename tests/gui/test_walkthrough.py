@@ -197,6 +197,9 @@ def test_in_french_the_engines_words_and_the_numbers_are_french(in_french):
     assert loading_message("Loading tokenizer…") == "Chargement du tokenizer…"
     assert loading_message("Preparing the model on cpu…") == "Préparation du modèle sur cpu…"
     assert loading_message("Opening SmolLM2-135M-Instruct (bundled)…") == "Ouverture de SmolLM2-135M-Instruct (fourni)…"
+    damaged = "The cached form of tiny (bundled) is damaged (a reason); converting it again…"
+    french = "La forme en cache de tiny (fourni) est endommagée (a reason)\u00a0; nouvelle conversion…"
+    assert loading_message(damaged) == french
     assert model_label("SmolLM2-135M-Instruct (bundled)") == "SmolLM2-135M-Instruct (fourni)"
     assert drafter_label("prompt lookup") == "recherche dans le prompt"
     assert drafter_label("draft model: tiny (bundled)") == "modèle brouillon\u00a0: tiny (fourni)"

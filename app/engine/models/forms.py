@@ -19,6 +19,7 @@ import copy
 import gc
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -229,8 +230,9 @@ def settle(
         warning = (f"{asked} is not exact here: {why}.",) if why else ()
         return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file, None, warning))
     offered, notes = offered_forms(sizes=sizes)
-    if quantized_in_file:  # a quantized file is computed in its own form
-        offered = [form for form in offered if form in QUANT_FORMS][:1] or ["int8"]
+    if quantized_in_file:  # a quantized file is computed in its own form: the form most of its layers have
+        kinds = Counter(layer.form for layer in quantized_layers(model))
+        offered = [max(kinds, key=lambda kind: kinds[kind])]
     if progress is not None:
         progress("Measuring the weights forms (" + ", ".join(offered) + ")…")
     best, samples = _tournament(model, offered, cpu_kernels, form_probe)

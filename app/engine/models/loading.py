@@ -13,6 +13,7 @@ target. Token ids and tokenizers only: what happens next is the session's busine
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -26,10 +27,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from gguf import GGUFReader
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
@@ -37,7 +40,7 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
-from app.engine.models import forms
+from app.engine.models import forms, gguf_model
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.runners.cpu_kernels import CpuKernels
@@ -252,12 +255,13 @@ def _gguf_cache_folder(path: Path) -> Path:
     return cache_dir() / "converted" / f"{path.stem}-{digest}"
 
 
-def _convert_gguf(path: Path, target: Path, source: str) -> None:
-    """Dequantize a GGUF to float32 safetensors in ``target``, atomically: a killed conversion
-    leaves only a ``.tmp-*`` folder, never a half cache."""
-    with path.open("rb") as f:
-        if f.read(4) != b"GGUF":
-            raise ModelLoadError(f"'{source}' is not a GGUF file (it does not start with 'GGUF').")
+def _convert_gguf(
+    path: Path, target: Path, source: str, write: Callable[[Path, Path, str], None] | None = None
+) -> None:
+    """Convert a GGUF into ``target`` with ``write`` (default: dequantized to float32
+    safetensors), atomically: a killed conversion leaves only a ``.tmp-*`` folder, never a half
+    cache."""
+    _check_gguf_magic(path, source)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temps(target)
@@ -265,7 +269,7 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
     except OSError as exc:
         raise _unwritable_cache(source, target, exc) from exc
     try:
-        _write_converted(path, temp, source)
+        (write or _write_converted)(path, temp, source)
         os.replace(temp, target)
     except OSError as exc:
         if not (target / "config.json").is_file():  # else another process converted it first
@@ -273,6 +277,12 @@ def _convert_gguf(path: Path, target: Path, source: str) -> None:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
         gc.collect()
+
+
+def _check_gguf_magic(path: Path, source: str) -> None:
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelLoadError(f"'{source}' is not a GGUF file (it does not start with 'GGUF').")
 
 
 def _write_converted(path: Path, folder: Path, source: str) -> None:
@@ -317,13 +327,26 @@ def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedToke
     except OUT_OF_MEMORY:
         raise
     except Exception as exc:
-        if "not supported" in str(exc):
-            raise ModelLoadError(
-                f"The GGUF file '{source}' holds an architecture transformers cannot load "
-                f"({_first_line(exc)})."
-            ) from exc
-        raise ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.") from exc
+        raise _unreadable_gguf(source, exc) from exc
     return model, tokenizer
+
+
+def _read_gguf_header(path: Path, source: str) -> tuple[PretrainedConfig, PreTrainedTokenizerBase]:
+    """The config and the tokenizer transformers derives from a GGUF's metadata (no tensors)."""
+    try:
+        config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+    return config, tokenizer
+
+
+def _unreadable_gguf(source: str, exc: Exception) -> ModelLoadError:
+    if "not supported" in str(exc):
+        return ModelLoadError(
+            f"The GGUF file '{source}' holds an architecture transformers cannot load ({_first_line(exc)})."
+        )
+    return ModelLoadError(f"The GGUF file '{source}' is corrupt or truncated.")
 
 
 def _remove_stale_temps(target: Path) -> None:
@@ -340,20 +363,93 @@ def _gguf_folder(path: Path, source: str, progress: ProgressFn) -> Path:
     return folder
 
 
+# ---------------------------------------------------------------- GGUF at its own size
+
+
+GGUF_WANTS = {"auto": "native", "int4": "int4", "int8": "int8"}  # weights form -> gguf_model's want
+
+
+def _gguf_forms_folder(path: Path, want: str) -> Path:
+    folder = _gguf_cache_folder(path)
+    return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}")
+
+
+def _write_forms(reader: GGUFReader, path: Path, folder: Path, source: str, want: str) -> None:
+    config, tokenizer = _read_gguf_header(path, source)
+    try:
+        gguf_model.write_forms(reader, folder, config, want)
+    except OUT_OF_MEMORY:
+        raise
+    except OSError:
+        raise
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+    config.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def _load_gguf_forms(
+    path: Path, source: str, want: str, opened: list[GGUFReader], progress: ProgressFn
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The GGUF as its quantized forms, from the cache (converted on first load; a damaged cache
+    is said, removed and converted again). ``opened``: the file's reader if one was opened,
+    handed over (popped), so that its mapping closes before the model is built."""
+    folder = _gguf_forms_folder(path, want)
+    for attempt in range(2):
+        if not (folder / gguf_model.MANIFEST).is_file():
+            progress("Converting GGUF to its quantized form (first load only)…", None)
+            reader = opened.pop() if opened else _gguf_reader(path, source)
+            _convert_gguf(path, folder, source, functools.partial(_write_forms, reader, want=want))
+            del reader
+        opened.clear()
+        progress("Loading weights…", 0.3)
+        try:
+            model, _ = gguf_model.load_forms(folder)
+            break
+        except gguf_model.DamagedForms as exc:
+            if attempt:
+                raise ModelLoadError(f"The quantized form of '{source}' could not be built ({exc}).") from exc
+            progress(f"The cached form of {describe_source(source)} is damaged ({exc}); converting it again…", None)
+            shutil.rmtree(folder, ignore_errors=True)
+    return model, _read_tokenizer(folder, source, progress)
+
+
+def _gguf_reader(path: Path, source: str) -> GGUFReader:
+    try:
+        return GGUFReader(path)
+    except Exception as exc:
+        raise _unreadable_gguf(source, exc) from exc
+
+
+FLOAT_MARK = "no-quantized-linears"  # in a float conversion: the file has none, do not ask again
+
+
+def _has_quantized_linears(path: Path, source: str, want: str, opened: list[GGUFReader]) -> bool:
+    """Whether the GGUF has quantized linears, asked of the file once (reading its header costs
+    seconds; a cached form says yes, a float conversion marked ``FLOAT_MARK`` no). A reader it
+    opens is left in ``opened`` for the conversion."""
+    if (_gguf_forms_folder(path, want) / gguf_model.MANIFEST).is_file():
+        return True
+    if (_gguf_cache_folder(path) / FLOAT_MARK).is_file():
+        return False
+    opened.append(_gguf_reader(path, source))
+    return gguf_model.has_quantized_linears(opened[0])
+
+
+def _mark_float(folder: Path) -> None:
+    try:
+        (folder / FLOAT_MARK).touch()
+    except OSError:
+        pass  # asked again next time
+
+
 # ---------------------------------------------------------------- loading
 
 
 def _read_folder(
     folder: Path, source: str, torch_dtype: torch.dtype, use_safetensors: bool, progress: ProgressFn
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    progress("Loading tokenizer…", 0.2)
-    try:
-        tokenizer = _tokenizer_class(folder).from_pretrained(
-            folder, local_files_only=True, trust_remote_code=False
-        )
-    except Exception as exc:
-        detail = _first_line(exc)
-        raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
+    tokenizer = _read_tokenizer(folder, source, progress)
     progress("Loading weights…", 0.3)
     try:
         model = AutoModelForCausalLM.from_pretrained(
@@ -366,6 +462,18 @@ def _read_folder(
         detail = _first_line(exc)
         raise ModelLoadError(f"The weights of '{source}' could not be loaded ({detail}).") from exc
     return model, tokenizer
+
+
+def _read_tokenizer(folder: Path, source: str, progress: ProgressFn) -> PreTrainedTokenizerBase:
+    progress("Loading tokenizer…", 0.2)
+    try:
+        tokenizer: PreTrainedTokenizerBase = _tokenizer_class(folder).from_pretrained(
+            folder, local_files_only=True, trust_remote_code=False
+        )
+    except Exception as exc:
+        detail = _first_line(exc)
+        raise ModelLoadError(f"The tokenizer of '{source}' could not be loaded ({detail}).") from exc
+    return tokenizer
 
 
 def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoTokenizer]:
@@ -424,21 +532,48 @@ def _out_of_memory(source: str, device: torch.device, dtype: str) -> ModelLoadEr
 
 
 def _load(
-    source: str, device: torch.device, torch_dtype: torch.dtype, allow_pickle: bool, progress: ProgressFn
+    source: str,
+    device: torch.device,
+    torch_dtype: torch.dtype,
+    allow_pickle: bool,
+    progress: ProgressFn,
+    asked: str = forms.AUTO,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, str]:
     """The model in ``torch_dtype`` on ``device``, its tokenizer, and its weights' own form
-    ("bf16", "fp32", "GGUF")."""
+    ("bf16", "fp32", "GGUF", "Q4_1"). A quantized GGUF asked as ``auto``, int4 or int8 on the
+    CPU is built in its quantized forms (``gguf_model``), with no float model in between."""
     path = _find_folder(source)
     origin = ""
     if path.is_file():
         if path.suffix != ".gguf":
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
+        _check_gguf_magic(path, source)
+        want = GGUF_WANTS.get(asked) if device.type == "cpu" else None
+        opened: list[GGUFReader] = []
+        if want and _has_quantized_linears(path, source, want, opened):
+            model, tokenizer = _load_gguf_forms(path, source, want, opened, progress)
+            return model, tokenizer, _gguf_origin(model)
         path, origin = _gguf_folder(path, source, progress), "GGUF"
+        if opened:  # asked, and it has none
+            opened.clear()
+            _mark_float(path)
     use_safetensors = _use_safetensors(path, source, allow_pickle)
     _check_architecture(path, source)
     model, tokenizer = _read_folder(path, source, torch_dtype, use_safetensors, progress)
     progress(f"Preparing the model on {device}…", 0.85)
     return _prepare(model, device), tokenizer, origin or _checkpoint_form(path)
+
+
+def _gguf_origin(model: PreTrainedModel) -> str:
+    """The GGUF type most of a quantized GGUF's layers came from ("Q4_K"), for the label."""
+    summary = gguf_model.forms_of(model)
+    if summary is None or not summary.layers:
+        return "GGUF"
+    counts: dict[str, int] = {}
+    for key, n in summary.layers.items():  # "int4 from Q4_1" -> 210
+        kind = key.rpartition(" from ")[2] or key
+        counts[kind] = counts.get(kind, 0) + n
+    return max(counts, key=lambda kind: counts[kind])
 
 
 def _checkpoint_form(folder: Path) -> str:
@@ -449,6 +584,13 @@ def _checkpoint_form(folder: Path) -> str:
         return ""
     declared = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
     return forms.ALIASES.get(str(declared).lower(), "") if declared else ""
+
+
+def _is_gguf(source: str) -> bool:
+    try:
+        return _find_folder(source).suffix == ".gguf"
+    except SpecChatError:
+        return False  # _load says what is wrong with it
 
 
 def _asked_form(weights: str | None, dtype: str | None, device: torch.device, cpu_kernels: bool) -> tuple[str, str]:
@@ -481,13 +623,19 @@ def load_model(
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
     asked, reason = _asked_form(weights, dtype, dev, cpu_kernels)
+    # a GGUF asked for nothing in particular is computed at its own size: quantized layers in
+    # their own forms (auto then keeps them), a float file as dtype says
+    own_size = not weights and dtype in (None, "auto") and cpu_kernels and dev.type == "cpu" and _is_gguf(source)
     dtype_name = forms.DTYPE_OF.get(asked, "float32")
     torch_dtype = forms.LOAD_DTYPE.get(asked, torch.float32)  # auto: the fp32 master each form is made from
     if dev.type != "cpu" and asked in QUANT_FORMS:
         torch_dtype = torch.bfloat16
     progress(f"Opening {describe_source(source)}…", 0.0)
     try:
-        model, tokenizer, origin = _load(source, dev, torch_dtype, allow_pickle, progress)
+        load_as = forms.AUTO if own_size else asked
+        model, tokenizer, origin = _load(source, dev, torch_dtype, allow_pickle, progress, load_as)
+        if own_size and gguf_model.forms_of(model) is not None:
+            asked = forms.AUTO
         vocab_size = len(tokenizer)
         probe = form_probe or (lambda m: forms.pass_seconds(m, vocab_size, probe_sizes))
         settled = _settle(model, asked, reason, origin, cpu_kernels, probe, source, dev, progress)

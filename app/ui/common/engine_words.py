@@ -49,6 +49,14 @@ def loading_message(message: str) -> str:
             "Converting GGUF (first load only)…",
             QCoreApplication.translate("Engine", "Converting GGUF (first load only)…"),
         ),
+        (
+            "Converting GGUF to its quantized form (first load only)…",
+            QCoreApplication.translate("Engine", "Converting GGUF to its quantized form (first load only)…"),
+        ),
+        (
+            "The cached form of {0} is damaged ({1}); converting it again…",
+            QCoreApplication.translate("Engine", "The cached form of {0} is damaged ({1}); converting it again…"),
+        ),
         ("Loading tokenizer…", QCoreApplication.translate("Engine", "Loading tokenizer…")),
         ("Loading weights…", QCoreApplication.translate("Engine", "Loading weights…")),
         ("Ready", QCoreApplication.translate("Engine", "Ready")),
@@ -56,7 +64,7 @@ def loading_message(message: str) -> str:
         ("Opening {0}…", QCoreApplication.translate("Engine", "Opening {0}…")),
     )
     for english, translated in templates:
-        pattern = re.escape(english).replace(re.escape("{0}"), "(.+)")
+        pattern = re.escape(english).replace(re.escape("{0}"), "(.+)").replace(re.escape("{1}"), "(.+)")
         found = re.fullmatch(pattern, message, flags=re.DOTALL)
         if found is not None:
             return translated.format(*(model_label(group) for group in found.groups()))

@@ -1,0 +1,178 @@
+"""GGUF tensors onto the weight-only forms, block by block, without a float model in between.
+
+The forms are those of ``runners/quant.py``:
+
+- **int4**, groups of 32 inputs: ``w = (q − 8)·scale + zero``, q in 0..15 (``Int4Form``);
+- **int8**, one scale per output row: ``w = q·scale``, q in −128..127 (``Int8Form``);
+- **dense**: a float tensor (norms, biases, F32 / F16 / BF16 linears).
+
+What each GGUF type becomes (``form_of``):
+
+- Q4_0 (``w = d·(q − 8)``) → int4 with scale = d, zero = 0;
+- Q4_1 (``w = d·q + m``) → int4 with scale = d, zero = m + 8d;
+- Q4_K (super-blocks of 256 = 8 × 32, 6-bit sub-scales and mins: ``w = d·sc·q − dmin·mn``) →
+  int4 with scale = d·sc, zero = 8·scale − dmin·mn;
+
+  all three exact but for the bf16 rounding of scale and zero (what int4pack reads);
+- Q5_0 / Q5_1 / Q5_K / Q6_K / Q8_0 and every other quantized type → int8 per row, rounded from
+  the file's own dequantization against the bf16 scale the kernel reads (more bits than int4
+  holds; per row, int8 keeps ~1/250 of the row's largest weight, which measured closer to the
+  file than int4 groups of 32 — see the README table);
+- F32 / F16 / BF16 → dense.
+
+Rows are handled in chunks, so a tensor's float copy never exists whole (``int8`` reads the
+dequantized rows chunk by chunk, twice: once for the row scales, once to round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gguf import GGMLQuantizationType as Q
+from gguf import dequantize
+from gguf.constants import GGML_QUANT_SIZES
+from gguf.quants import Q4_K
+
+GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
+CHUNK_ROWS = 2048  # rows decoded at a time
+INT4_TYPES = (Q.Q4_0, Q.Q4_1, Q.Q4_K)
+DENSE_TYPES = (Q.F32, Q.F16, Q.BF16)
+INT4_BLOCK_BYTES = {Q.Q4_0: 18, Q.Q4_1: 20, Q.Q4_K: 144}
+
+
+@dataclass(frozen=True)
+class Int4Form:
+    q: torch.Tensor  # uint8 [N, K], 0..15
+    scale: torch.Tensor  # float32 [N, K // 32]
+    zero: torch.Tensor  # float32 [N, K // 32]
+
+    def weight(self) -> torch.Tensor:
+        """fp32 [N, K] as the kernel computes it: scale and zero rounded to bf16."""
+        n, k = self.q.shape
+        s, z = bf16(self.scale)[..., None], bf16(self.zero)[..., None]
+        return ((self.q.reshape(n, -1, GROUP).float() - 8) * s + z).reshape(n, k)
+
+
+@dataclass(frozen=True)
+class Int8Form:
+    q: torch.Tensor  # int8 [N, K]
+    scale: torch.Tensor  # float32 [N], already a bf16 value
+
+    def weight(self) -> torch.Tensor:
+        return self.q.float() * bf16(self.scale)[:, None]
+
+
+Form = Int4Form | Int8Form | torch.Tensor
+
+
+def bf16(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.bfloat16).float()
+
+
+def rows_of(raw: np.ndarray, qtype: Q, k: int) -> np.ndarray:
+    """The raw bytes of a [N, K] tensor as [N, bytes per row], whatever shape the reader gave."""
+    data = raw.view(np.uint8)
+    block, size = GGML_QUANT_SIZES[qtype]
+    n = data.size // size * block // k
+    return data.reshape(n, -1)
+
+
+def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native") -> Form:
+    """The form of one [N, K] tensor. ``want``: "native" (the table above), "int4" or "int8"
+    (a forced form: other types are rounded to it from the file's dequantization)."""
+    rows = rows_of(raw, qtype, k)
+    if qtype in DENSE_TYPES and want == "native":
+        return torch.from_numpy(dequantize(rows, qtype).reshape(-1, k).copy())
+    if want in ("native", "int4") and qtype in INT4_TYPES:
+        return int4_of_blocks(rows, qtype)
+    if want == "int4":
+        return _chunked_int4(rows, qtype, k)
+    return int8_of_rows(rows, qtype, k)
+
+
+# ---------------------------------------------------------------- int4 straight from the blocks
+
+
+def int4_of_blocks(rows: np.ndarray, qtype: Q) -> Int4Form:
+    """Q4_0 / Q4_1 / Q4_K rows ([N, bytes]) as int4 groups of 32, chunk by chunk."""
+    parts = [_int4_chunk(rows[i : i + CHUNK_ROWS], qtype) for i in range(0, rows.shape[0], CHUNK_ROWS)]
+    return Int4Form(*(torch.cat([p[j] for p in parts]) for j in range(3)))
+
+
+def _int4_chunk(rows: np.ndarray, qtype: Q) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = rows.shape[0]
+    blocks = rows.reshape(-1, INT4_BLOCK_BYTES[qtype])
+    if qtype == Q.Q4_K:
+        q, scale, zero = _q4_k(blocks)
+    else:
+        d = blocks[:, 0:2].view(np.float16).astype(np.float32)  # [B, 1]
+        m = blocks[:, 2:4].view(np.float16).astype(np.float32) if qtype == Q.Q4_1 else None
+        q = _nibbles(blocks[:, 4 if m is not None else 2 :])  # [B, 32]
+        scale = d
+        zero = np.zeros_like(d) if m is None else m + 8 * d  # w = d·q + m = (q − 8)·d + (m + 8d)
+    return (
+        torch.from_numpy(q.reshape(n, -1)),
+        torch.from_numpy(np.ascontiguousarray(scale.reshape(n, -1))),
+        torch.from_numpy(np.ascontiguousarray(zero.reshape(n, -1))),
+    )
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """[B, 16] bytes → [B, 32] values: elements 0..15 are the low nibbles, 16..31 the high."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+def _q4_k(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q4_K super-blocks [B, 144] → q [B, 256], scale [B, 8], zero [B, 8]."""
+    d = blocks[:, 0:2].view(np.float16).astype(np.float32)  # [B, 1]
+    dmin = blocks[:, 2:4].view(np.float16).astype(np.float32)
+    sc, mn = Q4_K.get_scale_min(blocks[:, 4:16])  # [B, 8] each, 6-bit
+    scale = d * sc.astype(np.float32)  # the reference's d·sc, in fp32 as it computes it
+    zero = 8 * scale - dmin * mn.astype(np.float32)  # w = scale·q − dmin·mn
+    qs = blocks[:, 16:].reshape(-1, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+    return (qs & 0x0F).reshape(-1, 256), scale, zero
+
+
+# ---------------------------------------------------------------- int8 per row, from the file's values
+
+
+def int8_of_rows(rows: np.ndarray, qtype: Q, k: int) -> Int8Form:
+    """Round the file's dequantized rows to int8 against the bf16 row scale (chunked)."""
+    parts = [_int8_chunk(_dequantized(rows[i : i + CHUNK_ROWS], qtype, k)) for i in range(0, rows.shape[0], CHUNK_ROWS)]
+    return Int8Form(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]))
+
+
+def _int8_chunk(w: torch.Tensor) -> Int8Form:
+    scale = bf16((w.abs().amax(1) / 127).clamp(min=1e-8))
+    q = (w / scale[:, None]).round().clamp(-128, 127).to(torch.int8)
+    return Int8Form(q, scale)
+
+
+def _chunked_int4(rows: np.ndarray, qtype: Q, k: int) -> Int4Form:
+    """A forced int4 form of a type without int4 blocks: min/max per group, round to nearest."""
+    parts = []
+    for i in range(0, rows.shape[0], CHUNK_ROWS):
+        w = _dequantized(rows[i : i + CHUNK_ROWS], qtype, k)
+        g = w.reshape(w.shape[0], -1, GROUP)
+        lo, hi = g.amin(-1), g.amax(-1)
+        scale = ((hi - lo) / 15).clamp(min=1e-6)
+        q = ((g - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8)
+        parts.append((q.reshape(w.shape), scale, lo + 8 * scale))
+    return Int4Form(*(torch.cat([p[j] for p in parts]) for j in range(3)))
+
+
+def _dequantized(rows: np.ndarray, qtype: Q, k: int) -> torch.Tensor:
+    return torch.from_numpy(dequantize(rows, qtype).reshape(-1, k))
+
+
+def reference(raw: np.ndarray, qtype: Q, k: int) -> torch.Tensor:
+    """The file's own dequantization (gguf's reference dequantizers), fp32 [N, K]."""
+    return _dequantized(rows_of(raw, qtype, k), qtype, k)
+
+
+def max_error(form: Form, raw: np.ndarray, qtype: Q, k: int) -> float:
+    """Max abs weight error of ``form`` (as the kernel computes it) against the file's values."""
+    weight = form if isinstance(form, torch.Tensor) else form.weight()
+    return float((weight.float() - reference(raw, qtype, k)).abs().max())
