@@ -1,0 +1,279 @@
+"""Weight-only quantized linears: int4 (asymmetric, groups of 32 inputs) and int8 (per output
+channel), computed as they are by torch's own kernels, with **bf16 activations**.
+
+- ``Int4Linear`` runs ``torch.ops.aten._weight_int4pack_mm_for_cpu`` (CUDA: tinygemm's
+  ``_weight_int4pack_mm``); its weight is ``w = (q − 8)·scale + zero`` per group of 32 inputs.
+- ``Int8Linear`` runs ``torch.ops.aten._weight_int8pack_mm``; its weight is ``w = q·scale`` per
+  output row.
+
+Both kernels have vector paths (AVX-512, AVX2) for bf16 activations only: fed fp32 they take a
+scalar loop 20–30× slower, so a layer casts whatever it is given to bf16. On the CPU both are
+batch invariant — row i of an M-row call is bit-identical to the row fed alone (measured for M up
+to 16, AVX-512 and ATen's AVX2 kernels; ``batch_invariant`` asks it again at run time) — which
+is what exact block verification needs.
+
+Build them from plain tensors (``from_quantized``: a GGUF reader maps its blocks straight onto
+them) or from a float weight (``from_float``: round to nearest, min/max per group for int4,
+absmax per row for int8). ``quantize_model`` swaps every eligible ``nn.Linear`` and GPT-2
+``Conv1D`` of a model and says what it swapped and what it left.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from transformers.pytorch_utils import Conv1D
+
+GROUP = 32  # inputs per int4 group (scale, zero)
+INT4_N_MULTIPLE = 16  # the CPU int4 packing wants out_features divisible by 16
+INT8_K_MULTIPLE = 16  # the CPU int8 kernel computes wrong sums (or crashes) for other K
+QUANT_FORMS = ("int4", "int8")
+ACTIVATIONS = torch.bfloat16
+
+
+class WeightOnlyLinear(nn.Module):
+    """A linear layer with quantized weights and bf16 activations.  x [..., in] → y [..., out]"""
+
+    form = ""  # "int4" | "int8"
+    bias: torch.Tensor | None
+
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        if bias is not None:
+            self.register_buffer("bias", bias.detach().to(ACTIVATIONS).contiguous())
+        else:
+            self.bias = None
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:  # x [M, in] bf16 → [M, out] bf16
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        rows = x.reshape(-1, self.in_features).to(ACTIVATIONS)
+        y = self._matmul(rows)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features).to(dtype)
+
+    def weight_bytes(self) -> int:
+        return sum(b.numel() * b.element_size() for b in self.buffers())
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Int4Linear(WeightOnlyLinear):
+    """int4 weights in groups of ``GROUP`` inputs: ``w = (q − 8)·scale + zero``; scale and zero
+    are kept in bf16 (what the kernel reads)."""
+
+    form = "int4"
+    packed: torch.Tensor
+    scales_zeros: torch.Tensor
+
+    def __init__(
+        self, packed: torch.Tensor, scales_zeros: torch.Tensor, in_features: int, bias: torch.Tensor | None
+    ) -> None:
+        super().__init__(in_features, scales_zeros.shape[1], bias)
+        self.register_buffer("packed", packed)
+        self.register_buffer("scales_zeros", scales_zeros)  # [in / GROUP, out, 2] bf16
+
+    @classmethod
+    def from_quantized(
+        cls, q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> Int4Linear:
+        """q: uint8 [N, K], values 0..15; scale, zero: float32 [N, K // 32]; bias [N] or None."""
+        n, k = q.shape
+        if k % GROUP or scale.shape != (n, k // GROUP) or zero.shape != scale.shape:
+            raise ValueError(
+                f"int4 needs K a multiple of {GROUP} and scale, zero of [N, K/{GROUP}]; got {tuple(q.shape)}"
+            )
+        if q.device.type == "cpu" and n % INT4_N_MULTIPLE:
+            raise ValueError(f"int4 on the CPU needs out_features divisible by {INT4_N_MULTIPLE}; got {n}")
+        scales_zeros = torch.stack([scale.float(), zero.float()], -1).transpose(0, 1).contiguous().to(ACTIVATIONS)
+        return cls(_pack_int4(q), scales_zeros, k, bias)
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Int4Linear:
+        """Round to nearest on each group's min/max range: 16 levels from min to max."""
+        if why := int4_fits(*weight.shape):
+            raise ValueError(f"int4 cannot take this layer: {why}")
+        q, scale, zero = quantize_int4(weight)
+        return cls.from_quantized(q, scale, zero, bias)
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type == "cuda":  # tinygemm; untested here (see the README)
+            out: torch.Tensor = torch.ops.aten._weight_int4pack_mm(x, self.packed, GROUP, self.scales_zeros)
+            return out
+        y: torch.Tensor = torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.packed, GROUP, self.scales_zeros)
+        return y
+
+    def dequantized(self) -> torch.Tensor:
+        """The weight the kernel computes with, as fp32 [N, K] (an identity matrix through it)."""
+        eye = torch.eye(self.in_features, dtype=ACTIVATIONS, device=self.packed.device)
+        return self._matmul(eye).t().float()
+
+
+class Int8Linear(WeightOnlyLinear):
+    """int8 weights with one scale per output row: ``w = q·scale`` (scale kept in bf16)."""
+
+    form = "int8"
+    q: torch.Tensor
+    scale: torch.Tensor
+
+    def __init__(self, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None) -> None:
+        super().__init__(q.shape[1], q.shape[0], bias)
+        self.register_buffer("q", q.contiguous())
+        self.register_buffer("scale", scale.to(ACTIVATIONS).contiguous())
+
+    @classmethod
+    def from_quantized(cls, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
+        """q: int8 [N, K]; scale: float32 [N]; bias [N] or None."""
+        if q.dtype != torch.int8 or q.dim() != 2 or scale.shape != (q.shape[0],):
+            shapes = f"{q.dtype} {tuple(q.shape)}, {tuple(scale.shape)}"
+            raise ValueError(f"int8 needs q int8 [N, K] and scale [N]; got {shapes}")
+        if why := int8_fits(*q.shape):
+            raise ValueError(f"int8 cannot take this layer: {why}")
+        return cls(q, scale, bias)
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Int8Linear:
+        """Round to nearest on each row's absmax: q in −127..127."""
+        w = weight.detach().float()
+        scale = (w.abs().amax(1) / 127).clamp(min=1e-8)
+        q = (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8)
+        return cls.from_quantized(q, scale, bias)
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = torch.ops.aten._weight_int8pack_mm(x, self.q, self.scale)
+        return y
+
+    def dequantized(self) -> torch.Tensor:
+        return self.q.float() * self.scale.float()[:, None]
+
+
+def quantize_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(q uint8 [N, K] in 0..15, scale [N, K/32], zero [N, K/32]) with w ≈ (q − 8)·scale + zero."""
+    w = weight.detach().float()
+    n, k = w.shape
+    groups = w.reshape(n, k // GROUP, GROUP)
+    lo, hi = groups.amin(-1), groups.amax(-1)
+    scale = ((hi - lo) / 15).clamp(min=1e-6)
+    q = ((groups - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
+    return q, scale, lo + 8 * scale
+
+
+def _pack_int4(q: torch.Tensor) -> torch.Tensor:
+    if q.device.type == "cuda":  # tinygemm packs two values per byte first; untested here
+        pairs = (q[:, ::2].to(torch.uint8) << 4) | q[:, 1::2].to(torch.uint8)
+        packed_cuda: torch.Tensor = torch.ops.aten._convert_weight_to_int4pack(pairs.contiguous(), 8)
+        return packed_cuda
+    packed: torch.Tensor = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32).contiguous(), 1)
+    return packed
+
+
+# ---------------------------------------------------------------- whole models
+
+
+@dataclass(frozen=True)
+class QuantReport:
+    """What ``quantize_model`` did: layers swapped per form, and those left, with why."""
+
+    form: str  # the form asked: "int4" | "int8"
+    swapped: dict[str, int] = field(default_factory=dict)  # form -> layers swapped to it
+    left: tuple[str, ...] = ()  # "model.layers.0.mlp.up_proj: K = 40 is not a multiple of 32"
+
+    @property
+    def total(self) -> int:
+        return sum(self.swapped.values())
+
+    def describe(self) -> str:
+        """ "int4: 210 layers, int8: 1 layer; 2 left (…)" """
+        parts = [f"{form}: {n} layer{'s' if n != 1 else ''}" for form, n in self.swapped.items() if n]
+        if self.left:
+            parts.append(f"{len(self.left)} left ({'; '.join(self.left[:3])}{'; …' if len(self.left) > 3 else ''})")
+        return ", ".join(parts) or "nothing swapped"
+
+
+def int4_fits(out_features: int, in_features: int) -> str | None:
+    """Why a [in → out] linear cannot be int4 here (None: it can)."""
+    if in_features % GROUP:
+        return f"K = {in_features} is not a multiple of {GROUP}"
+    if out_features % INT4_N_MULTIPLE:
+        return f"N = {out_features} is not a multiple of {INT4_N_MULTIPLE}"
+    return None
+
+
+def int8_fits(out_features: int, in_features: int) -> str | None:
+    """Why a [in → out] linear cannot be int8 here (None: it can)."""
+    if in_features % INT8_K_MULTIPLE:
+        return f"K = {in_features} is not a multiple of {INT8_K_MULTIPLE}"
+    return None
+
+
+def _is_head(model: nn.Module, layer: nn.Module) -> bool:
+    get = getattr(model, "get_output_embeddings", None)
+    return callable(get) and get() is layer
+
+
+def quantize_model(model: nn.Module, form: str, head_form: str | None = None) -> QuantReport:
+    """Swap every ``nn.Linear`` and GPT-2 ``Conv1D`` for the weight-only ``form`` ("int4" or
+    "int8"); the LM head takes ``head_form`` (default: int8 for int4 — the head is the last
+    matrix before the logits and llama.cpp's own Q4 files keep it wider — else ``form``).
+
+    An int4 layer whose shape does not fit (K not a multiple of 32, N not of 16) becomes int8;
+    a layer no form fits (K not a multiple of 16) is left as it was and named: prepack it
+    (``cpu_kernels``) so that it stays exact too. The model's other weights (embeddings, norms) are
+    left as they are: convert the model to bf16 first, as the layers compute in bf16."""
+    if form not in QUANT_FORMS:
+        raise ValueError(f"{form!r} is not a weight-only form ({', '.join(QUANT_FORMS)})")
+    head_form = head_form or ("int8" if form == "int4" else form)
+    swapped: dict[str, int] = {}
+    left: list[str] = []
+    layers = [
+        (f"{prefix}.{name}".lstrip("."), parent, name, child)
+        for prefix, parent in model.named_modules()
+        for name, child in parent.named_children()
+        if type(child) in (nn.Linear, Conv1D)
+    ]
+    for path, parent, name, child in layers:
+        weight = child.weight.detach()
+        if isinstance(child, Conv1D):
+            weight = weight.t()
+        bias = child.bias.detach() if child.bias is not None else None
+        want = head_form if _is_head(model, child) else form
+        if want == "int4" and int4_fits(*weight.shape) is not None:
+            want = "int8"
+        if want == "int8" and (why := int8_fits(*weight.shape)) is not None:
+            left.append(f"{path}: {why}")
+            continue
+        layer = Int4Linear.from_float(weight, bias) if want == "int4" else Int8Linear.from_float(weight, bias)
+        setattr(parent, name, layer)
+        swapped[want] = swapped.get(want, 0) + 1
+    return QuantReport(form, swapped, tuple(left))
+
+
+def quantized_layers(model: nn.Module) -> list[WeightOnlyLinear]:
+    return [m for m in model.modules() if isinstance(m, WeightOnlyLinear)]
+
+
+# ---------------------------------------------------------------- exactness on this CPU
+
+
+@functools.cache
+def batch_invariant(form: str, rows: int = 8) -> bool:
+    """Whether a ``form`` layer's rows are bit-identical fed together (M = 2..``rows``) or alone,
+    on this CPU with the kernels ATen picked: asked once per process on a small random layer."""
+    gen = torch.Generator().manual_seed(0)
+    weight = torch.randn(64, 1024, generator=gen)
+    x = torch.randn(rows, 1024, generator=gen).to(ACTIVATIONS)
+    layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    try:
+        with torch.inference_mode():
+            alone = [layer(x[i : i + 1])[0] for i in range(rows)]
+            return all(torch.equal(layer(x[:m])[i], alone[i]) for m in range(2, rows + 1) for i in range(m))
+    except (RuntimeError, NotImplementedError):
+        return False
