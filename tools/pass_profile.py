@@ -5,41 +5,54 @@
     python tools/pass_profile.py --weights int4        # where the runner has weight forms
     python tools/pass_profile.py --json
 
-Method (one, for every part): ``time.perf_counter_ns`` clocks around each module's forward
-(forward pre- and post-hooks on every module) and around two functions inside the attention
-module (the attention function and the KV-cache update, wrapped). Each part gets its
-*exclusive* time (its own clock minus the clocks of the timed parts inside it), so the parts add
-up to the hooked pass. A pass is what verification runs: roll the cache back to a fixed context
-(``--context`` tokens of a real prompt) and feed m tokens, every row's logits kept
-(``CachedModel.feed_at``). "Python/other" is the pass minus every timed part: the decoder layers'
-and the model's own code (residual adds, masks, positions, the cache object), the runner's.
+Method (one, for every part): clocks around each module's forward (forward pre- and
+post-hooks on every module) and around two functions inside the attention module (the
+attention function and the KV-cache update, wrapped). Each part gets its *exclusive* time (its
+own clock minus the clocks of the timed parts inside it), so the parts add up to the hooked
+pass. The clock is this thread's CPU time (``time.thread_time_ns``; torch runs its one intra-op
+thread in the caller), so what other processes take from a shared machine is left out;
+``--clock wall`` uses ``time.perf_counter_ns``. A pass is what verification runs: roll the
+cache back to a fixed context (``--context`` tokens of a real prompt) and feed m tokens, every
+row's logits kept (``CachedModel.feed_at``). "Python/other" is the pass minus every timed part:
+the decoder layers' and the model's own code (residual adds, masks, positions, the cache
+object), the runner's.
 
-The hooks cost time themselves (two clock reads and a dict lookup per module call): the table
-also gives the pass timed without hooks, interleaved with the hooked passes; the difference is
-what the profile adds, spread over the parts.
+The hooks cost time themselves (two clock reads and a list push per module call): the table
+also gives the pass timed with no hooks registered, interleaved with the hooked passes; the
+difference is what the profile adds, spread over the parts. ``--against`` runs a second way of
+making the pass (a copy of the same model, for the noise of the comparison itself; separate
+projections; the earlier row-wise attention) pass for pass interleaved with the current one.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import statistics
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.engine.models.loading import bundled_model_path, load_model
+from app.engine.models.loading import LoadedModel, bundled_model_path, load_model
+from app.engine.runners import cpu_kernels
 from app.engine.runners.cpu_kernels import apply_threads
 from app.engine.runners.kv import CachedModel
 
+# the clock every part is timed with: this thread's CPU time (the default: on a machine where
+# other processes take the cores, wall time measures the scheduler) or wall time
+CLOCKS = {"cpu": time.thread_time_ns, "wall": time.perf_counter_ns}
+CLOCK = [time.thread_time_ns]
 PARTS = (
     "linears", "attention kernel", "attention glue", "KV cache update", "rotary", "norms",
     "MLP activation", "LM head", "embedding", "Python/other",
@@ -80,13 +93,13 @@ class Clocks:
 
     def enter(self, part: str | None) -> None:
         if self.on:
-            self.stack.append([part, time.perf_counter_ns(), 0])
+            self.stack.append([part, CLOCK[0](), 0])
 
     def leave(self) -> None:
         if not self.on or not self.stack:
             return
         part, started, children = self.stack.pop()
-        took = time.perf_counter_ns() - started
+        took = CLOCK[0]() - started
         if part is not None:
             self.spent[part] += took - children
             if self.stack:
@@ -139,32 +152,113 @@ def hooked(model: nn.Module, clocks: Clocks) -> Iterator[None]:
             cls.update = fn
 
 
-def profile(runner: CachedModel, context: int, feed: list[int], repeat: int, clocks: Clocks) -> dict[str, float]:
-    """Median ms per pass over ``feed`` after ``context`` cached positions, hooked and not, and
-    the hooked pass's exclusive ms per part (medians over ``repeat`` passes)."""
-    plain, hooked_total = [], []
-    parts: dict[str, list[float]] = defaultdict(list)
-    for _ in range(3):
-        runner.feed_at(context, feed)
-    for _ in range(repeat):
-        started = time.perf_counter_ns()
-        runner.feed_at(context, feed)
-        plain.append((time.perf_counter_ns() - started) / 1e6)
-        clocks.spent.clear()
-        clocks.on = True
-        started = time.perf_counter_ns()
-        runner.feed_at(context, feed)
-        total = time.perf_counter_ns() - started
-        clocks.on = False
-        hooked_total.append(total / 1e6)
+@dataclass
+class Variant:
+    """One way of running the pass: a model and what is switched on around each of its passes."""
+
+    name: str
+    loaded: LoadedModel
+    runner: CachedModel
+    around: Callable[[], AbstractContextManager[object]] = nullcontext
+    plain: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    hooked: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    parts: dict[int, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+
+    def timed_pass(self, context: int, feed: list[int], clocks: Clocks | None) -> int:
+        """ns of one pass; with ``clocks``, the parts clocked too (hooks on for this pass only)."""
+        with self.around(), hooked(self.loaded.model, clocks) if clocks is not None else nullcontext():
+            if clocks is not None:
+                clocks.spent.clear()
+                clocks.on = True
+            started = CLOCK[0]()
+            self.runner.feed_at(context, feed)
+            took = CLOCK[0]() - started
+            if clocks is not None:
+                clocks.on = False
+        return took
+
+    def measure(self, context: int, feed: list[int], clocks: Clocks) -> None:
+        """One pass without the clocks' counting, one with; both recorded."""
+        m = len(feed)
+        self.plain[m].append(self.timed_pass(context, feed, None) / 1e6)
+        total = self.timed_pass(context, feed, clocks)
+        self.hooked[m].append(total / 1e6)
         timed = sum(clocks.spent.values())
         for part in PARTS:
             ns = clocks.spent.get(part, 0) if part != "Python/other" else total - timed
-            parts[part].append(ns / 1e6)
-    result = {part: statistics.median(values) for part, values in parts.items()}
-    result["pass (hooked)"] = statistics.median(hooked_total)
-    result["pass (no hooks)"] = statistics.median(plain)
-    return result
+            self.parts[m][part].append(ns / 1e6)
+
+    def table(self) -> dict[int, dict[str, float]]:
+        """Median ms per part and per pass, for each m."""
+        result: dict[int, dict[str, float]] = {}
+        for m, parts in self.parts.items():
+            result[m] = {part: statistics.median(values) for part, values in parts.items()}
+            result[m]["pass (hooked)"] = statistics.median(self.hooked[m])
+            result[m]["pass (no hooks)"] = statistics.median(self.plain[m])
+        return result
+
+
+@contextmanager
+def stock_rows() -> Iterator[None]:
+    """The row-wise attention as it was before its rows called SDPA directly: each row (one-token
+    decoding's too) through transformers' ``sdpa_attention_forward``, one ``torch.cat`` of rows."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    def one_row_at_a_time(module: nn.Module, query: Any, key: Any, value: Any, **kwargs: Any) -> Any:
+        q_len, kv_len = query.shape[2], key.shape[2]
+        rows = []
+        for i in range(q_len):
+            end = kv_len - q_len + i + 1
+            row = query[:, :, i : i + 1]
+            rows.append(sdpa_attention_forward(module, row, key[:, :, :end], value[:, :, :end], None, **kwargs)[0])
+        return torch.cat(rows, dim=1)
+
+    saved = cpu_kernels._one_row_at_a_time
+    cpu_kernels._one_row_at_a_time = one_row_at_a_time
+    try:
+        yield
+    finally:
+        cpu_kernels._one_row_at_a_time = saved
+
+
+AGAINST = {
+    "copy": "a second copy of the same model, run the same way (what the comparison itself gives)",
+    "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
+}
+
+
+def load(args: argparse.Namespace) -> LoadedModel:
+    """The model as the app loads it; ``--weights int4|int8`` where the loader has no weights
+    form yet: the bf16 model's linears swapped by ``quant.quantize_model``, then row-wise
+    attention, as the loader will."""
+    source = str(bundled_model_path()) if args.source == "default" else args.source
+    options: dict[str, Any] = {"device": "cpu", "dtype": args.dtype}
+    own_weights = "weights" in inspect.signature(load_model).parameters
+    if args.weights and own_weights:
+        options["weights"] = args.weights
+    elif args.weights:
+        options.update(dtype="bfloat16", cpu_kernels=False)
+    loaded = load_model(source, **options)
+    if args.weights and not own_weights:
+        from app.engine.runners.quant import quantize_model
+
+        report = quantize_model(loaded.model, args.weights)
+        attention, _ = cpu_kernels._use_rowwise_attention(loaded.model)
+        loaded.dtype = f"{args.weights} ({report.describe()}), {attention}"
+        loaded.kernels = None
+    return loaded
+
+
+def variants(args: argparse.Namespace) -> list[Variant]:
+    """What runs now, and (``--against``) what it is compared with."""
+    current = load(args)
+    made = [Variant("now", current, CachedModel(current.model, current.vocab_size))]
+    if args.against == "copy":
+        other = load(args)
+        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "stock-rows":
+        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
+    return made
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,31 +271,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", default="1")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--clock", choices=list(CLOCKS), default="cpu", help="this thread's CPU time, or wall time")
+    parser.add_argument(
+        "--against", choices=list(AGAINST), help="also run the pass another way, pass for pass interleaved: "
+        + "; ".join(f"{k}: {v}" for k, v in AGAINST.items()),
+    )  # fmt: skip
     args = parser.parse_args(argv)
     apply_threads(args.threads)
-    source = str(bundled_model_path()) if args.source == "default" else args.source
-    options: dict[str, Any] = {"device": "cpu", "dtype": args.dtype}
-    if args.weights:
-        options["weights"] = args.weights
-    loaded = load_model(source, **options)
-    runner = CachedModel(loaded.model, loaded.vocab_size)
-    ids = loaded.tokenizer(PROMPT * 4)["input_ids"]
-    context, rest = ids[: args.context], ids[args.context :]
-    runner.forward(context, keep=1)
+    CLOCK[0] = CLOCKS[args.clock]
     clocks = Clocks()
     rows = [int(r) for r in args.rows.split(",")]
-    table: dict[int, dict[str, float]] = {}
-    with hooked(loaded.model, clocks):
-        for m in rows:
-            table[m] = profile(runner, len(context), rest[:m], args.repeat, clocks)
-    form = loaded.kernels.path if loaded.kernels is not None else loaded.dtype
+    runs = variants(args)
+    ids = runs[0].loaded.tokenizer(PROMPT * 4)["input_ids"]
+    context, rest = ids[: args.context], ids[args.context :]
+    for run in runs:
+        run.runner.forward(context, keep=1)
+    for m in rows:
+        for run in runs:
+            for _ in range(3):
+                run.timed_pass(len(context), rest[:m], None)
+        for _ in range(args.repeat):
+            for run in runs:
+                run.measure(len(context), rest[:m], clocks)
+    report = {
+        run.name: {"form": run.loaded.kernels.path if run.loaded.kernels else run.loaded.dtype, "ms": run.table()}
+        for run in runs
+    }
     if args.json:
-        print(json.dumps({"model": loaded.name, "form": form, "threads": args.threads, "ms": table}, indent=1))
+        print(json.dumps({"model": runs[0].loaded.name, "threads": args.threads, "clock": args.clock, **report}))
         return 0
-    print(f"{loaded.name} · {form} · {args.threads} thread(s) · context {len(context)} · median of {args.repeat}")
-    print(f"{'ms per pass':<20}" + "".join(f"{f'm = {m}':>10}" for m in rows))
-    for part in (*PARTS, "pass (hooked)", "pass (no hooks)"):
-        print(f"{part:<20}" + "".join(f"{table[m][part]:>10.2f}" for m in rows))
+    for run in runs:
+        table = report[run.name]["ms"]
+        print(
+            f"{run.name}: {run.loaded.name} · {report[run.name]['form']} · {args.threads} thread(s) · "
+            f"context {len(context)} · median of {args.repeat} · {args.clock} clock"
+            + (f" · {AGAINST[run.name]}" if run.name in AGAINST else "")
+        )
+        print(f"{'ms per pass':<20}" + "".join(f"{f'm = {m}':>10}" for m in rows))
+        for part in (*PARTS, "pass (hooked)", "pass (no hooks)"):
+            print(f"{part:<20}" + "".join(f"{table[m][part]:>10.2f}" for m in rows))
+        print()
+    if len(runs) == 2:
+        now, other = (report[r.name]["ms"] for r in runs)
+        ratio = "".join(f"{now[m]['pass (no hooks)'] / other[m]['pass (no hooks)']:>10.3f}" for m in rows)
+        print(f"{'now ÷ ' + runs[1].name:<20}{ratio}   (pass without hooks)")
     return 0
 
 
