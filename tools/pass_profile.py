@@ -45,7 +45,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine.models.loading import LoadedModel, bundled_model_path, load_model
-from app.engine.runners import cpu_kernels
+from app.engine.runners import cpu_kernels, kv
 from app.engine.runners.cpu_kernels import apply_threads
 from app.engine.runners.kv import CachedModel
 
@@ -137,7 +137,8 @@ def hooked(model: nn.Module, clocks: Clocks) -> Iterator[None]:
     attention_fn = mapping.get(attention_name)
     if attention_fn is not None:
         mapping[attention_name] = clocks.timed("attention kernel", attention_fn)
-    layer_classes = [c for c in vars(cache_utils).values() if isinstance(c, type) and "update" in vars(c)]
+    modules = (*vars(cache_utils).values(), *vars(kv).values())
+    layer_classes = [c for c in modules if isinstance(c, type) and "update" in vars(c)]
     updates = {c: vars(c)["update"] for c in layer_classes if c.__name__.endswith("Layer")}
     for cls, fn in updates.items():
         cls.update = clocks.timed("KV cache update", fn)
@@ -160,6 +161,7 @@ class Variant:
     loaded: LoadedModel
     runner: CachedModel
     around: Callable[[], AbstractContextManager[object]] = nullcontext
+    filling: Callable[[], AbstractContextManager[object]] = nullcontext  # around the context's pass
     plain: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     hooked: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     parts: dict[int, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
@@ -221,8 +223,22 @@ def stock_rows() -> Iterator[None]:
         cpu_kernels._one_row_at_a_time = saved
 
 
+@contextmanager
+def dynamic() -> Iterator[None]:
+    """Caches made meanwhile are transformers' own ``DynamicCache`` (the cache before GrowingLayer)."""
+    from transformers import DynamicCache
+
+    saved = kv._new_cache
+    kv._new_cache = lambda model: (DynamicCache(config=model.config), None)
+    try:
+        yield
+    finally:
+        kv._new_cache = saved
+
+
 AGAINST = {
     "copy": "a second copy of the same model, run the same way (what the comparison itself gives)",
+    "dynamic-cache": "transformers' DynamicCache (torch.cat of the whole cache every pass) for every layer",
     "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
 }
 
@@ -256,6 +272,8 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     if args.against == "copy":
         other = load(args)
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "dynamic-cache":
+        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), filling=dynamic))
     elif args.against == "stock-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
     return made
@@ -282,10 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     clocks = Clocks()
     rows = [int(r) for r in args.rows.split(",")]
     runs = variants(args)
-    ids = runs[0].loaded.tokenizer(PROMPT * 4)["input_ids"]
+    ids = runs[0].loaded.tokenizer(PROMPT * (4 + args.context // 40))["input_ids"]
     context, rest = ids[: args.context], ids[args.context :]
     for run in runs:
-        run.runner.forward(context, keep=1)
+        with run.filling():
+            run.runner.forward(context, keep=1)
     for m in rows:
         for run in runs:
             for _ in range(3):
