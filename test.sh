@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The checks and the test suite (CPU, offscreen Qt, no network). Extra arguments go to pytest.
 #   ruff (lint), lint-imports (the layer contracts of docs/DESIGN.md), mypy --strict over the
-#   engine, then pytest; with no arguments, the CPU-kernel tests run once more with the CPU probe
-#   forced to an AVX2-only machine's answer (no bf16 prepacking), as that machine would see them.
+#   engine, then pytest; with no arguments, the CPU-kernel and weights-form tests run once more with
+#   the CPU probe forced to an AVX2-only machine's answer (no bf16 prepacking) and ATen's AVX2
+#   kernels (ATEN_CPU_CAPABILITY, read at import: a fresh process), as that machine would see them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
@@ -16,6 +17,7 @@ if [ $# -gt 0 ]; then
   exec "$bin/python" -m pytest "$@"
 fi
 "$bin/python" -m pytest
-echo "CPU-kernel tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2):"
-SPECCHAT_CPU_PROBE=avx2 exec "$bin/python" -m pytest -q tests/test_cpu_kernels.py tests/test_loading.py \
-  tests/test_sliding_window.py tests/gui/test_cpu_path.py
+echo "CPU-kernel tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"
+SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 exec "$bin/python" -m pytest -q tests/test_cpu_kernels.py \
+  tests/test_loading.py tests/test_sliding_window.py tests/gui/test_cpu_path.py tests/test_quant.py \
+  tests/test_draft_form.py

@@ -49,9 +49,10 @@ def load_tiny(tiny_models):
 
     cache = {}
 
-    def load(name: str):
-        if name not in cache:
-            cache[name] = load_model(str(tiny_models[name]), device="cpu", dtype="float32")
-        return cache[name]
+    def load(name: str, form: str = "float32"):
+        """``form``: the weights' form (float32, bfloat16, int8, int4)."""
+        if (name, form) not in cache:
+            cache[name, form] = load_model(str(tiny_models[name]), device="cpu", dtype=form)
+        return cache[name, form]
 
     return load

@@ -92,14 +92,15 @@ def test_a_stored_answer_from_the_same_models_is_checked_against_the_rerun(engin
 def test_a_stored_answer_from_other_models_is_named_and_not_compared_as_the_same(engine):
     stored = engine.generate(PROMPT, CONFIG)
     assert stored.made_by is not None
-    other = replace(stored, made_by=replace(stored.made_by, target="Qwen2.5-1.5B", dtype="bfloat16"))
+    made_by = replace(stored.made_by, target="Qwen2.5-1.5B", dtype="bfloat16", weights="bf16 · 3.1 GB")
+    other = replace(stored, made_by=made_by)
     report = run_comparison(engine, PROMPT, CONFIG, stored=other)
 
     assert report.stored is not None and report.stored.differences == ("target", "dtype")
     assert report.stored.reproduced is None  # other models: nothing to reproduce
     assert report.speculative.made_by.target == report.baseline.made_by.target == engine.target.name  # type: ignore[union-attr]
     note = report.to_dict()["notes"][0]
-    assert "Qwen2.5-1.5B (bfloat16, cpu)" in note and "Both runs were made again" in note
+    assert "Qwen2.5-1.5B (bf16 · 3.1 GB, cpu)" in note and "Both runs were made again" in note
     unrecorded = run_comparison(engine, PROMPT, CONFIG, stored=replace(stored, made_by=None))
     assert "without a record of the models" in unrecorded.to_dict()["notes"][0]
 

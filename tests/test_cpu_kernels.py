@@ -1,7 +1,8 @@
 """CPU kernels (prepacked linears, row-wise attention): a position's logits are bit-identical
 whether verified in a block or decoded alone, on every path this CPU has (bf16 natively, bf16
-computed in fp32 where the CPU cannot pack bf16, fp32), the answers do not change, and the
-kernels apply only to fp32 and bf16 models on the CPU unless turned off.
+computed in fp32 where the CPU cannot pack bf16, fp32, and the weight-only int4 / int8 forms with
+the rest of the model in bf16), the answers do not change, and the kernels apply only to fp32,
+bf16 and weight-only models on the CPU unless turned off.
 
 The exactness tests use models with a wide MLP (K = 2048 in ``down_proj``): that is where
 oneDNN's one-row path sums in another order than its many-row path, as in real models. The
@@ -32,6 +33,7 @@ from app.engine.runners.cpu_kernels import (
 )
 from app.engine.runners.cpu_probe import PROBE_ENV, CpuProbe, cpuinfo_flags, force_probe, probe
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.quant import batch_invariant, quantized_layers
 
 PROMPT = "def add(a, b):\n    return a + b\nThe quick brown fox jumps over the lazy dog."
 ARCHS = ("llama", "qwen2", "mistral", "gpt2")
@@ -40,7 +42,21 @@ PATHS = {
     "fp32": ("float32", "float32", None),
     "bf16": ("bfloat16", "bfloat16", None),
     "bf16-in-fp32": ("bfloat16", "float32", cpu_probe.AVX2),
+    # weight-only forms (issue 18): int linears, bf16 activations and the rest of the model in bf16
+    "int4": ("int4", "bfloat16", None),
+    "int8": ("int8", "bfloat16", None),
+    "int4-no-bf16-packing": ("int4", "bfloat16", cpu_probe.AVX2),
+    "int8-no-bf16-packing": ("int8", "bfloat16", cpu_probe.AVX2),
 }
+QUANTIZED = ("int4", "int8")
+
+
+def _on_path(kernels, path: tuple[str, str]) -> bool:
+    """Whether the kernels ``apply_cpu_kernels`` reported are the path's."""
+    dtype, compute = path
+    if dtype in QUANTIZED:  # every linear weight-only (int4 keeps its LM head in int8)
+        return kernels.quantized == kernels.linears and kernels.form.split("+")[0] == dtype and kernels.dtype == compute
+    return (kernels.dtype, kernels.compute) == path
 
 
 def _wide_model(arch: str, vocab: int, tied: bool = False, **options: object) -> AutoModelForCausalLM:
@@ -69,7 +85,9 @@ def path(request) -> tuple[str, str]:
     none; the fp32 fallback for bf16 is forced, so it runs everywhere fp32 packs."""
     dtype, compute, forced = PATHS[request.param]
     force_probe(forced)
-    if not probe().can_pack(compute):
+    if dtype in QUANTIZED and not batch_invariant(dtype):
+        pytest.skip(f"{dtype}'s kernel is not batch invariant on this CPU (not offered here)")
+    if dtype not in QUANTIZED and not probe().can_pack(compute):
         pytest.skip(f"this CPU cannot prepack {compute} ({probe().describe()})")
     return dtype, compute
 
@@ -96,7 +114,7 @@ def test_block_logits_equal_one_at_a_time_logits_bit_for_bit(wide_models, arch, 
     dtype, compute = path
     loaded = load_model(wide_models[arch], device="cpu", dtype=dtype)
     kernels = cpu_kernels_of(loaded.model)
-    assert kernels is not None and (kernels.dtype, kernels.compute) == path and kernels.exact
+    assert kernels is not None and _on_path(kernels, path) and kernels.exact
     assert torch.equal(*_block_and_single_logits(loaded.model, loaded.vocab_size, block_size))
 
 
@@ -106,7 +124,7 @@ def test_sliding_window_and_conv1d_models_are_exact_too(wide_models, arch, path)
     are Conv1D. Both used to fall back silently to stock kernels."""
     loaded = load_model(wide_models[arch], device="cpu", dtype=path[0])
     kernels = cpu_kernels_of(loaded.model)
-    assert kernels is not None and kernels.packed == kernels.linears and kernels.attention == ROWWISE
+    assert kernels is not None and _on_path(kernels, path) and kernels.exact and kernels.attention == ROWWISE
     assert not any(type(m) in (nn.Linear, Conv1D) for m in loaded.model.modules())
     assert torch.equal(*_block_and_single_logits(loaded.model, loaded.vocab_size, 5))
 
@@ -195,11 +213,15 @@ def test_kernels_apply_to_float32_and_bfloat16_on_the_cpu_target_and_draft(tiny_
     for model in (engine.target.model, engine.draft.model):
         assert not any(type(m) is nn.Linear for m in model.modules())
         packed = [m for m in model.modules() if isinstance(m, PrepackedLinear)]
-        assert packed and {str(m.compute) for m in packed} == {f"torch.{compute}"}
+        if dtype in QUANTIZED:
+            assert not packed and len(quantized_layers(model)) == cpu_kernels_of(model).linears
+            assert model.get_input_embeddings().weight.dtype == torch.bfloat16  # the rest in bf16
+        else:
+            assert packed and {str(m.compute) for m in packed} == {f"torch.{compute}"}
         assert model.config._attn_implementation == ROWWISE
 
 
-@pytest.mark.parametrize("dtype", ["float16", "int8"])
+@pytest.mark.parametrize("dtype", ["float16"])
 def test_kernels_leave_other_dtypes_alone(tiny_models, dtype):
     loaded = load_model(str(tiny_models["llama"]), device="cpu", dtype=dtype)
     assert not has_cpu_kernels(loaded.model)

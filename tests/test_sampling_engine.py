@@ -265,6 +265,22 @@ def test_standard_sampling_through_the_engine_has_the_target_distribution(engine
     assert_target_distribution(engine, config)
 
 
+@pytest.mark.parametrize("form", ["int4", "int8", "bfloat16"])
+@pytest.mark.parametrize("case", ["top-k", "top-p, threshold"])
+def test_sampling_with_a_quantized_target_and_draft_has_the_target_distribution(load_tiny, form, case):
+    """Issue 18 §3: with the target and the draft both in a weight-only (or bf16) form, the first
+    two tokens still follow the target's own exact distribution (its own logits, in its form)."""
+    engine = Engine(load_tiny("llama", form), load_tiny("llama-draft", form))
+    assert engine.target.dtype == form and engine.draft is not None and engine.draft.dtype == form
+    config = CASES[case]
+    assert len(exact_pair_probs(engine, config)) > 10
+    exact = exact_pair_probs(engine, config)
+    pairs, proposed = sampled_pairs(engine, config)
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat < chi2_critical(df), (stat, df, pairs)
+    assert sum(proposed[k] for k in proposed if k > 0) == RUNS  # every run drafted
+
+
 def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawing(engine, monkeypatch):
     """Guard: the same check fails on the old threshold behaviour."""
     monkeypatch.setattr(ModelDrafter, "propose", propose_stopping_after_the_draw)

@@ -19,7 +19,7 @@ PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps
 
 
 @pytest.fixture(scope="module")
-def mistral(tmp_path_factory, tokenizer):
+def mistral_folder(tmp_path_factory, tokenizer):
     torch.manual_seed(3)
     config = MistralConfig(
         vocab_size=len(tokenizer),
@@ -39,8 +39,12 @@ def mistral(tmp_path_factory, tokenizer):
         model.lm_head.weight.mul_(30.0)  # sharp outputs: no argmax near-ties
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    folder = save(model, tokenizer, tmp_path_factory.mktemp("mistral") / "mistral")
-    return load_model(str(folder), device="cpu", dtype="float32")
+    return save(model, tokenizer, tmp_path_factory.mktemp("mistral") / "mistral")
+
+
+@pytest.fixture(scope="module")
+def mistral(mistral_folder):
+    return load_model(str(mistral_folder), device="cpu", dtype="float32")
 
 
 @pytest.mark.parametrize("drafter", ["self", "lookup", "lookup-auto"])
@@ -70,3 +74,14 @@ def test_a_rejection_past_the_window_rolls_back_instead_of_re_prefilling(mistral
     assert fed == len(engine.prompt_ids(PROMPT)) + (passes - 1) + result.stats.proposed
     # and the sliding layers hold no more than the window after the step's crop
     assert all(layer.keys.shape[-2] <= WINDOW - 1 for layer in runner._cache.layers)
+
+
+@pytest.mark.parametrize("form", ["int4", "int8", "bfloat16"])
+def test_greedy_speculation_past_the_window_is_lossless_in_every_weights_form(mistral_folder, form):
+    """Issue 18 §3: the weight-only forms keep a sliding-window target's speculation exact too."""
+    target = replace(load_model(str(mistral_folder), device="cpu", dtype=form), eos_token_ids=())
+    engine = Engine(target, lookup=True)
+    assert len(engine.prompt_ids(PROMPT)) > WINDOW
+    spec = engine.generate(PROMPT, GREEDY)
+    assert spec.stats.proposed > 0
+    assert spec.token_ids == engine.generate(PROMPT, replace(GREEDY, speculative=False)).token_ids

@@ -2,6 +2,10 @@
 logits equal one-at-a-time decoding, for stock and CPU-kernel variants of one model.
 
     python tools/verify_cost.py [--source default] [--reps 7] [--threads 1] [--bf16]
+    python tools/verify_cost.py --weights int4,int8,bf16,fp32 [--reps 3] [--threads 1]
+
+``--weights``: the weights forms instead (each as the app loads it: its kernels, row-wise
+attention), passes over 1 / 2 / 4 / 8 tokens, and the RSS of a fresh process per form.
 
 Prints one markdown table: ms per pass (median, warm cache, variants interleaved so a busy
 machine affects all alike), the max abs logit difference block vs one-at-a-time (8-token
@@ -37,23 +41,26 @@ def rss_mb() -> float:
 
 
 def load_variant(source: str, dtype: str, kernels: str) -> LoadedModel:
-    """kernels: "stock", "prepacked" (SDPA attention) or "rowwise" (prepacked + row-wise)."""
+    """kernels: "stock", "prepacked" (SDPA attention) or "rowwise" (prepacked + row-wise);
+    "form": ``dtype`` is a weights form, loaded as the app loads it."""
+    if kernels == "form":
+        return load_model(source, device="cpu", weights=dtype)
     loaded = load_model(source, device="cpu", dtype=dtype, cpu_kernels=False)
     if kernels != "stock":
         apply_cpu_kernels(loaded.model, rowwise=kernels == "rowwise")
     return loaded
 
 
-def process_rss_mb(source: str, cpu_kernels: bool) -> float:
-    """VmRSS of a fresh process that loaded the model and ran it once (weights paged in)."""
+def process_rss_mb(source: str, cpu_kernels: bool, form: str = "fp32") -> float:
+    """VmRSS of a fresh process that loaded the model (in ``form``) and ran it once (weights paged in)."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from tools.verify_cost import rss_mb;"
         "from app.engine.models.loading import load_model; from app.engine.runners.kv import CachedModel;"
-        "m = load_model(sys.argv[2], device='cpu', dtype='float32', cpu_kernels=sys.argv[3] == '1');"
+        "m = load_model(sys.argv[2], device='cpu', weights=sys.argv[4], cpu_kernels=sys.argv[3] == '1');"
         "CachedModel(m.model, m.vocab_size).forward(list(range(40)), keep=1); print(rss_mb())"
     )
     root = str(Path(__file__).resolve().parents[1])
-    out = subprocess.run([sys.executable, "-c", code, root, source, str(int(cpu_kernels))],
+    out = subprocess.run([sys.executable, "-c", code, root, source, str(int(cpu_kernels)), form],
                          capture_output=True, text=True, check=True).stdout
     return float(out.split()[-1])
 
@@ -89,10 +96,15 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--threads", default="auto")
     parser.add_argument("--bf16", action="store_true", help="also bfloat16, stock and with the kernels")
+    parser.add_argument("--weights", default="", metavar="FORMS", help="weights forms, e.g. int4,int8,bf16,fp32")
     args = parser.parse_args()
     threads = apply_threads(args.threads)
+    global BLOCKS
     variants = [("float32", "stock"), ("float32", "prepacked"), ("float32", "rowwise")]
-    if args.bf16:
+    if args.weights:
+        BLOCKS = (1, 2, 4, 8)
+        variants = [(form.strip(), "form") for form in args.weights.split(",") if form.strip()]
+    elif args.bf16:
         variants += [("bfloat16", "stock"), ("bfloat16", "rowwise")]
     loaded = {v: load_variant(args.source, *v) for v in variants}
     g = torch.Generator().manual_seed(1)
@@ -116,6 +128,11 @@ def main() -> None:
         medians = " | ".join(f"{statistics.median(times[v][n]):.0f}" for n in BLOCKS)
         block_diff, fold_diff = max_logit_difference(loaded[v])
         print(f"| {v[0]} | {v[1]} | {medians} | {block_diff:.1e} | {fold_diff:.1e} |")
+    if args.weights:
+        print("\n(ms per target pass; each form as the app loads it)")
+        for form, _ in variants:
+            print(f"RSS after loading {form} and one pass: {process_rss_mb(args.source, True, form):.0f} MB")
+        return
     packed = [str(d).removeprefix("torch.") for d in PACKED_DTYPES]
     print(f"\n(ms per target pass; kernels apply to {', '.join(packed)} on the CPU)")
     stock, kernels = (process_rss_mb(args.source, k) for k in (False, True))

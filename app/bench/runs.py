@@ -46,7 +46,9 @@ METHOD = {
     "time_split_ms": "per answer: prefill (the prompt's pass, with any drafting folded into it), draft (the "
     "drafter's time in later steps), verify (the target's later passes, with acceptance and detokenising), "
     "outside (the rest of the whole call: chat template, events, the loop between steps)",
-    "draft_form": "the draft model's dtype and why (auto: the cheaper draft step measured at load)",
+    "weights": "the target's weights form, where it came from, its size and why (auto: the fastest exact form "
+    "measured at load)",
+    "draft_form": "the draft model's weights form, likewise (auto: the cheapest draft step measured at load)",
 }
 HF_SKIPPED = "Hugging Face runs skipped: they are compared greedy only (temperature 0)"
 
@@ -361,6 +363,7 @@ def _summary(
         "cost_curve_ms": {n: 1000.0 * s for n, s in engine.chooser.costs.measured().items()},
         "time_split_ms": _split_totals(timings[SPECULATIVE]),
         "baseline_time_split_ms": _split_totals(timings[BASELINE]),
+        "weights": engine.target.form.describe() if engine.target.form is not None else engine.target.dtype,
         "draft_form": engine.draft_form.describe() if engine.draft_form is not None else None,
         "max_new_tokens": config.max_new_tokens,
         "temperature": config.temperature,
@@ -415,6 +418,8 @@ def format_report(report: dict[str, Any]) -> str:
         if s.get(key):
             parts = ", ".join(f"{part} {s[key][part]:.0f}" for part in SPLIT_PARTS)
             lines.append(f"ms per answer, {label} (mean): {parts}")
+    if s.get("weights"):
+        lines.append(f"target weights: {s['weights']}")
     if s.get("draft_form"):
         lines.append(f"draft model form: {s['draft_form']}")
     if s["cost_curve_ms"]:

@@ -38,16 +38,29 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
         device=args.device,
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
+        **weights_options(args),
         allow_pickle=args.allow_pickle,
         cpu_kernels=args.cpu_kernels,
         threads=args.threads,
         progress=_progress_printer(sys.stderr),
     )
     for loaded in (engine.target, engine.draft):  # e.g. bf16 computed in fp32 on a CPU without bf16
+        if loaded is not None and loaded.form is not None:
+            _clear_progress(sys.stderr)
+            sys.stderr.write(f"specchat: weights: {loaded.name}: {loaded.form.describe()}\n")
         if loaded is not None and loaded.note:
             _clear_progress(sys.stderr)
             sys.stderr.write(f"specchat: note: {loaded.name}: {loaded.note}\n")
     return engine
+
+
+def weights_options(args: argparse.Namespace) -> dict[str, str | None]:
+    """``--weights`` / ``--draft-weights`` as ``Engine.load`` takes them: the target's form is
+    auto unless ``--weights`` or a ``--dtype`` names one; the draft's defaults to
+    ``--draft-dtype`` (auto), ``same`` follows the target."""
+    weights = args.weights or ("auto" if str(args.dtype).strip().lower() == "auto" else None)
+    draft = args.draft_weights
+    return {"weights": weights, "draft_weights": "same as target" if draft == "same" else draft}
 
 
 
@@ -218,6 +231,7 @@ def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
         device=args.device,
         dtype=args.dtype,
         draft_dtype=args.draft_dtype,
+        **weights_options(args),
         allow_pickle=args.allow_pickle,
         cpu_kernels=args.cpu_kernels,
         threads=args.threads,

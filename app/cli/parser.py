@@ -13,6 +13,7 @@ from app.cli.inputs import DEFAULT_PROMPTS_FILE, UsageError, _utf8_text
 from app.engine.config import MAX_REPETITION_PENALTY, MAX_SEED, MIN_REPETITION_PENALTY, GenerationConfig
 
 COMMANDS = ("generate", "compare", "bench", "sweep")
+WEIGHTS = ("auto", "int4", "int8", "bf16", "fp32")  # forms.WEIGHTS_CHOICES (the CLI does not import torch)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,15 +131,30 @@ def _common_options() -> argparse.ArgumentParser:
         type=_non_empty,
         default="auto",
         metavar="X",
-        help="target dtype: auto, float32, bfloat16, float16",
+        help="target dtype: auto, float32, bfloat16, float16, int8, int4 (--weights names the same forms)",
+    )
+    models.add_argument(
+        "--weights",
+        type=_keyword(*WEIGHTS),
+        default=None,
+        metavar="FORM",
+        help="the target's weights form: auto (the fastest form that is exact on this CPU, measured at load; "
+        "the default unless --dtype names one), int4 or int8 (weight-only, the rest in bf16), bf16, fp32",
+    )
+    models.add_argument(
+        "--draft-weights",
+        type=_keyword(*WEIGHTS, "same"),
+        default=None,
+        metavar="FORM",
+        help="the draft model's weights form: auto (the fastest draft step on this CPU, measured at load; "
+        "default), same (the target's), int4, int8, bf16, fp32",
     )
     models.add_argument(
         "--draft-dtype",
         type=_non_empty,
         metavar="X",
         default="auto",
-        help="draft dtype: auto (on the CPU, the cheaper of the target's dtype and int8, measured at "
-        "load; default), float32, bfloat16, float16 or int8",
+        help="the older name of --draft-weights: auto, float32, bfloat16, float16, int8 or int4",
     )
     models.add_argument(
         "--threads",

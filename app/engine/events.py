@@ -245,10 +245,12 @@ class RunProvenance:
 
     target: str  # the target's name
     drafter: str  # "draft model: NAME", "prompt lookup", "suffix index" or "none" (this run drafted nothing)
-    dtype: str  # the target's dtype: "float32", "bfloat16", "float16"
+    dtype: str  # the target's weights form in dtype words: "float32", "bfloat16", "float16", "int8", "int4"
     device: str  # "cpu", "cuda:0", "mps"
-    draft_dtype: str | None = None  # the draft model's dtype; None without a draft model
+    draft_dtype: str | None = None  # the draft model's, likewise; None without a draft model
     config: dict[str, Any] = field(default_factory=dict)  # GenerationConfig.to_dict()
+    weights: str = ""  # the target's form as a label: "int4 (quantized by SpecChat) from bf16 · 0.1 GB"
+    draft_weights: str | None = None  # the draft model's form as a label; None without a draft model
 
     # What must agree for two runs to come from the same models (the settings are the
     # caller's: a comparison reruns with the stored answer's own settings).
@@ -271,11 +273,12 @@ class RunProvenance:
         return tuple(n for n in names if getattr(self, n) != getattr(other, n))
 
     def describe(self) -> str:
-        """ "SmolLM2 (float32, cpu) + draft model: tiny (int8)"."""
-        made = f"{self.target} ({self.dtype}, {self.device})"
+        """ "SmolLM2 (int4 (quantized by SpecChat) from GGUF · 0.1 GB, cpu) + draft model: tiny (int8 …)"."""
+        made = f"{self.target} ({self.weights or self.dtype}, {self.device})"
         if self.drafter == "none":
             return made
-        return made + f" + {self.drafter}" + (f" ({self.draft_dtype})" if self.draft_dtype else "")
+        draft = self.draft_weights or self.draft_dtype
+        return made + f" + {self.drafter}" + (f" ({draft})" if draft else "")
 
 
 @dataclass(frozen=True)

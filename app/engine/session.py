@@ -13,13 +13,11 @@ so a follow-up turn costs just its new tokens. An Engine is used from one thread
 
 from __future__ import annotations
 
-import gc
 import itertools
-import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, Literal
 
 import torch
@@ -32,6 +30,8 @@ from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.models import forms
+from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
@@ -55,56 +55,8 @@ def _text(value: str) -> str:
 
 
 WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
-DRAFT_AUTO = "auto"  # draft_dtype: the cheaper draft form, measured at load (CPU)
-DRAFT_PROBE_ROUNDS = 3  # interleaved rounds of timed draft steps per form
-DRAFT_PROBE_STEPS = 4  # one-token draft steps per round
-DraftProbe = Callable[[LoadedModel], float]  # seconds of one draft step of a loaded draft
-
-
-@dataclass(frozen=True)
-class DraftForm:
-    """How the draft model was loaded, and why: ``dtype`` chosen; ``step_s`` the measured
-    seconds of one draft step per form tried (empty when nothing was measured); ``reason``
-    ``measured`` (``auto``: the cheapest form), ``asked`` (``--draft-dtype``) or
-    ``same_as_target`` (``auto`` off the CPU, or for a target CPU int8 cannot follow)."""
-
-    dtype: str
-    reason: str
-    step_s: dict[str, float] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        """ "int8 (auto: a draft step 0.52× float32's)" """
-        other = [d for d in self.step_s if d != self.dtype]
-        if self.reason != "measured" or not other:
-            return self.dtype
-        ratio = self.step_s[self.dtype] / self.step_s[other[0]]
-        return f"{self.dtype} (auto: a draft step {ratio:.2f}× {other[0]}'s)"
-
-
-def draft_step_seconds(loaded: LoadedModel, steps: int = DRAFT_PROBE_STEPS) -> float:
-    """Median seconds of ``steps`` one-token passes of a draft after a short prompt (a draft
-    step as decoding makes it), the first pass of each shape left out (kernel set-up)."""
-    runner = CachedModel(loaded.model, loaded.vocab_size, isolate_first_token=loaded.dtype == "int8")
-    runner.forward([0] * 16, keep=1)
-    runner.forward([0], keep=1)
-    times = []
-    for _ in range(steps):
-        started = time.perf_counter()
-        runner.forward([0], keep=1)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def cheapest_draft(forms: Mapping[str, LoadedModel], probe: DraftProbe, rounds: int = DRAFT_PROBE_ROUNDS) -> DraftForm:
-    """The form whose draft step measured cheapest; forms are timed in interleaved rounds so a
-    burst of load on a busy machine falls on all of them. Ties keep the first form."""
-    samples: dict[str, list[float]] = {name: [] for name in forms}
-    for _ in range(rounds):
-        for name, loaded in forms.items():
-            samples[name].append(probe(loaded))
-    step_s = {name: statistics.median(s) for name, s in samples.items()}
-    best = min(step_s, key=lambda name: (step_s[name], list(forms).index(name)))
-    return DraftForm(best, "measured", step_s)
+DRAFT_AUTO = "auto"  # draft weights: the fastest exact form for a draft step, measured at load (CPU)
+DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
 
 def _timed_pass(runner: CachedModel, size: int) -> float:
@@ -122,14 +74,6 @@ class Engine:
     def __init__(
         self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False, suffix: bool = False
     ) -> None:
-        if target.dtype == "int8" and (draft is not None or lookup or suffix):
-            # dynamic int8 scales activations per tensor, i.e. over the whole verified block,
-            # so a block's logits differ from one-token decoding: speculation would be lossy
-            raise InvalidSettingError(
-                f"The target '{target.name}' in int8 cannot be verified losslessly (int8 scales a "
-                "whole block of tokens together, so its answers would change with speculation): "
-                "use int8 for the draft model instead, or turn speculation off."
-            )
         if draft is not None:
             check_compatible(target, draft)
         self.target = target
@@ -151,9 +95,10 @@ class Engine:
         # ``auto`` threads on the CPU: re-chosen between answers from the machine's load and
         # the plain passes measured per thread count (None: a fixed number, or not the CPU)
         self.thread_governor: ThreadGovernor | None = None
-        self.draft_form: DraftForm | None = None if draft is None else DraftForm(draft.dtype, "asked")
+        self.draft_form: WeightsForm | None = None
         if draft is not None:
-            runner = CachedModel(draft.model, vocab, isolate_first_token=draft.dtype == "int8")
+            self.draft_form = draft.form or WeightsForm(forms.FORM_OF.get(draft.dtype, draft.dtype))
+            runner = CachedModel(draft.model, vocab)
             self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
         elif suffix:
             self._drafter = self._suffix
@@ -169,29 +114,35 @@ class Engine:
         device: str | None = "auto",
         dtype: str | None = "auto",
         draft_dtype: str | None = DRAFT_AUTO,
+        weights: str | None = None,
+        draft_weights: str | None = None,
         allow_pickle: bool = False,
         cpu_kernels: bool = True,
         threads: str | int | None = AUTO_THREADS,
         progress: ProgressFn | None = None,
-        draft_probe: DraftProbe | None = None,
+        draft_probe: FormProbe | None = None,
+        target_probe: FormProbe | None = None,
     ) -> Engine:
         """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or None.
-        ``draft_dtype``: ``"auto"`` (on the CPU, the cheaper of the target's dtype and int8 by a
-        short measured probe, ``draft_probe``; elsewhere the target's dtype), None (the
-        target's dtype) or a dtype. The draft never needs to be exact: the target verifies.
-        ``cpu_kernels``: prepacked linears and row-wise attention for fp32 / bf16 on the CPU;
+        ``weights``: the target's form (``forms.WEIGHTS_CHOICES``: ``auto`` keeps the fastest exact
+        form on the CPU, timed by ``target_probe``); None: the form ``dtype`` names.
+        ``draft_weights`` (else ``draft_dtype``, its older name): the draft's form, ``auto`` (on the
+        CPU the fastest form for a draft step, timed by ``draft_probe``; elsewhere the target's),
+        None (the target's form) or a form. Every form offered is exact, the draft's too.
+        ``cpu_kernels``: prepacked linears and row-wise attention on the CPU;
         ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
         apply_threads(threads)
         other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
-        def load_one(source: str, dtype: str | None) -> LoadedModel:
+        def load_one(source: str, form: str | None, probe: FormProbe | None, sizes: tuple[int, ...]) -> LoadedModel:
             return load_model(
-                source, device=device, dtype=dtype, allow_pickle=allow_pickle, cpu_kernels=cpu_kernels,
-                progress=progress,
+                source, device=device, dtype=dtype, weights=form, allow_pickle=allow_pickle,
+                cpu_kernels=cpu_kernels, progress=progress, form_probe=probe, probe_sizes=sizes,
             )
 
-        loaded = load_one(target, dtype)
-        engine = cls._with_drafter(loaded, draft, draft_dtype, dtype, load_one, progress, draft_probe)
+        loaded = load_one(target, weights, target_probe, forms.TARGET_SIZES)
+        asked_draft = draft_weights if draft_weights is not None else draft_dtype
+        engine = cls._with_drafter(loaded, draft, asked_draft, load_one, draft_probe)
         if parse_threads(threads) is None and loaded.device.type == "cpu":
             engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
         return engine
@@ -201,34 +152,20 @@ class Engine:
         cls,
         loaded: LoadedModel,
         draft: str | None,
-        draft_dtype: str | None,
-        dtype: str | None,
-        load_one: Callable[[str, str | None], LoadedModel],
-        progress: ProgressFn | None,
-        draft_probe: DraftProbe | None,
+        asked: str | None,
+        load_one: Callable[[str, str | None, FormProbe | None, tuple[int, ...]], LoadedModel],
+        draft_probe: FormProbe | None,
     ) -> Engine:
         if draft is None or draft in (LOOKUP, SUFFIX):
             return cls(loaded, lookup=draft == LOOKUP, suffix=draft == SUFFIX)
-        auto = (draft_dtype or "").strip().lower() == DRAFT_AUTO
-        if not auto:
-            draft_model = load_one(draft, draft_dtype or dtype)
-            engine = cls(loaded, draft_model)
-            engine.draft_form = DraftForm(draft_model.dtype, "asked" if draft_dtype else "same_as_target")
-            return engine
-        if loaded.device.type != "cpu" or loaded.dtype not in ("float32", "bfloat16"):
-            engine = cls(loaded, load_one(draft, loaded.dtype))
-            engine.draft_form = DraftForm(loaded.dtype, "same_as_target")
-            return engine
-        forms = {loaded.dtype: load_one(draft, loaded.dtype), "int8": load_one(draft, "int8")}
-        if progress is not None:
-            progress("Measuring the draft model's forms…", None)
-        form = cheapest_draft(forms, draft_probe or draft_step_seconds)
-        chosen = forms.pop(form.dtype)
-        forms.clear()
-        gc.collect()  # the form not kept gives its memory back
-        engine = cls(loaded, chosen)
-        engine.draft_form = form
-        return engine
+        target_form = loaded.form.form if loaded.form is not None else forms.FORM_OF.get(loaded.dtype, "fp32")
+        follow = asked is None or asked.strip().lower() == "same as target"
+        if not follow and forms.parse_weights(asked) == forms.AUTO and loaded.device.type != "cpu":
+            follow = True  # auto off the CPU: the target's form
+        draft_model = load_one(draft, target_form if follow else asked, draft_probe, forms.DRAFT_SIZES)
+        if follow and draft_model.form is not None:
+            draft_model.form = replace(draft_model.form, reason="same_as_target")
+        return cls(loaded, draft_model)
 
     def warm_up(self) -> None:
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
@@ -325,13 +262,16 @@ class Engine:
         drafter = self._pick_drafter(drafter_choice) if drafted_by == "planned" else drafted_by
         drafting = config.speculative and drafter is not None
         uses_model = drafting and isinstance(drafter, ModelDrafter)
+        draft = self.draft if uses_model else None
         return RunProvenance(
             target=self.target.name,
             drafter=drafter.name if drafting and drafter is not None else "none",
             dtype=self.target.dtype,
             device=str(self.target.device),
-            draft_dtype=self.draft.dtype if uses_model and self.draft is not None else None,
+            draft_dtype=draft.dtype if draft is not None else None,
             config=config.to_dict(),
+            weights=self.target.weights_label,
+            draft_weights=draft.weights_label if draft is not None else None,
         )
 
     def prompt_ids(

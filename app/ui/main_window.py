@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from app.engine.runners.cpu_probe import CpuProbe
     from app.worker import EngineWorker
     from app.worker.catalog_worker import CatalogWorker
-    from app.worker.engine_worker import ComputePath
+    from app.worker.engine_worker import ComputePath, WeightsWords
 
 SHUTDOWN_TIMEOUT_S = 1.5
 MAX_SKIPPED_SHOWN = 3  # unreadable conversation files named in the start-up notice
@@ -358,7 +358,7 @@ class MainWindow(QMainWindow):
         if self.catalog is None:  # set by the app (app/gui.py), which owns the worker threads
             self.show_error(self.tr("The model library is not available in this window."))
             return None
-        dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self)
+        dialog = ModelsDialog(self.catalog, self._settings_store, self.settings.models, self, self._running_forms())
         self._remember_geometry(dialog, "models_dialog")
         dialog.pair_chosen.connect(lambda models: self.apply_settings(replace(self.settings, models=models)))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -562,6 +562,7 @@ class MainWindow(QMainWindow):
             allow_pickle=models.allow_pickle,
             cpu_kernels=models.cpu_kernels,
             threads=models.threads_option,
+            weights=models.weights_option,
         )
         self._loads[self._latest_load] = models
 
@@ -586,10 +587,13 @@ class MainWindow(QMainWindow):
         self.model_label.setToolTip(in_use.path.note if in_use is not None and in_use.path is not None else "")
 
     def _path_text(self, path: ComputePath) -> str:
-        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""
+        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels",
+        "int4 (quantized by SpecChat) from GGUF · 0.15 GB · weight-only kernels"."""
         short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
         dtype, compute = short.get(path.dtype, path.dtype), short.get(path.compute, path.compute)
-        if path.kernels == "oneDNN" and path.compute != path.dtype:
+        if path.kernels == "weight-only" and path.form is not None:
+            text = self.tr("{0} · weight-only kernels").format(self._form_text(path.form))
+        elif path.kernels == "oneDNN" and path.compute != path.dtype:
             text = self.tr("{0} weights, {1} compute").format(dtype, compute)
         elif path.kernels == "oneDNN":
             text = self.tr("{0} · oneDNN kernels").format(dtype)
@@ -597,14 +601,40 @@ class MainWindow(QMainWindow):
             text = self.tr("{0} · stock kernels").format(dtype)
         else:
             text = dtype
+        if path.form is not None and path.form.measured:
+            text += " " + self.tr("(auto: the fastest exact form here)")
         if path.draft_dtype:
             draft = short.get(path.draft_dtype, path.draft_dtype)
             if path.draft_measured and path.draft_step_ratio is not None:
-                text += " · " + self.tr("draft {0} (measured cheapest: a step {1}× the other form's)").format(
+                text += " · " + self.tr("draft {0} (measured cheapest: a step {1}× the next form's)").format(
                     draft, decimal(path.draft_step_ratio, 2)
                 )
             else:
                 text += " · " + self.tr("draft {0}").format(draft)
+        return text
+
+    def _running_forms(self) -> dict[str, str]:
+        """Model source -> the form the loaded target and draft model run in (for the library)."""
+        in_use = self.models_in_use
+        if in_use is None or in_use.path is None:
+            return {}
+        running = {}
+        models, path = in_use.models, in_use.path
+        if path.form is not None:
+            running[models.target_source] = self._form_text(path.form)
+        draft = models.draft_source
+        if path.draft_form is not None and draft not in (None, "lookup", "suffix"):
+            running[str(draft)] = self._form_text(path.draft_form)
+        return running
+
+    def _form_text(self, form: WeightsWords) -> str:
+        """ "int4 (quantized by SpecChat) from bf16 · 0.90 GB", "int4 from Q4_K · 0.90 GB"."""
+        text = self.tr("{0} (quantized by SpecChat)").format(form.form) if form.by_specchat else form.form
+        if form.origin:
+            text = self.tr("{0} from {1}").format(text, form.origin)
+        if form.size_bytes:
+            size = form.size_bytes / 1e9
+            text += " · " + self.tr("{0} GB").format(decimal(size, 2 if size < 1 else 1))
         return text
 
     def _mirror_settings(self) -> None:

@@ -53,6 +53,26 @@ class LoadRequest:
     allow_pickle: bool = False
     cpu_kernels: bool = True
     threads: str | int = "auto"
+    weights: str | None = None  # the target's weights form ("auto", "int4", …); None: as dtype says
+
+
+@dataclass(frozen=True)
+class WeightsWords:
+    """A weights form (``forms.WeightsForm``) in parts, for the window to say in its language."""
+
+    form: str  # "int4", "int8", "bf16", "fp32", "fp16"
+    origin: str = ""  # the checkpoint's form: "bf16", "GGUF", "Q4_K"; "" unknown or the same
+    by_specchat: bool = False  # SpecChat quantized float weights itself
+    size_bytes: int = 0
+    measured: bool = False  # chosen by auto: the fastest exact form timed at load
+
+
+def _words(form: Any) -> WeightsWords | None:
+    if form is None or not isinstance(getattr(form, "form", None), str):
+        return None
+    origin = form.origin if form.origin != form.form else ""
+    measured = form.reason == "measured" and len(form.pass_s) > 1
+    return WeightsWords(form.form, origin, bool(form.by_specchat), int(form.size_bytes), measured)
 
 
 @dataclass(frozen=True)
@@ -65,7 +85,9 @@ class ComputePath:
     note: str = ""  # one line when it is not the designed path, from the engine (English)
     draft_dtype: str = ""  # the draft model's form ("int8", "float32", …); "" without a draft model
     draft_measured: bool = False  # chosen by ``auto``: the cheaper form, timed at load
-    draft_step_ratio: float | None = None  # measured: its draft step ÷ the other form's
+    draft_step_ratio: float | None = None  # measured: its draft step ÷ the next cheapest form's
+    form: WeightsWords | None = None  # the target's weights form, in parts the window words itself
+    draft_form: WeightsWords | None = None  # the draft model's
 
 
 @dataclass(frozen=True)
@@ -194,12 +216,13 @@ class EngineWorker(QObject):
         allow_pickle: bool = False,
         cpu_kernels: bool = True,
         threads: str | int = "auto",
+        weights: str | None = None,
     ) -> int:
         """Queue a (re)load; returns its id for the signals. The current models keep serving
         until the new ones are ready."""
         self.start()
         load_id = next(self._load_ids)
-        options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads)
+        options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads, weights)
         self._jobs.put(LoadRequest(load_id, target, draft, *options))
         return load_id
 
@@ -416,6 +439,7 @@ class EngineWorker(QObject):
                 cpu_kernels=request.cpu_kernels,
                 threads=request.threads,
                 progress=progress,
+                **({"weights": request.weights} if request.weights is not None else {}),
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
@@ -551,21 +575,27 @@ def _compute_path(engine: Any) -> ComputePath | None:
     kernels = getattr(target, "kernels", None)
     note = str(getattr(target, "note", "") or "")
     draft = _draft_form(engine)
+    forms = {"form": _words(getattr(target, "form", None)), "draft_form": _words(getattr(engine, "draft_form", None))}
+    if getattr(engine, "draft", None) is None:
+        forms["draft_form"] = None
+    if kernels is not None and getattr(kernels, "quantized", 0):
+        return ComputePath(dtype, kernels.compute, "weight-only", note, *draft, **forms)
     if kernels is not None and kernels.applied:
-        return ComputePath(dtype, kernels.compute, "oneDNN", note, *draft)
+        return ComputePath(dtype, kernels.compute, "oneDNN", note, *draft, **forms)
     on_cpu = str(getattr(target, "device", "")) == "cpu" and dtype in ("float32", "bfloat16")
-    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note, *draft)
+    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note, *draft, **forms)
 
 
 def _draft_form(engine: Any) -> tuple[str, bool, float | None]:
-    """The draft model's form as the engine chose it: (dtype, measured, step ratio)."""
+    """The draft model's form as the engine chose it: (form, measured, its pass ÷ the next
+    cheapest form's)."""
     form = getattr(engine, "draft_form", None)
     if form is None or getattr(engine, "draft", None) is None:
         return "", False, None
-    others = [d for d in form.step_s if d != form.dtype]
+    others = sorted(seconds for name, seconds in form.pass_s.items() if name != form.form)
     measured = form.reason == "measured" and bool(others)
-    ratio = form.step_s[form.dtype] / form.step_s[others[0]] if measured and form.step_s[others[0]] > 0 else None
-    return str(form.dtype), measured, ratio
+    ratio = form.pass_s[form.form] / others[0] if measured and others[0] > 0 else None
+    return str(form.form), measured, ratio
 
 
 def _describe(error: Exception) -> str:

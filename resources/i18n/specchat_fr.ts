@@ -779,6 +779,10 @@
         <translation>les modèles demandés n’ont pas pu être chargés (voir Paramètres)</translation>
     </message>
     <message>
+        <source>{0} · weight-only kernels</source>
+        <translation>{0} · noyaux à poids quantifiés</translation>
+    </message>
+    <message>
         <source>{0} weights, {1} compute</source>
         <translation>poids {0}, calcul en {1}</translation>
     </message>
@@ -791,12 +795,28 @@
         <translation>{0} · noyaux standard</translation>
     </message>
     <message>
-        <source>draft {0} (measured cheapest: a step {1}× the other form&apos;s)</source>
-        <translation>brouillon {0} (mesuré le moins cher : un pas à {1}× de l&apos;autre forme)</translation>
+        <source>(auto: the fastest exact form here)</source>
+        <translation>(auto : la forme exacte la plus rapide ici)</translation>
+    </message>
+    <message>
+        <source>draft {0} (measured cheapest: a step {1}× the next form&apos;s)</source>
+        <translation>brouillon {0} (mesuré le moins cher : un pas {1}× celui de la forme suivante)</translation>
     </message>
     <message>
         <source>draft {0}</source>
         <translation>brouillon {0}</translation>
+    </message>
+    <message>
+        <source>{0} (quantized by SpecChat)</source>
+        <translation>{0} (quantifié par SpecChat)</translation>
+    </message>
+    <message>
+        <source>{0} from {1}</source>
+        <translation>{0} depuis {1}</translation>
+    </message>
+    <message>
+        <source>{0} GB</source>
+        <translation>{0} Go</translation>
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
@@ -1062,6 +1082,10 @@
         <translation>Inutilisable</translation>
     </message>
     <message>
+        <source>{0}, running as {1}</source>
+        <translation>{0}, exécuté en {1}</translation>
+    </message>
+    <message>
         <source>Target</source>
         <translation>Cible</translation>
     </message>
@@ -1237,10 +1261,6 @@
         <translation>Sur ce processeur ({0}), les noyaux rapides ne peuvent pas tourner : bfloat16 divise la mémoire par deux mais passe par les noyaux standard, lents.</translation>
     </message>
     <message>
-        <source>auto (the cheaper form, measured at load)</source>
-        <translation>auto (la forme la moins chère, mesurée au chargement)</translation>
-    </message>
-    <message>
         <source>same as target</source>
         <translation>comme le modèle cible</translation>
     </message>
@@ -1257,8 +1277,28 @@
         <translation>Précision avec laquelle les poids sont conservés en mémoire. auto : le choix habituel pour le processeur ; float16 et bfloat16 utilisent deux fois moins de mémoire que float32.</translation>
     </message>
     <message>
-        <source>The draft model&apos;s number type. auto: on the CPU, the draft is loaded in the target&apos;s type and in int8, a few draft steps of each are timed, and the cheaper one is kept (the status bar says which). int8 makes the draft smaller and usually faster on the CPU; the answer does not change, because the target checks every drafted token.</source>
-        <translation>Le type numérique du modèle brouillon. auto : sur le processeur, le brouillon est chargé dans le type de la cible et en int8, quelques pas de brouillon de chacun sont chronométrés et le moins cher est gardé (la barre d&apos;état dit lequel). int8 rend le brouillon plus petit et en général plus rapide sur le processeur ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
+        <source>auto (the fastest exact form, measured at load)</source>
+        <translation>auto (la forme exacte la plus rapide, mesurée au chargement)</translation>
+    </message>
+    <message>
+        <source>int4 (weight-only, smallest)</source>
+        <translation>int4 (poids quantifiés, le plus petit)</translation>
+    </message>
+    <message>
+        <source>int8 (weight-only)</source>
+        <translation>int8 (poids quantifiés)</translation>
+    </message>
+    <message>
+        <source>The form the target&apos;s weights are computed in. int4 and int8 keep the weights quantized (a float model is quantized by SpecChat at load) and compute the rest in bf16; bf16 and fp32 keep them as floats. Every form offered here is exact: a verified block gives the same logits as one-token decoding, so speculation never changes the answer. auto times the forms at load and keeps the fastest (the status bar says which). With auto, a data type other than auto decides instead.</source>
+        <translation>La forme dans laquelle les poids de la cible sont calculés. int4 et int8 gardent les poids quantifiés (un modèle en flottants est quantifié par SpecChat au chargement) et calculent le reste en bf16 ; bf16 et fp32 les gardent en flottants. Chaque forme proposée ici est exacte : un bloc vérifié donne les mêmes logits que le décodage jeton par jeton, donc la spéculation ne change jamais la réponse. auto chronomètre les formes au chargement et garde la plus rapide (la barre d&apos;état dit laquelle). Avec auto, un type de données autre qu&apos;auto décide à sa place.</translation>
+    </message>
+    <message>
+        <source>auto (the cheapest draft step, measured at load)</source>
+        <translation>auto (le pas de brouillon le moins cher, mesuré au chargement)</translation>
+    </message>
+    <message>
+        <source>The draft model&apos;s weights form. auto: on the CPU, the draft is built in each exact form (int4, int8, bf16, fp32), a few draft steps of each are timed, and the cheapest is kept (the status bar says which). int4 and int8 make the draft smaller and usually faster; the answer does not change, because the target checks every drafted token.</source>
+        <translation>La forme des poids du modèle brouillon. auto : sur le CPU, le brouillon est construit dans chaque forme exacte (int4, int8, bf16, fp32), quelques pas de brouillon de chacune sont chronométrés et la moins chère est gardée (la barre d&apos;état dit laquelle). int4 et int8 rendent le brouillon plus petit et en général plus rapide ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
@@ -1283,6 +1323,10 @@
     <message>
         <source>Data type:</source>
         <translation>Type de données :</translation>
+    </message>
+    <message>
+        <source>Weights form:</source>
+        <translation>Forme des poids :</translation>
     </message>
     <message>
         <source>Draft data type:</source>

@@ -83,7 +83,22 @@ def test_the_status_bar_names_the_draft_form_auto_chose_and_an_asked_one(open_wi
     label = window.model_label.text()
     assert " · draft " in label and "measured cheapest" in label
     chosen = label.split(" · draft ")[1].split(" ")[0]
-    assert chosen in ("fp32", "int8")
+    assert chosen in ("fp32", "bf16", "int8", "int4")
     asked = tiny_settings(tiny_models)
     window = open_window(replace(asked, models=replace(asked.models, draft_dtype="int8")))
     assert window.model_label.text().endswith(" · draft int8")
+
+
+def test_the_weights_form_setting_loads_int4_and_the_status_bar_names_it(open_window, tiny_models, qtbot):
+    """Issue 18: the Settings choice reaches the engine, and the status bar says the form, who
+    quantized it, from what, and its size."""
+    settings = tiny_settings(tiny_models, draft="lookup")
+    window = open_window(replace(settings, models=replace(settings.models, dtype="auto", weights="int4")))
+    assert window.worker._engine.target.dtype == "int4"
+    label = window.model_label.text()
+    assert " · int4 (quantized by SpecChat) from fp32 · " in label and label.endswith(" GB · weight-only kernels")
+    dialog = window.open_settings()
+    assert dialog.weights.currentData() == "int4" and dialog.settings().models.weights == "int4"
+    dialog.reject()
+    result = send_and_wait(qtbot, window)
+    assert result.made_by is not None and result.made_by.dtype == "int4"

@@ -235,3 +235,24 @@ def test_a_failing_scan_is_reported_in_the_dialog_not_raised(app_dirs, qtbot):
     qtbot.addWidget(dialog)
     qtbot.waitUntil(lambda: "disk unplugged" in dialog.status.text(), timeout=TIMEOUT_MS)
     assert dialog.table.rowCount() == 0
+
+
+def test_the_library_names_the_form_a_loaded_model_runs_in(window_with_library, qtbot, library_models):
+    """Issue 18: the library says the file's dtype and, for the models loaded, the weights form
+    they run in ("int4 (quantized by SpecChat) from fp32 · 0.15 GB")."""
+    from app.ui.main_window import ModelsInUse
+    from app.worker.engine_worker import ComputePath, WeightsWords
+
+    window, _, _ = window_with_library()
+    models = ModelSettings(
+        target_kind="folder", target_path=str(library_models["target"]),
+        draft_kind="folder", draft_path=str(library_models["small"]),
+    )
+    form = WeightsWords("int4", "fp32", True, 150_000_000, measured=True)
+    path = ComputePath("int4", "bfloat16", "weight-only", "", "int8", form=form, draft_form=WeightsWords("int8"))
+    window.models_in_use = ModelsInUse(models, "target", "draft model: small", path)
+    dialog = open_library(qtbot, window)
+    target_dtype = row_texts(dialog, library_models["target"])[4]
+    assert target_dtype.endswith(", running as int4 (quantized by SpecChat) from fp32 · 0.15 GB")
+    assert row_texts(dialog, library_models["small"])[4].endswith(", running as int8")
+    assert "running as" not in row_texts(dialog, library_models["other"])[4]

@@ -21,9 +21,8 @@ import re
 import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -38,8 +37,11 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
+from app.engine.models import forms
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
-from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
+from app.engine.models.forms import FormProbe, WeightsForm
+from app.engine.runners.cpu_kernels import CpuKernels
+from app.engine.runners.quant import QUANT_FORMS
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
@@ -55,6 +57,7 @@ DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16",
     "float16": "float16", "fp16": "float16",
     "int8": "int8",
+    "int4": "int4",
 }
 AUTO_DTYPE = {"cuda": "bfloat16", "mps": "float16", "cpu": "float32"}
 GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerFast")
@@ -67,17 +70,24 @@ class LoadedModel:
     model: PreTrainedModel  # eval mode, on device, requires_grad off
     tokenizer: PreTrainedTokenizerBase
     device: torch.device
-    dtype: str  # "float32" | "bfloat16" | "float16" | "int8"
+    dtype: str  # the weights' form in dtype words: "float32" | "bfloat16" | "float16" | "int8" | "int4"
     eos_token_ids: tuple[int, ...]  # generation config + tokenizer EOS ids, deduped, sorted
     context_length: int  # config.max_position_embeddings (fallback 2048)
     vocab_size: int  # len(tokenizer); embedding rows may exceed it (padding)
     kernels: CpuKernels | None = None  # what the CPU kernels applied (None: not an fp32 / bf16 CPU model, or off)
+    form: WeightsForm | None = None  # the weights' form, where they came from and why (None: a stand-in)
 
     @property
     def note(self) -> str:
         """One line on how this model computes when it is not the designed path ("" when it is),
         e.g. "bf16 weights computed in fp32: this CPU has no bf16 matrix instructions." """
-        return self.kernels.note if self.kernels is not None else ""
+        parts = [self.kernels.note if self.kernels is not None else "", self.form.note if self.form else ""]
+        return " ".join(p for p in parts if p)
+
+    @property
+    def weights_label(self) -> str:
+        """ "int4 (quantized by SpecChat) from bf16 · 0.1 GB" (the dtype for a stand-in)."""
+        return self.form.label() if self.form is not None else self.dtype
 
 
 # ---------------------------------------------------------------- places and names
@@ -151,11 +161,11 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> str:
         return AUTO_DTYPE.get(device.type, "float32")
     if name not in DTYPE_ALIASES:
         raise InvalidSettingError(
-            f"'{dtype}' is not a supported dtype; use auto, float32, bfloat16, float16 or int8."
+            f"'{dtype}' is not a supported dtype; use auto, float32, bfloat16, float16, int8 or int4."
         )
     resolved = DTYPE_ALIASES[name]
-    if resolved == "int8" and device.type != "cpu":
-        raise InvalidSettingError(f"int8 runs on the CPU only; choose another dtype for {device}.")
+    if resolved in ("int8", "int4") and device.type not in ("cpu", "cuda"):
+        raise InvalidSettingError(f"{resolved} runs on the CPU (and CUDA) only; choose another dtype for {device}.")
     return resolved
 
 
@@ -354,20 +364,10 @@ def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoT
     return AutoTokenizer
 
 
-def _quantize_int8(model: PreTrainedModel) -> PreTrainedModel:
-    quantize_dynamic = getattr(getattr(torch.ao, "quantization", None), "quantize_dynamic", None)
-    if quantize_dynamic is None:
-        raise InvalidSettingError("int8 is not available in this version of torch; use float32.")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*deprecated.*")
-        quantized: PreTrainedModel = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-        return quantized
-
-
-def _prepare(model: PreTrainedModel, device: torch.device, dtype: str) -> PreTrainedModel:
+def _prepare(model: PreTrainedModel, device: torch.device) -> PreTrainedModel:
     # transformers types to() through a decorator that mypy reads as taking the model twice
-    model = _quantize_int8(model) if dtype == "int8" else model.to(device)  # type: ignore[arg-type]
-    model.eval()
+    model.to(device)  # type: ignore[arg-type]  # in place: a module's to() returns itself
+    model.eval()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
     model.requires_grad_(False)
     return model
 
@@ -408,19 +408,42 @@ def _out_of_memory(source: str, device: torch.device, dtype: str) -> ModelLoadEr
 
 
 def _load(
-    source: str, device: torch.device, dtype: str, allow_pickle: bool, progress: ProgressFn
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    source: str, device: torch.device, torch_dtype: torch.dtype, allow_pickle: bool, progress: ProgressFn
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, str]:
+    """The model in ``torch_dtype`` on ``device``, its tokenizer, and its weights' own form
+    ("bf16", "fp32", "GGUF")."""
     path = _find_folder(source)
+    origin = ""
     if path.is_file():
         if path.suffix != ".gguf":
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
-        path = _gguf_folder(path, source, progress)
+        path, origin = _gguf_folder(path, source, progress), "GGUF"
     use_safetensors = _use_safetensors(path, source, allow_pickle)
     _check_architecture(path, source)
-    torch_dtype = DTYPES.get(dtype, torch.float32)  # int8: quantized from float32
     model, tokenizer = _read_folder(path, source, torch_dtype, use_safetensors, progress)
     progress(f"Preparing the model on {device}…", 0.85)
-    return _prepare(model, device, dtype), tokenizer
+    return _prepare(model, device), tokenizer, origin or _checkpoint_form(path)
+
+
+def _checkpoint_form(folder: Path) -> str:
+    """The dtype a folder's config declares its weights in, as a form ("bf16"), "" if none."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    declared = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    return forms.ALIASES.get(str(declared).lower(), "") if declared else ""
+
+
+def _asked_form(weights: str | None, dtype: str | None, device: torch.device, cpu_kernels: bool) -> tuple[str, str]:
+    """(form to load, reason): ``weights`` when given, else the form ``dtype`` names; ``auto``
+    measures on the CPU with its kernels, and elsewhere is the device's float dtype."""
+    asked = forms.parse_weights(weights) if weights else forms.FORM_OF[resolve_dtype(dtype, device)]
+    if asked == forms.AUTO and (device.type != "cpu" or not cpu_kernels):
+        return forms.FORM_OF[AUTO_DTYPE.get(device.type, "float32")], "device"
+    if asked in QUANT_FORMS and device.type not in ("cpu", "cuda"):
+        raise InvalidSettingError(f"{asked} runs on the CPU (and CUDA) only; choose another form for {device}.")
+    return asked, "asked"
 
 
 def load_model(
@@ -428,56 +451,78 @@ def load_model(
     *,
     device: str | None = "auto",
     dtype: str | None = "auto",
+    weights: str | None = None,
     allow_pickle: bool = False,
     cpu_kernels: bool = True,
     progress: ProgressFn | None = None,
+    form_probe: FormProbe | None = None,
+    probe_sizes: tuple[int, ...] = forms.TARGET_SIZES,
 ) -> LoadedModel:
-    """Load ``source``. ``cpu_kernels``: an fp32 / bf16 model on the CPU runs prepacked linears and
-    row-wise attention (``cpu_kernels.py``): faster short blocks, block logits = one-at-a-time."""
+    """Load ``source``. ``weights``: the form to compute in (``forms.WEIGHTS_CHOICES``; None:
+    the form ``dtype`` names); ``auto`` times each exact form on the CPU with ``form_probe``
+    (default: passes over ``probe_sizes`` tokens) and keeps the fastest. ``cpu_kernels``: prepacked
+    linears and row-wise attention on the CPU (``cpu_kernels.py``): block logits = one-at-a-time."""
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
-    dtype_name = resolve_dtype(dtype, dev)
+    asked, reason = _asked_form(weights, dtype, dev, cpu_kernels)
+    dtype_name = forms.DTYPE_OF.get(asked, "float32")
+    torch_dtype = forms.LOAD_DTYPE.get(asked, torch.float32)  # auto: the fp32 master each form is made from
+    if dev.type != "cpu" and asked in QUANT_FORMS:
+        torch_dtype = torch.bfloat16
     progress(f"Opening {describe_source(source)}…", 0.0)
     try:
-        model, tokenizer = _load(source, dev, dtype_name, allow_pickle, progress)
+        model, tokenizer, origin = _load(source, dev, torch_dtype, allow_pickle, progress)
+        vocab_size = len(tokenizer)
+        probe = form_probe or (lambda m: forms.pass_seconds(m, vocab_size, probe_sizes))
+        settled = _settle(model, asked, reason, origin, cpu_kernels, probe, source, dev, progress)
     except OUT_OF_MEMORY as exc:
         raise _out_of_memory(source, dev, dtype_name) from exc
     except RuntimeError as exc:
         if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
             raise _out_of_memory(source, dev, dtype_name) from exc
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
-    kernels = _apply_kernels(model, source, dev, dtype_name) if cpu_kernels else None
     progress("Ready", 1.0)
+    model = settled.model
     return LoadedModel(
         name=describe_source(source),
         source=source,
         model=model,
         tokenizer=tokenizer,
         device=dev,
-        dtype=dtype_name,
+        dtype=settled.form.dtype,
         eos_token_ids=_eos_token_ids(model, tokenizer),
         context_length=_context_length(model),
-        vocab_size=len(tokenizer),
-        kernels=kernels,
+        vocab_size=vocab_size,
+        kernels=settled.kernels,
+        form=settled.form,
     )
 
 
-def _apply_kernels(model: PreTrainedModel, source: str, device: torch.device, dtype: str) -> CpuKernels | None:
-    """The CPU kernels, or a ``ModelLoadError`` that names the way out: whatever goes wrong
+def _settle(
+    model: PreTrainedModel, asked: str, reason: str, origin: str, cpu_kernels: bool, probe: FormProbe,
+    source: str, device: torch.device, progress: ProgressFn,
+) -> forms.Settled:
+    """``forms.settle``, or a ``ModelLoadError`` that names the way out: whatever goes wrong
     while packing (an instruction the CPU lacks, memory) must not reach the person raw."""
     try:
-        return apply_cpu_kernels(model)
+        settled = forms.settle(
+            model, asked, origin=origin, cpu_kernels=cpu_kernels, form_probe=probe,
+            progress=lambda message: progress(message, 0.9),
+        )
     except SpecChatError:
         raise
     except OUT_OF_MEMORY as exc:
-        raise _out_of_memory(source, device, dtype) from exc
+        raise _out_of_memory(source, device, asked) from exc
     except Exception as exc:
         if "out of memory" in str(exc) or "can't allocate memory" in str(exc):
-            raise _out_of_memory(source, device, dtype) from exc
+            raise _out_of_memory(source, device, asked) from exc
         raise ModelLoadError(
-            f"The fast CPU kernels could not be prepared for '{source}' as {dtype} on this CPU: untick "
-            "\"Fast exact CPU kernels\" in Settings (--no-cpu-kernels in the command line) or choose float32."
+            f"The fast CPU kernels could not be prepared for '{source}' as {asked} on this CPU: untick "
+            "\"Fast exact CPU kernels\" in Settings (--no-cpu-kernels in the command line) or choose fp32."
         ) from exc
+    if reason != "asked":
+        settled.form = replace(settled.form, reason=reason)
+    return settled
 
 
 # ---------------------------------------------------------------- compatibility

@@ -50,6 +50,7 @@ from transformers.pytorch_utils import Conv1D
 
 from app.engine.errors import InvalidSettingError
 from app.engine.runners.cpu_probe import CpuProbe, probe
+from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 
 ROWWISE = "specchat_rowwise"
 ROWWISE_MAX_ROWS = 16  # longer blocks (a prompt) run as one SDPA call
@@ -319,20 +320,26 @@ class CpuKernels:
     attention: str  # what the attention layers run: "specchat_rowwise", "sdpa", "eager", ...
     notes: tuple[str, ...] = ()  # plain sentences: what fell back or was left out, and why
     cpu: str = ""  # CpuProbe.describe() of the CPU that decided
+    quantized: int = 0  # linear layers with weight-only int4 / int8 weights (runners/quant.py)
+    form: str = ""  # the weight-only forms among them: "int4", "int8", "int4+int8" ("" when none)
 
     @property
     def applied(self) -> bool:
-        return self.packed > 0
+        return self.packed > 0 or self.quantized > 0
 
     @property
     def exact(self) -> bool:
-        """Every linear prepacked and the attention row-wise: block logits = one-at-a-time."""
-        return self.packed == self.linears and self.attention == ROWWISE
+        """Every linear prepacked or weight-only and the attention row-wise: block logits =
+        one-at-a-time."""
+        return self.packed + self.quantized == self.linears and self.attention == ROWWISE
 
     @property
     def path(self) -> str:
-        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels"."""
+        """ "bf16 · oneDNN kernels", "bf16 weights, fp32 compute", "fp32 · stock kernels",
+        "int4 · weight-only kernels"."""
         dtype = SHORT.get(self.dtype, self.dtype)
+        if self.quantized:
+            return f"{self.form} · weight-only kernels"
         if not self.applied:
             return f"{dtype} · stock kernels"
         if self.compute != self.dtype:
@@ -351,7 +358,7 @@ def cpu_kernels_apply(model: PreTrainedModel) -> bool:
     return (
         model.device.type == "cpu"
         and model.dtype in PACKED_DTYPES
-        and any(type(m) in (nn.Linear, Conv1D) for m in model.modules())
+        and any(type(m) in (nn.Linear, Conv1D) or isinstance(m, WeightOnlyLinear) for m in model.modules())
     )
 
 
@@ -366,23 +373,29 @@ def apply_cpu_kernels(
         return None
     cpu = cpu or probe()
     dtype = str(model.dtype).removeprefix("torch.")
+    weight_only = quantized_layers(model)
     packed, linears, computes = _prepack_linears(model, cpu)
+    if weight_only:
+        computes.add(torch.bfloat16)
+    linears += len(weight_only)
+    forms = "+".join(sorted({layer.form for layer in weight_only}, key=lambda f: f != "int4"))
     compute = str(max(computes, key=lambda d: d.itemsize)).removeprefix("torch.") if computes else ""
     notes: list[str] = []
     attention = model.config._attn_implementation
-    if not packed:
+    if not packed and not weight_only:
         notes.append(
             f"This CPU's oneDNN cannot prepack {dtype} linears, so the stock kernels run: a verified block's "
             "logits can differ from one-token decoding in the last bits."
         )
     else:
-        if compute != dtype:
+        if compute != dtype and not weight_only:
             notes.append(
                 f"{SHORT[dtype]} weights computed in {SHORT[compute]}: "
                 f"this CPU has no {SHORT[dtype]} matrix instructions."
             )
-        if packed < linears:
-            notes.append(f"{linears - packed} of {linears} linear layers are not prepacked (not exact in a block).")
+        if packed + len(weight_only) < linears:
+            missing = linears - packed - len(weight_only)
+            notes.append(f"{missing} of {linears} linear layers are not prepacked (not exact in a block).")
         if rowwise:
             attention, why_not = _use_rowwise_attention(model)
             if why_not:
@@ -392,7 +405,9 @@ def apply_cpu_kernels(
                 notes.append(
                     f"Sliding-window attention is exact up to {window} tokens of context; beyond, plain attention runs."
                 )
-    report = CpuKernels(dtype, linears, packed, compute, attention, tuple(notes), cpu.describe())
+    report = CpuKernels(
+        dtype, linears, packed, compute, attention, tuple(notes), cpu.describe(), len(weight_only), forms
+    )
     setattr(model, "specchat_cpu_kernels", report)  # noqa: B010 - a marker transformers does not declare
     return report
 

@@ -8,6 +8,7 @@ compatible models, with the suggestion pre-selected.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
@@ -61,9 +62,12 @@ class ModelsDialog(QDialog):
         store: SettingsStore,
         models: ModelSettings,
         parent: QWidget | None = None,
+        running: dict[str, str] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(self.tr("Models"))
+        # source -> the weights form it runs in now (the loaded models)
+        self._running = {_source_key(source): text for source, text in (running or {}).items()}
         self._catalog = catalog
         self._store = store
         self._models = models
@@ -288,7 +292,7 @@ class ModelsDialog(QDialog):
             entry.architecture or "?",
             parameter_count(entry.parameters),
             byte_size(entry.size_bytes),
-            entry.dtype or "?",
+            self._dtype_text(entry),
             context,
             (entry.tokenizer or "?") + vocab,
             "",
@@ -303,6 +307,13 @@ class ModelsDialog(QDialog):
             text = "⚠ " + self.tr("Cannot be used")
             problem = QCoreApplication.translate("catalog", entry.problem)  # i18n: noop
             self._set_draft_cell(entry.source, text, problem, MUTED_COLOUR)
+
+    def _dtype_text(self, entry: ModelEntry) -> str:
+        """The file's dtype, and for a loaded model the form it runs in: "Q4_1 → int4 (…) · 0.15 GB"."""
+        running = self._running.get(_source_key(entry.source))
+        if running is None:
+            return entry.dtype or "?"
+        return self.tr("{0}, running as {1}").format(entry.dtype or "?", running)
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(message)
@@ -590,3 +601,9 @@ class ModelsDialog(QDialog):
 def _kind_and_path(entry: ModelEntry) -> tuple[str, str]:
     """ModelSettings' (kind, path) for a library entry."""
     return (entry.kind, "") if entry.kind == "default" else (entry.kind, entry.source)
+
+
+def _source_key(source: str) -> str:
+    """A source as one string whatever way it was written (a folder, relative or not)."""
+    path = Path(source).expanduser()
+    return str(path.resolve()) if source != "default" and path.exists() else source

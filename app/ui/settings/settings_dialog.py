@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.errors import InvalidSettingError
 from app.ui.models.model_sources import cached_hub_models
-from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, AppSettings, ModelSettings
+from app.ui.settings.store import DEVICES, DRAFT_DTYPES, DTYPES, WEIGHTS, AppSettings, ModelSettings
 
 if TYPE_CHECKING:
     from app.engine.runners.cpu_probe import CpuProbe
@@ -206,8 +206,24 @@ class SettingsDialog(QDialog):
             self.device.addItem(device, device)
         self.dtype = QComboBox(page)
         self.dtype.addItems(list(DTYPES))
+        self.weights = QComboBox(page)
+        self.weights.addItem(self.tr("auto (the fastest exact form, measured at load)"), WEIGHTS[0])
+        self.weights.addItem(self.tr("int4 (weight-only, smallest)"), "int4")
+        self.weights.addItem(self.tr("int8 (weight-only)"), "int8")
+        self.weights.addItem("bf16", "bf16")
+        self.weights.addItem("fp32", "fp32")
+        self.weights.setToolTip(
+            self.tr(
+                "The form the target's weights are computed in. int4 and int8 keep the weights quantized "
+                "(a float model is quantized by SpecChat at load) and compute the rest in bf16; bf16 and "
+                "fp32 keep them as floats. Every form offered here is exact: a verified block gives the "
+                "same logits as one-token decoding, so speculation never changes the answer. auto times "
+                "the forms at load and keeps the fastest (the status bar says which). With auto, a data "
+                "type other than auto decides instead."
+            )
+        )
         self.draft_dtype = QComboBox(page)
-        self.draft_dtype.addItem(self.tr("auto (the cheaper form, measured at load)"), DRAFT_DTYPES[0])
+        self.draft_dtype.addItem(self.tr("auto (the cheapest draft step, measured at load)"), DRAFT_DTYPES[0])
         self.draft_dtype.addItem(self.tr("same as target"), DRAFT_DTYPES[1])
         for option in DRAFT_DTYPES[2:]:
             self.draft_dtype.addItem(option, option)
@@ -228,10 +244,10 @@ class SettingsDialog(QDialog):
             self.dtype.setItemData(self.dtype.findText("bfloat16"), bf16_help, Qt.ItemDataRole.ToolTipRole)
         self.draft_dtype.setToolTip(
             self.tr(
-                "The draft model's number type. auto: on the CPU, the draft is loaded in the target's "
-                "type and in int8, a few draft steps of each are timed, and the cheaper one is kept "
-                "(the status bar says which). int8 makes the draft smaller and usually faster on the "
-                "CPU; the answer does not change, because the target checks every drafted token."
+                "The draft model's weights form. auto: on the CPU, the draft is built in each exact form "
+                "(int4, int8, bf16, fp32), a few draft steps of each are timed, and the cheapest is kept "
+                "(the status bar says which). int4 and int8 make the draft smaller and usually faster; "
+                "the answer does not change, because the target checks every drafted token."
             )
         )
         self.allow_pickle.setToolTip(
@@ -259,6 +275,7 @@ class SettingsDialog(QDialog):
         )
         form.addRow(self.tr("Device:"), self.device)
         form.addRow(self.tr("Data type:"), self.dtype)
+        form.addRow(self.tr("Weights form:"), self.weights)
         form.addRow(self.tr("Draft data type:"), self.draft_dtype)
         form.addRow("", self.allow_pickle)
         self.cpu_kernels = QCheckBox(self.tr(
@@ -476,6 +493,7 @@ class SettingsDialog(QDialog):
             self.device.addItem(self.tr("{0} (not available here)").format(m.device), m.device)
         self.device.setCurrentIndex(self.device.findData(m.device))
         self.dtype.setCurrentText(m.dtype)
+        self.weights.setCurrentIndex(max(self.weights.findData(m.weights), 0))
         self.draft_dtype.setCurrentIndex(max(self.draft_dtype.findData(m.draft_dtype), 0))
         self.allow_pickle.setChecked(m.allow_pickle)
         self.cpu_kernels.setChecked(m.cpu_kernels)
@@ -508,6 +526,7 @@ class SettingsDialog(QDialog):
             draft_path=draft_path,
             device=str(self.device.currentData()),
             dtype=self.dtype.currentText(),
+            weights=str(self.weights.currentData()),
             draft_dtype=self.draft_dtype.currentData(),
             allow_pickle=self.allow_pickle.isChecked(),
             cpu_kernels=self.cpu_kernels.isChecked(),

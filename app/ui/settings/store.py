@@ -22,8 +22,9 @@ TargetKind = Literal["default", "folder", "gguf", "hub"]
 DraftKind = Literal["lookup", "suffix", "none", "default", "folder", "gguf", "hub"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-# The draft may also run in int8 (CPU): a cheaper drafter; the target cannot (not lossless).
-DRAFT_DTYPES = ("auto", "same as target", "int8", "float32", "float16", "bfloat16")
+# The weights' form (issue 18): auto measures the exact forms at load; int4 / int8 are weight-only
+WEIGHTS = ("auto", "int4", "int8", "bf16", "fp32")
+DRAFT_DTYPES = ("auto", "same as target", "int4", "int8", "float32", "float16", "bfloat16")
 
 RECENT_PAIRS = 8  # remembered by the model library
 
@@ -46,7 +47,8 @@ class ModelSettings:
     draft_path: str = ""
     device: str = "auto"
     dtype: str = "auto"
-    draft_dtype: str = "auto"  # on the CPU: the cheaper of the target's dtype and int8, measured at load
+    draft_dtype: str = "auto"  # the draft's weights form; auto: on the CPU the cheapest draft step, measured at load
+    weights: str = "auto"  # the target's weights form (WEIGHTS); auto defers to a dtype other than auto
     allow_pickle: bool = False
     cpu_kernels: bool = True  # prepacked linears + row-wise attention for fp32 / bf16 on the CPU
     cpu_threads: int = 0  # torch's CPU threads; 0: auto (cores − 1, then re-chosen between answers)
@@ -59,6 +61,16 @@ class ModelSettings:
     @property
     def target_source(self) -> str:
         return model_source(self.target_kind, self.target_path) or "default"
+
+    @property
+    def weights_option(self) -> str | None:
+        """What ``Engine.load(weights=...)`` takes: a form, or None (the form ``dtype`` names)
+        when the form is auto and the data type is not."""
+        if self.weights not in WEIGHTS:
+            return "auto" if self.dtype == "auto" else None
+        if self.weights == "auto" and self.dtype != "auto":
+            return None
+        return self.weights
 
     @property
     def draft_dtype_option(self) -> str | None:
