@@ -279,6 +279,25 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     return made
 
 
+def answer(args: argparse.Namespace) -> float:
+    """CPU ms per decoded token of a whole greedy target-only answer (the engine's loop included)."""
+    from app.engine import Engine, GenerationConfig
+
+    source = str(bundled_model_path()) if args.source == "default" else args.source
+    engine = Engine.load(source, None, device="cpu", dtype=args.dtype, weights=args.weights, threads=args.threads)
+    config = GenerationConfig(max_new_tokens=args.answer, speculative=False)
+    engine.generate(PROMPT, GenerationConfig(max_new_tokens=4, speculative=False))
+    per_token = []
+    for _ in range(3):
+        engine.reset()
+        started = time.thread_time_ns()
+        stats = engine.generate(PROMPT, config).stats
+        took = time.thread_time_ns() - started
+        share = stats.decode_s / max(stats.prefill_s + stats.decode_s, 1e-9)  # the prompt's pass left out
+        per_token.append(took * share / 1e6 / max(stats.new_tokens - 1, 1))
+    return statistics.median(per_token)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", default="default", help="a model (default: the bundled GGUF)")
@@ -293,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", choices=list(AGAINST), help="also run the pass another way, pass for pass interleaved: "
         + "; ".join(f"{k}: {v}" for k, v in AGAINST.items()),
+    )  # fmt: skip
+    parser.add_argument(
+        "--answer", type=int, default=0, metavar="N",
+        help="also answer the prompt target-only (N new tokens, 3 times, greedy) and give the CPU ms per "
+        "decoded token of the whole answer: beside the pass over 1 token, what the loop around it costs",
     )  # fmt: skip
     args = parser.parse_args(argv)
     apply_threads(args.threads)
@@ -312,12 +336,14 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             for run in runs:
                 run.measure(len(context), rest[:m], clocks)
+    answer_ms = answer(args) if args.answer else None
     report = {
         run.name: {"form": run.loaded.kernels.path if run.loaded.kernels else run.loaded.dtype, "ms": run.table()}
         for run in runs
     }
     if args.json:
-        print(json.dumps({"model": runs[0].loaded.name, "threads": args.threads, "clock": args.clock, **report}))
+        head = {"model": runs[0].loaded.name, "threads": args.threads, "clock": args.clock}
+        print(json.dumps({**head, **report, "answer_cpu_ms_per_token": answer_ms}))
         return 0
     for run in runs:
         table = report[run.name]["ms"]
@@ -330,6 +356,10 @@ def main(argv: list[str] | None = None) -> int:
         for part in (*PARTS, "pass (hooked)", "pass (no hooks)"):
             print(f"{part:<20}" + "".join(f"{table[m][part]:>10.2f}" for m in rows))
         print()
+    if answer_ms is not None:
+        print(
+            f"a whole target-only answer: {answer_ms:.2f} CPU ms per decoded token ({args.answer} tokens, median of 3)"
+        )
     if len(runs) == 2:
         now, other = (report[r.name]["ms"] for r in runs)
         ratio = "".join(f"{now[m]['pass (no hooks)'] / other[m]['pass (no hooks)']:>10.3f}" for m in rows)
