@@ -239,6 +239,7 @@ def dynamic() -> Iterator[None]:
 AGAINST = {
     "copy": "a second copy of the same model, run the same way (what the comparison itself gives)",
     "dynamic-cache": "transformers' DynamicCache (torch.cat of the whole cache every pass) for every layer",
+    "before": "the pass as it was before issue 18: fp32 prepacked, the earlier attention rows, DynamicCache",
     "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
 }
 
@@ -276,6 +277,9 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), filling=dynamic))
     elif args.against == "stock-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
+    elif args.against == "before":
+        other = load(argparse.Namespace(**{**vars(args), "dtype": "float32", "weights": "fp32"}))
+        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size), stock_rows, dynamic))
     return made
 
 
