@@ -84,10 +84,42 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 
 def tiny(models: dict[str, str], *extra: str) -> list[str]:
-    return ["--target", models["target"], "--max-new-tokens", "12", *extra]
+    """The tiny target, in fp32 unless ``extra`` names a form: auto measures at load, and two
+    forms that measure alike on tiny models may swap between runs (and answer differently)."""
+    pinned = [] if {"--weights", "--dtype"} & set(extra) else ["--weights", "fp32"]
+    return ["--target", models["target"], "--max-new-tokens", "12", *pinned, *extra]
 
 
 # --- generate ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["int4", "int8"])
+def test_weights_loads_the_form_asked_and_every_answer_names_it(models, capsys, form):
+    """Issue 18: --weights (and --draft-weights) reach the engine; --json's provenance and the
+    load's line on stderr name the form, who quantized it and from what."""
+    argv = [*tiny(models, "--draft", models["draft"]), "--weights", form, "--draft-weights", "int4", "--prompt", PROMPT]
+    code, out, err = run_cli(capsys, "generate", *argv, "--json")
+    assert code == 0, err
+    made_by = json.loads(out)["made_by"]
+    assert made_by["dtype"] == form and made_by["draft_dtype"] == "int4"
+    assert made_by["weights"].startswith(f"{form} (quantized by SpecChat) from fp32 · ")
+    assert made_by["draft_weights"].startswith("int4 (quantized by SpecChat) from fp32 · ")
+    code, out, err = run_cli(capsys, "generate", *argv)
+    assert code == 0 and err == "", err
+    assert out.splitlines()[-2].startswith(f"weights: {form} (quantized by SpecChat) from fp32 · ")  # before the stats
+    assert "; draft: int4 (quantized by SpecChat) from fp32 · " in out.splitlines()[-2]
+
+
+def test_draft_dtype_still_works_as_the_older_name(models, capsys):
+    argv = [*tiny(models, "--draft", models["draft"]), "--weights", "fp32", "--draft-dtype", "int8", "--prompt", PROMPT]
+    made_by = run_json(capsys, "generate", *argv)["made_by"]
+    assert (made_by["dtype"], made_by["draft_dtype"]) == ("float32", "int8")
+
+
+def test_a_dtype_given_decides_the_form_when_weights_is_not(models, capsys):
+    argv = tiny(models, "--dtype", "bfloat16", "--no-spec", "--prompt", PROMPT)
+    made_by = run_json(capsys, "generate", *argv)["made_by"]
+    assert made_by["dtype"] == "bfloat16" and made_by["weights"].startswith("bf16 from fp32 · ")
 
 
 def assert_generate_shape(run: dict) -> None:
@@ -311,7 +343,8 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
             assert sum(split.values()) == pytest.approx(1000.0 * run[kind]["seconds"], rel=1e-6)
         assert run["speculative"]["time_split_ms"]["draft"] > 0.0
     assert summary["time_split_ms"]["verify"] > 0.0 and summary["baseline_time_split_ms"]["draft"] < 1.0
-    assert summary["draft_form"] is not None and summary["draft_form"].split()[0] in ("float32", "int8")
+    assert summary["draft_form"] is not None and summary["draft_form"].split()[0] in ("int4", "int8", "bf16", "fp32")
+    assert summary["weights"].split()[0] in ("int4", "int8", "bf16", "fp32")
 
 
 def test_bench_with_prompt_lookup_and_one_prompt_prints_a_table(models, capsys):

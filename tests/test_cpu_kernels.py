@@ -168,8 +168,11 @@ def test_an_eager_model_that_cannot_switch_is_named_in_the_load_note():
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_prompt_pass_with_folded_drafts_equals_prompt_then_single_steps(wide_models, arch):
-    loaded = load_model(wide_models[arch], device="cpu", dtype="float32")
+@pytest.mark.parametrize("dtype", ["float32", "int4", "int8"])
+def test_prompt_pass_with_folded_drafts_equals_prompt_then_single_steps(wide_models, arch, dtype):
+    """Also for the weight-only forms: their rows do not change with a prompt's 34 rows either
+    (oneDNN's prepacked bf16 does on an AVX-512 + AMX CPU; ``forms.offered_forms`` asks)."""
+    loaded = load_model(wide_models[arch], device="cpu", dtype=dtype)
     ids = _random_ids(34, loaded.vocab_size, seed=11)
     prompt, drafts = ids[:30], ids[30:]
     folded = CachedModel(loaded.model, loaded.vocab_size).forward(prompt + drafts, keep=len(drafts) + 1)

@@ -15,6 +15,7 @@ from app.engine.runners.cpu_kernels import cpu_kernels_of
 from app.engine.runners.cpu_probe import force_probe
 
 GREEDY = GenerationConfig(max_new_tokens=24, k=3)
+TINY_SIZES = (64, 128)  # the tiny models' linears' K: what decides the forms offered for them
 PROMPT = "The quick brown fox"
 
 
@@ -57,10 +58,10 @@ def test_auto_keeps_the_draft_form_that_measured_cheapest(tiny_models, costs, ch
         str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype="float32",
         draft_weights="auto", draft_probe=probe,
     )
-    assert set(probe.seen) == set(offered_forms()[0])  # every offered form was measured
+    assert set(probe.seen) == set(offered_forms(sizes=TINY_SIZES)[0])  # every offered form was measured
     assert engine.draft is not None and engine.draft_form is not None and engine.draft_form.form == chosen
     assert engine.draft_form.reason == "measured" and engine.draft_form.pass_s == {
-        f: costs[f] for f in offered_forms()[0]
+        f: costs[f] for f in offered_forms(sizes=TINY_SIZES)[0]
     }
     assert form_of(engine.draft.model) == chosen
     spec = engine.generate(PROMPT, GREEDY)
@@ -105,13 +106,13 @@ def test_forms_are_compared_in_interleaved_rounds(tiny_models):
     """A burst of load falls on both forms of a comparison, not on one; medians decide."""
     probe = probe_by_form({"int4": 0.5, "int8": 0.2, "bf16": 0.6, "fp32": 0.9})
     Engine.load(str(tiny_models["llama"]), None, device="cpu", weights="auto", target_probe=probe)
-    offered = offered_forms()[0]
+    offered = offered_forms(sizes=TINY_SIZES)[0]
     assert probe.seen[:2 * forms.PROBE_ROUNDS] == [offered[0], offered[1]] * forms.PROBE_ROUNDS
 
 
 def test_a_form_not_exact_on_this_cpu_is_not_offered_and_the_note_says_why(tiny_models):
     force_probe("avx2")  # as on a CPU that cannot prepack bf16
-    offered, notes = offered_forms()
+    offered, notes = offered_forms(sizes=TINY_SIZES)
     assert "bf16" not in offered and any(n.startswith("bf16 is not offered") for n in notes)
     probe = probe_by_form({"int4": 0.5, "int8": 0.2, "bf16": 0.0, "fp32": 0.9})
     engine = Engine.load(str(tiny_models["llama"]), None, device="cpu", weights="auto", target_probe=probe)

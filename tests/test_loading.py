@@ -246,6 +246,7 @@ def test_the_cli_answers_in_bfloat16_with_the_kernels_on(llama_folder, capsys, f
     code = main([*CLI_BF16, "--target", str(llama_folder)])
     out, err = capsys.readouterr()
     assert code == 0 and "4 tokens in" in out and "Traceback" not in err
+    assert "weights: bf16 from fp32 · " in out  # the form it loaded in, always named
     fallback = "bf16 weights computed in fp32: this CPU has no bf16 matrix instructions."
     assert (f"specchat: note: tiny-llama: {fallback}\n" == err) == (not probe().bf16_packed)
     assert err in ("", f"specchat: note: tiny-llama: {fallback}\n")

@@ -45,9 +45,6 @@ def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
         progress=_progress_printer(sys.stderr),
     )
     for loaded in (engine.target, engine.draft):  # e.g. bf16 computed in fp32 on a CPU without bf16
-        if loaded is not None and loaded.form is not None:
-            _clear_progress(sys.stderr)
-            sys.stderr.write(f"specchat: weights: {loaded.name}: {loaded.form.describe()}\n")
         if loaded is not None and loaded.note:
             _clear_progress(sys.stderr)
             sys.stderr.write(f"specchat: note: {loaded.name}: {loaded.note}\n")
@@ -81,8 +78,17 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     out.write("\n")
     if printer.colour and result.stats.accepted:
         out.write(f"{DIM}(green: draft tokens the target accepted){RESET}\n")
+    out.write(weights_line(engine) + "\n")
     out.write(stats_line(result.stats, result.drafter, result.stop_reason) + "\n")
     return 0
+
+
+def weights_line(engine: Engine) -> str:
+    """ "weights: int4 (quantized by SpecChat) from GGUF · 0.15 GB (auto: …); draft: int8 …" """
+    parts = [f"weights: {engine.target.form.describe() if engine.target.form else engine.target.dtype}"]
+    if engine.draft is not None and engine.draft_form is not None:
+        parts.append(f"draft: {engine.draft_form.describe()}")
+    return "; ".join(parts)
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:

@@ -80,7 +80,9 @@ def test_compare_on_an_answer_from_other_models_says_so_and_reruns_both(open_win
     loaded = answer.made_by
     assert loaded is not None
     # as if saved by an earlier session with other models
-    answer.made_by = replace(loaded, target="Qwen2.5-1.5B-Instruct", dtype="bfloat16", device="cuda:0")
+    answer.made_by = replace(
+        loaded, target="Qwen2.5-1.5B-Instruct", dtype="bfloat16", device="cuda:0", weights="bfloat16"
+    )
     answer.result = None
     outcome = _compare(qtbot, window)
 
@@ -91,7 +93,7 @@ def test_compare_on_an_answer_from_other_models_says_so_and_reruns_both(open_win
     note = window.compare_dialog.stored_note
     assert note.isVisible()
     assert "Qwen2.5-1.5B-Instruct (bfloat16, cuda:0)" in note.text()
-    assert f"{loaded.target} (float32, cpu)" in note.text()
+    assert f"{loaded.target} ({loaded.weights}, cpu)" in note.text() and loaded.weights.startswith("fp32 · ")
     assert "bug" not in window.compare_dialog.verdict_text.text()
 
 

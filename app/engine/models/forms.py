@@ -29,7 +29,7 @@ from app.engine.errors import InvalidSettingError
 from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
 from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.kv import CachedModel
-from app.engine.runners.quant import QUANT_FORMS, batch_invariant, quantize_model, quantized_layers
+from app.engine.runners.quant import QUANT_FORMS, batch_invariant, input_sizes, quantize_model, quantized_layers
 
 AUTO = "auto"
 FORMS = ("int4", "int8", "bf16", "fp32")  # what --weights offers besides auto (the order auto tries)
@@ -121,23 +121,42 @@ def weights_bytes(model: torch.nn.Module) -> int:
     return total
 
 
-def offered_forms(cpu: CpuProbe | None = None) -> tuple[list[str], list[str]]:
-    """The forms exact on this CPU, in the order auto tries them, and a sentence per form not
-    offered. int4 / int8: their kernels' rows must be batch invariant here (asked once); bf16 /
-    fp32: oneDNN must prepack them (a bf16 model computed in fp32 is exact but no faster than fp32,
-    so it is not offered)."""
+PROBED = {"int4": "int4", "int8": "int8", "bf16": "prepacked-bf16", "fp32": "prepacked-fp32"}
+
+
+def offered_forms(cpu: CpuProbe | None = None, sizes: Sequence[int] = (1024,)) -> tuple[list[str], list[str]]:
+    """The forms exact on this CPU for linears over ``sizes`` inputs (a model's K), in the order
+    auto tries them, and a sentence per form not offered. Each form's rows must be batch
+    invariant here for verification's block sizes and a prompt's (asked once per K,
+    ``quant.batch_invariant``). bf16 must also be prepacked as bf16 (a bf16 model computed in
+    fp32 is exact but no faster than fp32, so it is not offered)."""
     cpu = cpu or probe()
     offered, notes = [], []
     for form in FORMS:
-        if form in QUANT_FORMS and not batch_invariant(form):
-            notes.append(f"{form} is not offered: its kernel's rows change with the block size on this CPU.")
-        elif form == "bf16" and not cpu.can_pack(torch.bfloat16):
+        if form == "bf16" and not cpu.can_pack(torch.bfloat16):
             notes.append("bf16 is not offered: this CPU cannot prepack bf16 (computed in fp32 it is no faster).")
         elif form == "fp32" and not cpu.can_pack(torch.float32):
             notes.append("fp32 is not offered: this CPU's oneDNN cannot prepack it.")
+        elif why := not_exact(form, sizes, cpu):
+            notes.append(f"{form} is not offered: {why}.")
         else:
             offered.append(form)
     return offered, notes
+
+
+def not_exact(form: str, sizes: Sequence[int], cpu: CpuProbe | None = None) -> str:
+    """Why ``form`` is not exact here for linears over ``sizes`` inputs ("" when it is). bf16
+    on a CPU that cannot prepack it is computed in fp32: fp32's kernels decide."""
+    kernel = PROBED.get(form, "")
+    if form == "bf16" and not (cpu or probe()).can_pack(torch.bfloat16):
+        kernel = PROBED["fp32"]
+    bad = [k for k in sizes if not batch_invariant(kernel, k)] if kernel else []
+    if not bad:
+        return ""
+    return (
+        f"its rows change with the number of rows computed together on this CPU (K = {', '.join(map(str, bad))}), "
+        "so a verified block or a prompt's pass with drafts folded in would not be exact"
+    )
 
 
 def to_form(
@@ -152,6 +171,8 @@ def to_form(
         model.to(torch.bfloat16)  # type: ignore[arg-type]  # quantized buffers: integers (kept) or bf16 already
     elif form in DTYPE_OF:
         model.to(getattr(torch, DTYPE_OF[form]))
+        for layer in quantized_layers(model):  # layers a file brought quantized keep their bf16 scales
+            layer.to(torch.bfloat16)
     if not cpu_kernels or model.device.type != "cpu":
         return None
     return apply_cpu_kernels(model, cpu=cpu)
@@ -201,10 +222,13 @@ def settle(
     ``form_probe``, timed in interleaved rounds; ``model`` is then the float master each form is
     made from, and is consumed)."""
     quantized_in_file = bool(quantized_layers(model))
+    sizes = input_sizes(model)
     if asked != AUTO:
+        why = not_exact(asked, sizes) if model.device.type == "cpu" and cpu_kernels else ""
         kernels = to_form(model, asked, cpu_kernels)
-        return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file))
-    offered, notes = offered_forms()
+        warning = (f"{asked} is not exact here: {why}.",) if why else ()
+        return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file, None, warning))
+    offered, notes = offered_forms(sizes=sizes)
     if quantized_in_file:  # a quantized file is computed in its own form
         offered = [form for form in offered if form in QUANT_FORMS][:1] or ["int8"]
     if progress is not None:

@@ -263,17 +263,48 @@ def quantized_layers(model: nn.Module) -> list[WeightOnlyLinear]:
 # ---------------------------------------------------------------- exactness on this CPU
 
 
+INVARIANCE_ROWS = (5, 34)  # block sizes asked: a verified block, a prompt's pass with drafts folded in
+
+
 @functools.cache
-def batch_invariant(form: str, rows: int = 8) -> bool:
-    """Whether a ``form`` layer's rows are bit-identical fed together (M = 2..``rows``) or alone,
-    on this CPU with the kernels ATen picked: asked once per process on a small random layer."""
+def batch_invariant(form: str, in_features: int = 1024) -> bool:
+    """Whether a ``form`` layer over ``in_features`` inputs gives bit-identical rows fed together
+    (M in ``INVARIANCE_ROWS``) or alone, on this CPU with the kernels torch picked: asked once
+    per process and K on a small random layer. ``form``: "int4", "int8", or "prepacked-bf16" /
+    "prepacked-fp32" (oneDNN). Measured on an AVX-512 + AMX CPU: prepacked bf16 with K = 576 is
+    not (34 rows), with K = 512 or 1024 it is; int4 / int8 and fp32 are."""
     gen = torch.Generator().manual_seed(0)
-    weight = torch.randn(64, 1024, generator=gen)
-    x = torch.randn(rows, 1024, generator=gen).to(ACTIVATIONS)
-    layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    weight = torch.randn(512, in_features, generator=gen)
+    x = torch.randn(max(INVARIANCE_ROWS), in_features, generator=gen)
     try:
+        layer = _probe_layer(form, weight)
+        x = x.to(torch.float32 if form == "prepacked-fp32" else ACTIVATIONS)
         with torch.inference_mode():
-            alone = [layer(x[i : i + 1])[0] for i in range(rows)]
-            return all(torch.equal(layer(x[:m])[i], alone[i]) for m in range(2, rows + 1) for i in range(m))
-    except (RuntimeError, NotImplementedError):
+            alone = [layer(x[i : i + 1])[0] for i in range(len(x))]
+            return all(torch.equal(layer(x[:m])[i], alone[i]) for m in INVARIANCE_ROWS for i in range(m))
+    except (RuntimeError, NotImplementedError, ValueError):
         return False
+
+
+def _probe_layer(form: str, weight: torch.Tensor) -> nn.Module:
+    if form == "int4":
+        return Int4Linear.from_float(weight)
+    if form == "int8":
+        return Int8Linear.from_float(weight)
+    from app.engine.runners.cpu_kernels import PrepackedLinear  # cpu_kernels imports this module
+
+    dtype = torch.bfloat16 if form == "prepacked-bf16" else torch.float32
+    return PrepackedLinear(weight.to(dtype), None, dtype)
+
+
+def input_sizes(model: nn.Module) -> tuple[int, ...]:
+    """The distinct K (inputs) of a model's linear layers (nn.Linear, Conv1D, weight-only)."""
+    sizes = set()
+    for module in model.modules():
+        if isinstance(module, WeightOnlyLinear):
+            sizes.add(module.in_features)
+        elif type(module) is nn.Linear:
+            sizes.add(module.in_features)
+        elif type(module) is Conv1D:
+            sizes.add(int(module.weight.shape[0]))
+    return tuple(sorted(sizes))
