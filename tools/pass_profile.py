@@ -2,7 +2,7 @@
 
     python tools/pass_profile.py                       # the bundled model, bf16, 1 thread
     python tools/pass_profile.py --dtype float32 --rows 1,4 --repeat 30
-    python tools/pass_profile.py --weights int4        # where the runner has weight forms
+    python tools/pass_profile.py --weights int4        # a weights form (auto, int4, int8, bf16, fp32)
     python tools/pass_profile.py --json
 
 Method (one, for every part): clocks around each module's forward (forward pre- and
@@ -27,7 +27,6 @@ projections; the earlier row-wise attention) pass for pass interleaved with the 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import statistics
 import sys
@@ -245,25 +244,9 @@ AGAINST = {
 
 
 def load(args: argparse.Namespace) -> LoadedModel:
-    """The model as the app loads it; ``--weights int4|int8`` where the loader has no weights
-    form yet: the bf16 model's linears swapped by ``quant.quantize_model``, then row-wise
-    attention, as the loader will."""
+    """The model as the app loads it (``--weights``: the form, as ``generate --weights``)."""
     source = str(bundled_model_path()) if args.source == "default" else args.source
-    options: dict[str, Any] = {"device": "cpu", "dtype": args.dtype}
-    own_weights = "weights" in inspect.signature(load_model).parameters
-    if args.weights and own_weights:
-        options["weights"] = args.weights
-    elif args.weights:
-        options.update(dtype="bfloat16", cpu_kernels=False)
-    loaded = load_model(source, **options)
-    if args.weights and not own_weights:
-        from app.engine.runners.quant import quantize_model
-
-        report = quantize_model(loaded.model, args.weights)
-        attention, _ = cpu_kernels._use_rowwise_attention(loaded.model)
-        loaded.dtype = f"{args.weights} ({report.describe()}), {attention}"
-        loaded.kernels = None
-    return loaded
+    return load_model(source, device="cpu", dtype=args.dtype, weights=args.weights)
 
 
 def variants(args: argparse.Namespace) -> list[Variant]:
@@ -306,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", default="default", help="a model (default: the bundled GGUF)")
     parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--weights", default=None, help="the weights form, where the loader has one")
+    parser.add_argument("--weights", default=None, help="the weights form: auto, int4, int8, bf16, fp32")
     parser.add_argument("--rows", default="1,2,4,8")
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=20)
