@@ -42,7 +42,6 @@ def _steps(runner: CachedModel, ids: list[int]) -> torch.Tensor:
 def test_growing_cache_gives_transformers_cache_logits_bit_for_bit(arch, monkeypatch):
     model = _model(arch)
     ids = torch.randint(0, VOCAB, (140,), generator=torch.Generator().manual_seed(1)).tolist()
-    monkeypatch.setattr(GrowingLayer, "MIN_CAPACITY", 8)  # grow several times on the way
     growing = CachedModel(model, VOCAB)
     ours = _steps(growing, ids)
     assert all(type(layer) is GrowingLayer for layer in growing._cache.layers)
@@ -56,7 +55,7 @@ def test_a_pass_writes_into_the_same_buffers_until_they_are_full():
     runner.forward(list(range(10, 40)), keep=1)
     layer = runner._cache.layers[0]
     buffer = layer._buffers[0]
-    assert buffer.shape[-2] >= GrowingLayer.MIN_CAPACITY
+    assert buffer.shape[-2] == 60  # twice the prompt
     for step in range(6):
         runner.feed_at(30 + step, [50 + step, 51, 52])  # rolls back two each time
     assert layer._buffers[0] is buffer and layer.keys.data_ptr() == buffer.data_ptr()
@@ -71,3 +70,21 @@ def test_sliding_window_layers_keep_transformers_own_cache():
     runner = CachedModel(model, VOCAB)
     runner.forward(list(range(10, 30)), keep=1)
     assert all(isinstance(layer, DynamicSlidingWindowLayer) for layer in runner._cache.layers)
+
+
+def test_a_rollback_to_a_short_prefix_lets_the_long_buffers_go(monkeypatch):
+    """A new conversation after a long one keeps no more than twice its own positions, and
+    continues with the logits transformers' cache gives after the same rollback."""
+    model = _model()
+    runner = CachedModel(model, VOCAB)
+    runner.forward(list(range(10, 200)), keep=1)
+    layer = runner._cache.layers[0]
+    runner.truncate(6)
+    assert layer._buffers is None and layer.keys.untyped_storage().nbytes() == layer.keys.nbytes
+    logits = runner.forward([7, 8, 9], keep=3)
+    assert layer._buffers[0].shape[-2] == 18 and layer.get_seq_length() == 9
+    monkeypatch.setattr(kv, "_new_cache", lambda m: (DynamicCache(config=m.config), None))
+    stock = CachedModel(model, VOCAB)
+    stock.forward(list(range(10, 200)), keep=1)
+    stock.truncate(6)
+    assert torch.equal(logits, stock.forward([7, 8, 9], keep=3))

@@ -32,9 +32,9 @@ class GrowingLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transforme
     writes the new positions in place and ``crop`` moves the end back, instead of concatenating
     the whole cache again every pass (``torch.cat`` copies all of it: at 1,000 tokens of context
     4.3 ms of a 35 ms pass of the bundled model, int4). ``keys`` / ``values`` are views of the
-    buffers' first positions; the buffers double when full (at most twice the memory in use)."""
-
-    MIN_CAPACITY = 256
+    buffers' first positions. A buffer grows to twice the positions it must hold and, when a
+    rollback keeps less than half of it (a new conversation after a long one), the kept
+    positions move to their own tensors: the cache holds at most twice what it keeps."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
@@ -56,7 +56,7 @@ class GrowingLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transforme
         if fits and held is not None:
             return held
         length = keys.shape[-2] if keys.numel() else 0
-        capacity = max(self.MIN_CAPACITY, 2 * end)
+        capacity = 2 * end
         grown = tuple(
             torch.empty((*new.shape[:-2], capacity, new.shape[-1]), dtype=new.dtype, device=new.device)
             for new in (key_states, value_states)
@@ -83,8 +83,13 @@ class GrowingLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transforme
 
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)  # views of the first positions: the buffers stay
-        if self.is_initialized and self._buffers is not None and tokens_to_remove:
-            self._view = self.keys
+        if not (self.is_initialized and self._buffers is not None and tokens_to_remove):
+            return
+        assert self.keys is not None and self.values is not None
+        if self._buffers[0].shape[-2] > 2 * max(self.keys.shape[-2], 1):  # mostly empty now: let it go
+            self.keys, self.values = self.keys.clone(), self.values.clone()
+            self._buffers = None
+        self._view = self.keys
 
     def reset(self) -> None:
         super().reset()
