@@ -340,3 +340,30 @@ def test_a_probe_answer_can_be_passed_in():
     only_fp32 = CpuProbe("AVX2", ("avx2",), ("float32",))
     kernels = apply_cpu_kernels(model, cpu=only_fp32)
     assert kernels.compute == "float32" and kernels.cpu == "AVX2 CPU (avx2): oneDNN prepacks float32"
+
+
+# ---------------------------------------------------------------- rows called directly
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_each_row_called_directly_equals_transformers_sdpa_call_for_that_row(groups, dtype):
+    """Row-wise attention makes each row's SDPA call itself (no per-row Python of transformers'
+    ``sdpa_attention_forward``): every row, and one-token decoding, keeps its bits."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from app.engine.runners.cpu_kernels import _one_row_at_a_time
+
+    module = nn.Module()
+    module.num_key_value_groups, module.is_causal = groups, True
+    gen = torch.Generator().manual_seed(groups)
+    query = torch.randn(1, 3 * groups, 5, 64, generator=gen).to(dtype)
+    key, value = (torch.randn(1, 3, 37, 64, generator=gen).to(dtype) for _ in range(2))
+    for rows in (1, 2, 5):
+        q = query[:, :, -rows:]
+        stock = [
+            sdpa_attention_forward(module, q[:, :, i : i + 1], key[:, :, : 37 - rows + i + 1],
+                                   value[:, :, : 37 - rows + i + 1], None, scaling=0.125)[0]
+            for i in range(rows)
+        ]  # fmt: skip
+        assert torch.equal(_one_row_at_a_time(module, q, key, value, scaling=0.125), torch.cat(stock, dim=1))
