@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,6 +67,16 @@ def bundled_gguf() -> Path:
     return bundled_model_path()
 
 
+def _die_with_the_tests() -> None:
+    """In the child, before exec: a SIGTERM when the test process dies, whatever way it dies (a
+    crash skips every teardown, and an orphaned server would hold its port and a core)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def start(name: str, argv: list[str], port: int, log_dir: Path, env: dict[str, str] | None = None,
           timeout_s: float = START_TIMEOUT_S) -> RunningServer:  # fmt: skip
     """Start ``argv`` (a server on ``port``) and wait until its ``/health`` answers 200."""
@@ -73,7 +84,7 @@ def start(name: str, argv: list[str], port: int, log_dir: Path, env: dict[str, s
     with log.open("wb") as out:
         process = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **(env or {})}, preexec_fn=_die_with_the_tests,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
