@@ -27,11 +27,13 @@ if TYPE_CHECKING:
     from app.engine import Engine
 
 
-def load_engine(args: argparse.Namespace, *, drafter: bool) -> Engine:
+def load_engine(args: argparse.Namespace, *, drafter: bool, draft: str | None = None) -> Engine:
+    """The engine the options ask for; ``draft``: this drafter instead of the one they name."""
     from app.engine import LOOKUP, Engine
     from app.engine.config import SUFFIX
 
-    draft = (args.draft or (SUFFIX if args.suffix else LOOKUP)) if drafter else None
+    if draft is None and drafter:
+        draft = args.draft or (SUFFIX if args.suffix else LOOKUP)
     engine = Engine.load(
         args.target,
         draft,
@@ -249,25 +251,14 @@ def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
 
 
 def run_sweep(args: argparse.Namespace, out: TextIO) -> int:
-    from app.engine import LOOKUP, Engine
+    from app.engine import LOOKUP
     from app.engine.analysis.sweep import plan_arms
     from app.engine.analysis.sweep import run_sweep as sweep
 
     config = generation_config(args, speculative=True)
     messages = conversation(read_prompt(args), args.system)
     choices, source = sweep_drafters(args)
-    engine = Engine.load(
-        args.target,
-        source or LOOKUP,
-        device=args.device,
-        dtype=args.dtype,
-        draft_dtype=args.draft_dtype,
-        **weights_options(args),
-        allow_pickle=args.allow_pickle,
-        cpu_kernels=args.cpu_kernels,
-        threads=args.threads,
-        progress=_progress_printer(sys.stderr),
-    )
+    engine = load_engine(args, drafter=True, draft=source or LOOKUP)
     arms = plan_arms(choices, args.k_values or [2, 4, 8], engine.drafter_choices)
     _clear_progress(sys.stderr)
     config = fit_to_engine(engine, config)
