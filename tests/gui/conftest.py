@@ -3,6 +3,7 @@ shared ``tiny_models`` fixture, and a factory for real windows over the real eng
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,6 +16,21 @@ from app.ui.common.storage import DATA_DIR_ENV, ConversationStore
 from app.ui.main_window import MainWindow
 from app.ui.settings.store import AppSettings, SettingsStore, configure_application
 from app.worker import EngineWorker
+
+
+@pytest.fixture(autouse=True)
+def _collect_between_tests() -> Iterator[None]:
+    """Python's cycle collector runs between GUI tests, never inside a Qt event loop: a full
+    run once crashed in a collection that fired inside ``waitSignal``'s nested loop (PySide6
+    objects of a closed window torn down mid-event). Reference counting still frees the rest."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if enabled:
+            gc.enable()
 
 
 @pytest.fixture
