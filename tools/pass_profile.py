@@ -247,9 +247,11 @@ def dynamic() -> Iterator[None]:
 AGAINST = {
     "copy": "a second copy of the same model, run the same way (what the comparison itself gives)",
     "dynamic-cache": "transformers' DynamicCache (torch.cat of the whole cache every pass) for every layer",
-    "before": "the pass as it was before issue 18: fp32 prepacked, the earlier attention rows, DynamicCache",
+    "before": "the pass as it was before issue 18: fp32 prepacked, transformers' path, the earlier attention rows, "
+    "DynamicCache",
     "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
     "transformers": "every pass through transformers' model code (the lean pass off)",
+    "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
 }
 
 
@@ -272,11 +274,22 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), filling=dynamic))
     elif args.against == "stock-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
+    elif args.against == "small-pages":
+        from app.engine.runners import huge_pages
+
+        saved = huge_pages.why_not_huge
+        huge_pages.why_not_huge = lambda mode=None: "switched off for the comparison"
+        try:
+            other = load(args)
+        finally:
+            huge_pages.why_not_huge = saved
+        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
     elif args.against == "transformers":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size, lean=False)))
     elif args.against == "before":
         other = load(argparse.Namespace(**{**vars(args), "dtype": "float32", "weights": "fp32"}))
-        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size), stock_rows, dynamic))
+        before = CachedModel(other.model, other.vocab_size, lean=False)  # transformers' path, as then
+        made.append(Variant(args.against, other, before, stock_rows, dynamic))
     return made
 
 
