@@ -9,12 +9,14 @@ The first load converts into the cache (``--cache``, default a folder beside the
 (``Engine.load(target, draft, threads=1)``), ``first_token_s`` (from the start of the load to the
 first answered token, imports excluded), ``decode_tok_s`` (the answer's decode rate, 1 thread,
 target only), MiB: ``rss_base`` (after the imports), ``rss_after`` (after the answer), ``peak``
-(VmHWM), and ``files`` (the files' total size).
+(VmHWM), ``rss_trimmed`` (after ``malloc_trim``: what the load freed but the C heap kept is the
+difference) and ``files`` (the files' total size).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -54,7 +56,18 @@ def once(target: str, draft: str | None, tokens: int) -> dict[str, float]:
         "new_tokens": stats.new_tokens, "weights": engine.target.weights_label,
         "draft_weights": engine.draft.weights_label if engine.draft is not None else "",
         "rss_base": base, "rss_after": _status("VmRSS"), "peak": _status("VmHWM"), "files": files,
+        "rss_trimmed": _trimmed(),
     }
+
+
+def _trimmed() -> float:
+    """RSS once the C heap has given back what it holds free (glibc's ``malloc_trim``): what of
+    ``rss_after`` is memory the load freed but the allocator kept. NaN without glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return float("nan")
+    return _status("VmRSS")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     result["load_avg"] = os.getloadavg()[0]
     grown, peak = result["rss_after"] - result["rss_base"], result["peak"] - result["rss_base"]
     result["rss_x_files"], result["peak_x_files"] = grown / result["files"], peak / result["files"]
+    result["trimmed_x_files"] = (result["rss_trimmed"] - result["rss_base"]) / result["files"]
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}))
     return 0
 
