@@ -9,7 +9,8 @@ thread). llama.cpp gets the same effect from mapping its file.
 Linux backs anonymous memory with huge pages when asked (``madvise(MADV_HUGEPAGE)``) if
 transparent huge pages are ``always`` or ``madvise`` (the usual default). ``back_with_huge_pages``
 copies each weight tensor (buffers and parameters, not oneDNN's opaque packed weights) into
-one such arena, tensor by tensor so the old copy is freed as the new one is filled, and keeps
+one such arena, tensor by tensor so the old copy is freed as the new one is filled (and the
+freed heap handed back to the system every 64 MB: glibc keeps it otherwise), and keeps
 tensors that share storage shared (a tied embedding and LM head stay one tensor). The bits are
 the same, so nothing about exactness changes. Where the system has no huge pages (macOS,
 Windows, THP ``never``) nothing is moved and the reason is returned.
@@ -17,6 +18,8 @@ Windows, THP ``never``) nothing is moved and the reason is returned.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import mmap
 import sys
 from collections.abc import Iterator
@@ -28,6 +31,7 @@ from torch import nn
 HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
+TRIM_EVERY = 64 << 20  # bytes copied between two returns of the freed heap to the system
 THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -59,6 +63,17 @@ def why_not_huge(mode: str | None = None) -> str | None:
     if mode not in ("always", "madvise"):
         return f"transparent huge pages are {mode or 'not available'} on this system"
     return None
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``; elsewhere a
+    no-op). The tensors a load builds are mostly heap memory that glibc keeps once freed: on a
+    1.5B-shaped model the heap held 1,116 MiB after the copy into huge pages, 148 after a trim."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _weights(model: nn.Module) -> Iterator[tuple[nn.Module, str, bool]]:
@@ -112,6 +127,7 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     offset = (-arena.data_ptr()) % HUGE_PAGE
     moved: dict[Key, torch.Tensor] = {}
     params: dict[Key, nn.Parameter] = {}  # one Parameter per shared weight
+    since_trim = 0
     with torch.no_grad():
         for module, name, is_param in _weights(model):
             table = _table(module, is_param)
@@ -125,10 +141,15 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
                 new.copy_(old)
                 moved[key] = new
                 offset += _padded(nbytes)
+                since_trim += nbytes
             if is_param:
                 table[name] = params.setdefault(key, nn.Parameter(new, requires_grad=old.requires_grad))
             else:
                 table[name] = new
-            del old  # the model's reference was the last one: its memory goes back now
+            del old  # the model's reference was the last one: its memory is freed now
+            if since_trim >= TRIM_EVERY:  # and handed back as the copy goes: the peak stays ~1×
+                _trim_heap()
+                since_trim = 0
+    _trim_heap()
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
     return HugePages(total, len(moved))
