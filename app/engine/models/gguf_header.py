@@ -36,6 +36,7 @@ STRING, ARRAY = 8, 9
 SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 ITEM_TYPES = {Q.F16: np.float16, Q.F32: np.float32, Q.F64: np.float64, Q.I8: np.int8, Q.I16: np.int16,
               Q.I32: np.int32, Q.I64: np.int64}  # what GGUFReader gives a tensor of these; others are bytes
+PSEUDO = "GGUF."  # GGUFReader's own fields (version, counts), not in the file's metadata
 NOT_LENT = ("gpt-oss", "gpt_oss")  # transformers reads these fields' raw parts: its own reader does
 
 
@@ -55,7 +56,8 @@ class GgufTensor:
 @dataclass(frozen=True)
 class GgufHeader:
     """What a GGUF says about itself: ``fields`` (key → (value type, value); an array's value is
-    (element type, list of values)), and its tensors in file order."""
+    (element type, list of values); ``GGUF.version`` and the counts first, as ``GGUFReader``
+    lists them), and its tensors in file order."""
 
     path: str
     fields: dict[str, tuple[int, Any]]
@@ -93,7 +95,10 @@ def _parse(path: str, blob: mmap.mmap) -> GgufHeader:
     version, n_tensors, n_fields = struct.unpack_from("<IQQ", blob, 4)
     if version not in VERSIONS:
         raise ValueError(f"GGUF version {version} (this reader reads {VERSIONS})")
-    pos, fields = 24, {}
+    pos = 24
+    fields: dict[str, tuple[int, Any]] = {  # as GGUFReader lists them, first
+        "GGUF.version": (4, version), "GGUF.tensor_count": (10, n_tensors), "GGUF.kv_count": (10, n_fields),
+    }
     for _ in range(n_fields):
         key, pos = _string(blob, pos)
         (kind,) = struct.unpack_from("<I", blob, pos)
@@ -276,7 +281,11 @@ def _lending_metadata(original: Callable[..., tuple[dict[str, Any], tuple[str, .
         header = _lent_header(gguf_path)
         if header is None:
             return original(gguf_path, string_arrays)
-        metadata = {key: _plain(key, kind, value, string_arrays) for key, (kind, value) in header.fields.items()}
+        metadata = {
+            key: _plain(key, kind, value, string_arrays)
+            for key, (kind, value) in header.fields.items()
+            if not key.startswith(PSEUDO)
+        }
         return metadata, tuple(t.name for t in header.tensors)
 
     return read_gguf_metadata

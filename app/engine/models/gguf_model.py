@@ -318,7 +318,7 @@ def _read_shard(path: Path) -> Iterator[tuple[str, torch.Tensor]]:
             if (0 if buffer is None else buffer.nbytes) != end - begin:
                 raise ValueError(f"{key} in {path.name} has {end - begin} bytes for its shape {info['shape']}")
             f.seek(8 + length + begin)
-            if buffer is not None and f.readinto(buffer) != buffer.nbytes:
+            if buffer is not None and f.readinto(buffer.data) != buffer.nbytes:
                 raise ValueError(f"{path.name} is truncated at {key}")
             yield key, tensor
 
