@@ -36,6 +36,7 @@ from transformers.pytorch_utils import Conv1D
 
 from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
+from app.engine.models import heap
 from app.engine.models.heap import give_back
 from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear
 
@@ -161,8 +162,8 @@ def write_forms(header: GgufHeader, folder: Path, config: PretrainedConfig, want
             layers[module_name] = _write_matrix(shards, tensor, raw, module_name, module, processor, want)
         else:
             shards.add(hf, _dense(tensor, raw, processor))
+        heap.spent(raw.nbytes)
         del raw
-        give_back()
     shards.close()
     for name, info in layers.items():
         info["bias"] = f"{name}.bias" in shards.keys
@@ -340,7 +341,7 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
             layer = _quantized_layer(parts.pop(name), info)
             embedding = layer if isinstance(layer, Int8Embedding) else embedding
             _set_module(model, name, layer)
-            give_back()
+            heap.spent(sum(t.numel() * t.element_size() for t in layer.buffers()))
     if parts:
         raise KeyError(f"{next(iter(parts))} is incomplete")
     if manifest.get("tied"):
