@@ -28,4 +28,4 @@ fi
 echo "CPU-kernel tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"
 SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 exec "$bin/python" -m pytest -q tests/test_cpu_kernels.py \
   tests/test_loading.py tests/test_sliding_window.py tests/gui/test_cpu_path.py tests/test_quant.py \
-  tests/test_draft_form.py
+  tests/test_draft_form.py tests/test_lean.py tests/test_huge_pages.py

@@ -320,6 +320,20 @@ def test_a_draft_model_skips_an_answer_whose_prompt_it_would_have_to_prefill_for
     assert chooser.worth_catching_up(10, 64, plan)  # a few tokens behind: an ordinary step
 
 
+def test_a_probe_does_not_pay_a_catch_up_that_costs_more_than_a_small_share_of_the_answer():
+    chooser = KChooser()
+    for n in range(1, 7):
+        chooser.costs.observe_verify(n, 0.018 * (1 + 0.1 * (n - 1)))
+    chooser.costs.observe_draft(1, 0.018)  # a draft as large as the target: drafting never pays
+    chooser.costs.observe_draft_catch_up(45, 0.2)  # its prefill of a 45-token prompt
+    chooser.since_draft = 500  # long since it last drafted: a probe is due
+    plan = chooser.choose("model", 5, drafts_ready=False)
+    assert plan.k == 1 and plan.reason == "probe"
+    assert not chooser.worth_catching_up(45, 96, plan)  # 0.2 s against ~1.7 s of answer: 11 %
+    assert chooser.worth_catching_up(45, 1000, plan)  # 1 % of a long answer: worth a look
+    assert chooser.worth_catching_up(12, 96, plan)  # a few tokens behind: an ordinary step
+
+
 def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tiny):
     target = load_tiny("llama")
     engine = Engine(target, target)

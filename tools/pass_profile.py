@@ -17,6 +17,11 @@ row's logits kept (``CachedModel.feed_at``). "Python/other" is the pass minus ev
 the decoder layers' and the model's own code (residual adds, masks, positions, the cache
 object), the runner's.
 
+The lean pass the app runs for such blocks (``runners/lean.py``) calls no module, so no hook
+sees its parts: the parts are clocked on transformers' path over the same model (the same
+kernels and the same bits, more Python around them), and "pass (no hooks)" is the app's own
+pass, lean where it applies; ``--against transformers`` times the two paths side by side.
+
 The hooks cost time themselves (two clock reads and a list push per module call): the table
 also gives the pass timed with no hooks registered, interleaved with the hooked passes; the
 difference is what the profile adds, spread over the parts. ``--against`` runs a second way of
@@ -161,6 +166,9 @@ class Variant:
     runner: CachedModel
     around: Callable[[], AbstractContextManager[object]] = nullcontext
     filling: Callable[[], AbstractContextManager[object]] = nullcontext  # around the context's pass
+    # the runner the hooked pass runs on: transformers' path (the lean pass, runners/lean.py,
+    # calls no module hooks), with the same model and weights; None: ``runner``
+    split: CachedModel | None = None
     plain: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     hooked: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     parts: dict[int, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
@@ -171,8 +179,9 @@ class Variant:
             if clocks is not None:
                 clocks.spent.clear()
                 clocks.on = True
+            runner = self.split if clocks is not None and self.split is not None else self.runner
             started = CLOCK[0]()
-            self.runner.feed_at(context, feed)
+            runner.feed_at(context, feed)
             took = CLOCK[0]() - started
             if clocks is not None:
                 clocks.on = False
@@ -238,8 +247,11 @@ def dynamic() -> Iterator[None]:
 AGAINST = {
     "copy": "a second copy of the same model, run the same way (what the comparison itself gives)",
     "dynamic-cache": "transformers' DynamicCache (torch.cat of the whole cache every pass) for every layer",
-    "before": "the pass as it was before issue 18: fp32 prepacked, the earlier attention rows, DynamicCache",
+    "before": "the pass as it was before issue 18: fp32 prepacked, transformers' path, the earlier attention rows, "
+    "DynamicCache",
     "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
+    "transformers": "every pass through transformers' model code (the lean pass off)",
+    "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
 }
 
 
@@ -252,7 +264,9 @@ def load(args: argparse.Namespace) -> LoadedModel:
 def variants(args: argparse.Namespace) -> list[Variant]:
     """What runs now, and (``--against``) what it is compared with."""
     current = load(args)
-    made = [Variant("now", current, CachedModel(current.model, current.vocab_size))]
+    now = CachedModel(current.model, current.vocab_size)
+    split = CachedModel(current.model, current.vocab_size, lean=False) if now.lean is not None else None
+    made = [Variant("now", current, now, split=split)]
     if args.against == "copy":
         other = load(args)
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
@@ -260,9 +274,22 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), filling=dynamic))
     elif args.against == "stock-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
+    elif args.against == "small-pages":
+        from app.engine.runners import huge_pages
+
+        saved = huge_pages.why_not_huge
+        huge_pages.why_not_huge = lambda mode=None: "switched off for the comparison"
+        try:
+            other = load(args)
+        finally:
+            huge_pages.why_not_huge = saved
+        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "transformers":
+        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size, lean=False)))
     elif args.against == "before":
         other = load(argparse.Namespace(**{**vars(args), "dtype": "float32", "weights": "fp32"}))
-        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size), stock_rows, dynamic))
+        before = CachedModel(other.model, other.vocab_size, lean=False)  # transformers' path, as then
+        made.append(Variant(args.against, other, before, stock_rows, dynamic))
     return made
 
 
@@ -315,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     context, rest = ids[: args.context], ids[args.context :]
     for run in runs:
         with run.filling():
-            run.runner.forward(context, keep=1)
+            for runner in (run.runner, run.split):
+                if runner is not None:
+                    runner.forward(context, keep=1)
     for m in rows:
         for run in runs:
             for _ in range(3):

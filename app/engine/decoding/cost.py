@@ -60,6 +60,11 @@ PRIORS: dict[str, tuple[float, float]] = {
 }
 DEFAULT_PRIOR = (0.5, 2.0)
 CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinary step
+# A probe of a draft model (one draft against the odds, to re-measure) that must first catch up
+# on the prompt costs that catch-up, not one draft: it is made only while the catch-up is at most
+# this share of the answer's plain decoding time (a 45-token prompt's catch-up was 11 % of a
+# 96-token answer with a draft as large as the target: every answer paid it, 0.90× plain).
+PROBE_CATCH_UP_SHARE = 0.02
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
 
 
@@ -391,8 +396,12 @@ class KChooser:
         """Is a draft model's catch-up on ``unseen`` tokens (its own prefill of a long prompt)
         repaid by the time the chosen drafting saves over the ``remaining`` tokens?"""
         per_token = self.costs.draft_catch_up_cost()
-        if unseen <= CATCH_UP_FREE or per_token is None or choice.predicted_speedup <= 1.0:
+        if unseen <= CATCH_UP_FREE or per_token is None:
             return choice.k > 0  # unmeasured: try once, to measure
+        if choice.reason == "probe":  # no gain expected: only a cheap look
+            return choice.k > 0 and unseen * per_token <= PROBE_CATCH_UP_SHARE * remaining * self.verify_cost(1)
+        if choice.predicted_speedup <= 1.0:
+            return choice.k > 0
         saved = remaining * self.verify_cost(1) * (1.0 - 1.0 / choice.predicted_speedup)
         return saved > unseen * per_token
 

@@ -45,6 +45,7 @@ from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
 from app.engine.models.heap import give_back
 from app.engine.runners.cpu_kernels import CpuKernels
+from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.quant import QUANT_FORMS
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
@@ -655,6 +656,8 @@ def load_model(
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
     progress("Ready", 1.0)
     model = settled.model
+    if dev.type == "cpu":
+        back_with_huge_pages(model)  # every token reads every weight: fewer TLB misses (runners/huge_pages.py)
     return LoadedModel(
         name=describe_source(source),
         source=source,

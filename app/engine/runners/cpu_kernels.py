@@ -168,17 +168,22 @@ def _set_kept_rows(module: nn.Module, args: tuple[object, ...], kwargs: dict[str
     _kept_rows.set(keep if isinstance(keep, int) else 0)
 
 
+ASK = object()  # ``_one_row_at_a_time``'s ``gqa`` when the caller has not asked ``_direct_gqa``
+
+
 def _one_row_at_a_time(
-    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kwargs: Any
+    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: object = ASK, **kwargs: Any
 ) -> torch.Tensor:
     """Each of q's rows over its own causal prefix, as single-token decoding computes it.
     query [1, H, q, D], key/value [1, Hkv, kv, D] (the last q keys are the rows' own) → [1, q, H, D]
 
     Each row is the SDPA call transformers' ``sdpa_attention_forward`` makes for one row with no
     mask, made directly (its Python costs 18 µs a row; a pass over 8 tokens makes 8 per layer),
-    and the rows are put together once."""
+    and the rows are put together once. ``gqa``: ``_direct_gqa``'s answer when the caller
+    already has it (it reads the environment on every call)."""
     q_len, kv_len = query.shape[2], key.shape[2]
-    gqa = _direct_gqa(module, key, value, kwargs)
+    if gqa is ASK:
+        gqa = _direct_gqa(module, key, value, kwargs)
     if gqa is None:  # a case transformers' function treats otherwise: let it
         rows = []
         for i in range(q_len):
@@ -192,7 +197,7 @@ def _one_row_at_a_time(
     outs = [
         F.scaled_dot_product_attention(
             query[:, :, i : i + 1], key[:, :, : kv_len - q_len + i + 1], value[:, :, : kv_len - q_len + i + 1],
-            scale=scale, enable_gqa=gqa,
+            scale=scale, enable_gqa=bool(gqa),
         )  # [1, H, 1, D]
         for i in range(q_len)
     ]  # fmt: skip

@@ -20,6 +20,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
+from app.engine.runners.lean import LeanPass
+
 
 def _cache_kwarg(model: PreTrainedModel) -> str:
     """transformers 5 renamed ``past_key_values`` to ``cache``; accept either."""
@@ -115,8 +117,13 @@ def _new_cache(model: PreTrainedModel) -> tuple[DynamicCache, int | None]:
 
 
 class CachedModel:
-    def __init__(self, model: PreTrainedModel, vocab_size: int, isolate_first_token: bool = False) -> None:
+    def __init__(
+        self, model: PreTrainedModel, vocab_size: int, isolate_first_token: bool = False, lean: bool = True
+    ) -> None:
         self.model = model
+        # short blocks on a cache (decoding, verification) skip transformers' generic model code,
+        # bit-identical to it (runners/lean.py); None: every pass is ``model(...)``
+        self.lean = LeanPass.of(model) if lean else None
         # Dynamic int8 scales activations per tensor, and the first token of a sequence (the
         # attention sink) has outlier activations: prefilled together with the prompt it
         # crushes the precision of every other position. Fed alone first, the int8 draft's
@@ -177,19 +184,22 @@ class CachedModel:
             first = self.forward(ids[:1], keep=1)  # [1, V]
             rest = self.forward(ids[1:], keep=min(keep, len(ids) - 1))
             return torch.cat([first, rest]) if keep in (0, len(ids)) else rest
-        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         started = time.perf_counter()
-        out = self.model(
-            input_ids=input_ids,
-            use_cache=True,
-            logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
-            **{self._cache_kwarg: self._cache},
-        )
+        if self.lean is not None and self.lean.takes(self._cache, len(ids)):
+            rows = self.lean(ids, self._cache, keep)
+        else:
+            out = self.model(
+                input_ids=torch.tensor([ids], dtype=torch.long, device=self.device),
+                use_cache=True,
+                logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
+                **{self._cache_kwarg: self._cache},
+            )
+            rows = out.logits
         self.forward_s += time.perf_counter() - started
         self.fed_tokens += len(ids)
         self._fed_since_trim += len(ids)
         self.tokens.extend(ids)
-        logits: torch.Tensor = out.logits[0, :, : self.vocab_size]
+        logits: torch.Tensor = rows[0, :, : self.vocab_size]
         return logits
 
     def continue_from(self, sequence: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:

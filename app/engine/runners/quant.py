@@ -21,6 +21,7 @@ absmax per row for int8). ``quantize_model`` swaps every eligible ``nn.Linear`` 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -50,6 +51,20 @@ class WeightOnlyLinear(nn.Module):
 
     def _matmul(self, x: torch.Tensor) -> torch.Tensor:  # x [M, in] bf16 → [M, out] bf16
         raise NotImplementedError
+
+    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        raise NotImplementedError
+
+    def rows_fn(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``forward`` on bf16 rows [M, in] → [M, out], as a closure over this layer's tensors:
+        the same kernel call and bias add, without the casts and reshapes (no-ops on such rows)
+        or the buffer lookups (``nn.Module.__getattr__``, ~1 µs each) of every call. For a
+        caller that calls it many times per pass (runners/lean.py); a later swap of this
+        layer's tensors is not seen by a closure made before it."""
+        kernel, bias = self._kernel(), self.bias
+        if bias is None:
+            return kernel
+        return lambda x: kernel(x) + bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
@@ -111,6 +126,14 @@ class Int4Linear(WeightOnlyLinear):
         y: torch.Tensor = torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.packed, GROUP, self.scales_zeros)
         return y
 
+    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        packed, scales_zeros = self.packed, self.scales_zeros
+        if packed.device.type == "cuda":
+            cuda = torch.ops.aten._weight_int4pack_mm.default
+            return lambda x: cuda(x, packed, GROUP, scales_zeros)
+        cpu = torch.ops.aten._weight_int4pack_mm_for_cpu.default
+        return lambda x: cpu(x, packed, GROUP, scales_zeros)
+
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, as fp32 [N, K] (an identity matrix through it)."""
         eye = torch.eye(self.in_features, dtype=ACTIVATIONS, device=self.packed.device)
@@ -150,6 +173,10 @@ class Int8Linear(WeightOnlyLinear):
     def _matmul(self, x: torch.Tensor) -> torch.Tensor:
         y: torch.Tensor = torch.ops.aten._weight_int8pack_mm(x, self.q, self.scale)
         return y
+
+    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        q, scale, op = self.q, self.scale, torch.ops.aten._weight_int8pack_mm.default
+        return lambda x: op(x, q, scale)
 
     def dequantized(self) -> torch.Tensor:
         return self.q.float() * self.scale.float()[:, None]

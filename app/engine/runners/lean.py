@@ -1,0 +1,178 @@
+"""A decoding pass over a short block without transformers' generic model code, bit-identical
+to it, for the llama family (Llama, Qwen2, Mistral): the verification pass and one-token
+decoding, where the cost per token is the model's own work plus the Python around it.
+
+With int4 weights the linears of the bundled model take ~11 ms of a ~25 ms pass, and what
+transformers runs around them — module calls, keyword plumbing, the causal-mask builder,
+output dataclasses, per-linear reshapes and casts — takes several more. ``LeanPass`` runs the
+same arithmetic, op for op, in one function: the same RMSNorm formula (fp32 variance, weight
+times the input-dtype result), the model's own rotary module, the same rotate-half rotary
+arithmetic, the cache layer's own ``update``, and the row-wise attention rows
+(``cpu_kernels._one_row_at_a_time``) that transformers' path calls for such a block. Its logits
+are equal to ``model(...)``'s bit for bit (tests/test_lean.py checks every supported
+architecture and weights form), so the exactness of block verification is the same property
+as before; only the Python around the kernels is gone.
+
+It takes a pass only when transformers' path would compute every row one row at a time: batch
+1, row-wise attention applied (``cpu_kernels``), at most ``ROWWISE_MAX_ROWS`` new rows after at
+least one cached position, and no sliding-window cache layer. Everything else (a prompt, a
+model of another architecture, a sliding window) runs ``model(...)`` as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import DynamicCache, PreTrainedModel
+
+from app.engine.runners.cpu_kernels import ASK, ROWWISE, ROWWISE_MAX_ROWS, _direct_gqa, _one_row_at_a_time
+from app.engine.runners.quant import WeightOnlyLinear
+
+# causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
+# on q and k, no extra norms or scalings (the class names transformers gives them)
+LAYERS = {
+    "LlamaForCausalLM": ("LlamaDecoderLayer", "LlamaAttention", "LlamaMLP", "LlamaRMSNorm"),
+    "Qwen2ForCausalLM": ("Qwen2DecoderLayer", "Qwen2Attention", "Qwen2MLP", "Qwen2RMSNorm"),
+    "MistralForCausalLM": ("MistralDecoderLayer", "MistralAttention", "MistralMLP", "MistralRMSNorm"),
+}
+ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP_LINEARS = ("gate_proj", "up_proj", "down_proj")
+Linear = Callable[[torch.Tensor], torch.Tensor]
+
+
+class _Norm:
+    """transformers' ``LlamaRMSNorm.forward``, op for op, its weight and epsilon read once."""
+
+    def __init__(self, norm: Any) -> None:  # a ``LlamaRMSNorm`` (or Qwen2's, Mistral's: the same)
+        self.weight: torch.Tensor = norm.weight.detach()
+        self.eps: float = float(norm.variance_epsilon)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        variance = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        return self.weight * h.to(dtype)
+
+
+def _rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """transformers' ``x * cos + rotate_half(x) * sin`` with the same bits in fewer ops:
+    ``rotate_half(x)`` is ``roll(x, half)`` with its first half negated, and a negated factor
+    gives the negated product exactly, so the sign moves onto ``sin`` (``signed_sin``)."""
+    half = x.shape[-1] // 2
+    return (x * cos) + (torch.cat((x[..., half:], x[..., :half]), dim=-1) * signed_sin)
+
+
+def _linear(layer: nn.Module, dtype: torch.dtype) -> Linear:
+    """``layer``'s forward on 2-D rows: a weight-only layer fed the dtype it computes in is
+    called straight (``rows_fn``: the casts and reshapes around it are no-ops there), any other
+    as itself."""
+    if isinstance(layer, WeightOnlyLinear) and dtype == torch.bfloat16:
+        return layer.rows_fn()
+    return layer
+
+
+class _Layer:
+    """One decoder layer's parts, looked up once."""
+
+    def __init__(self, layer: Any, dtype: torch.dtype) -> None:  # a ``LlamaDecoderLayer`` (or …)
+        attn, mlp = layer.self_attn, layer.mlp
+        self.attn = attn
+        self.input_norm, self.post_norm = _Norm(layer.input_layernorm), _Norm(layer.post_attention_layernorm)
+        self.q, self.k, self.v, self.o = (_linear(attn.get_submodule(n), dtype) for n in ATTENTION_LINEARS)
+        self.gate, self.up, self.down = (_linear(mlp.get_submodule(n), dtype) for n in MLP_LINEARS)
+        self.act = mlp.act_fn
+        self.head_dim = int(attn.head_dim)
+        self.q_heads = int(attn.q_proj.out_features) // self.head_dim
+        self.scaling = float(attn.scaling)
+        self.gqa: object = ASK  # ``_direct_gqa``'s answer, asked on the first pass
+
+    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        if self.gqa is ASK:
+            self.gqa = _direct_gqa(self.attn, keys, values, {})
+        return _one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)  # [1, T, Hq, D]
+
+
+class LeanPass:
+    """``model(input_ids, cache, logits_to_keep)`` for a short block on a cache, in one function."""
+
+    def __init__(self, model: PreTrainedModel) -> None:
+        inner: Any = model.model
+        self.device = model.device
+        self.embed = inner.embed_tokens
+        self.rotary = inner.rotary_emb
+        self.norm = _Norm(inner.norm)
+        self.head = _linear(model.lm_head, model.dtype)
+        self.dtype = model.dtype
+        self.layers = [_Layer(layer, model.dtype) for layer in inner.layers[: model.config.num_hidden_layers]]
+
+    @classmethod
+    def of(cls, model: PreTrainedModel) -> LeanPass | None:
+        """A lean pass for ``model``, or None when it is not one whose pass this reproduces."""
+        return cls(model) if why_not(model) is None else None
+
+    def takes(self, cache: DynamicCache, rows: int) -> bool:
+        """Whether a pass of ``rows`` new tokens on ``cache`` is one transformers' path computes
+        one row at a time (so this pass gives its bits)."""
+        return (
+            0 < rows <= ROWWISE_MAX_ROWS
+            and len(cache.layers) == len(self.layers)
+            and cache.get_seq_length() > 0
+            and all(type(layer).__name__ == "GrowingLayer" for layer in cache.layers)
+        )
+
+    def __call__(self, ids: Sequence[int], cache: DynamicCache, keep: int) -> torch.Tensor:
+        """Feed ``ids`` after the cached positions; logits of the last ``keep`` (0: all).  [1, keep or T, V]"""
+        rows = len(ids)
+        start = cache.get_seq_length()
+        input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+        h = self.embed(input_ids)  # [1, T, H]
+        positions = torch.arange(start, start + rows, device=h.device).unsqueeze(0)
+        cos, sin = self.rotary(h, positions)  # [1, T, D] each, the model's dtype
+        half = cos.shape[-1] // 2
+        cos = cos[0, :, None, :]  # [T, 1, D]: rows, heads, head dims
+        signed_sin = torch.cat((-sin[0, :, None, :half], sin[0, :, None, half:]), dim=-1)
+        h = h[0]  # [T, H]: every op below is row-wise, so the rows' bits do not depend on the shape
+        kv_layers: list[Any] = cache.layers  # ``GrowingLayer``s (``takes``)
+        for layer, kv in zip(self.layers, kv_layers, strict=True):
+            x = layer.input_norm(h)
+            # q and k rotated together: [T, Hq + Hkv, D]
+            qk = _rotary(torch.cat((layer.q(x), layer.k(x)), dim=-1).view(rows, -1, layer.head_dim), cos, signed_sin)
+            qk = qk.transpose(0, 1)[None]  # [1, Hq + Hkv, T, D]
+            q, k = qk[:, : layer.q_heads], qk[:, layer.q_heads :]
+            v = layer.v(x).view(rows, -1, layer.head_dim).transpose(0, 1)[None]  # [1, Hkv, T, D]
+            keys, values = kv.update(k, v)
+            h = h + layer.o(layer.attend(q, keys, values).reshape(rows, -1))
+            x = layer.post_norm(h)
+            h = h + layer.down(layer.act(layer.gate(x)) * layer.up(x))
+        h = self.norm(h[-keep:] if keep else h)
+        logits = self.head(h)
+        return logits[None]
+
+
+def why_not(model: PreTrainedModel) -> str | None:
+    """Why ``LeanPass`` does not reproduce this model's pass (None: it does)."""
+    name = type(model).__name__
+    parts = LAYERS.get(name)
+    if parts is None:
+        return f"{name} is not one of {', '.join(sorted(LAYERS))}"
+    if model.config._attn_implementation != ROWWISE:
+        return "its attention is not row-wise"
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if inner is None or layers is None or not hasattr(inner, "rotary_emb"):
+        return "its modules are not laid out as transformers' own"
+    layer_name, attn_name, mlp_name, norm_name = parts
+    for layer in layers:
+        found = (type(layer).__name__, type(layer.self_attn).__name__, type(layer.mlp).__name__)
+        if found != (layer_name, attn_name, mlp_name):
+            return f"a decoder layer is {'/'.join(found)}"
+        for norm in (layer.input_layernorm, layer.post_attention_layernorm):
+            if type(norm).__name__ != norm_name:
+                return f"a norm is {type(norm).__name__}"
+    if type(inner.norm).__name__ != norm_name:
+        return f"its final norm is {type(inner.norm).__name__}"
+    return None

@@ -1,0 +1,140 @@
+"""The lean pass (runners/lean.py) gives transformers' logits bit for bit, on every architecture
+and weights form it takes, and takes exactly the passes it reproduces."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tiny_models import build_tokenizer, save, tiny_config
+from transformers import AutoModelForCausalLM
+
+from app.engine import Engine, GenerationConfig
+from app.engine.models.loading import load_model
+from app.engine.runners import cpu_probe
+from app.engine.runners.cpu_kernels import ROWWISE_MAX_ROWS
+from app.engine.runners.cpu_probe import force_probe, probe
+from app.engine.runners.kv import CachedModel
+from app.engine.runners.lean import LeanPass, why_not
+from app.engine.runners.quant import batch_invariant
+
+FORMS = {  # weights form -> the probe answer it runs under (None: this CPU's own)
+    "fp32": None,
+    "bf16": None,
+    "int4": None,
+    "int8": None,
+    "int4-avx2": cpu_probe.AVX2,
+    "bf16-in-fp32": cpu_probe.AVX2,
+}
+DTYPE = {
+    "fp32": "float32", "bf16": "bfloat16", "int4": "int4", "int8": "int8",
+    "int4-avx2": "int4", "bf16-in-fp32": "bfloat16",
+}  # fmt: skip
+LEAN_ARCHS = ("llama", "qwen2", "mistral-no-window")
+
+
+def _model(arch: str, vocab: int, tied: bool) -> AutoModelForCausalLM:
+    torch.manual_seed(11)
+    config = tiny_config(arch.removesuffix("-no-window"), vocab, layers=2, hidden=128, eos_id=2, intermediate=512)
+    if arch.endswith("-no-window"):
+        config.sliding_window = None  # Mistral 7B v0.2 and later: full attention
+    config.tie_word_embeddings = tied
+    if arch == "qwen2":
+        config.attention_bias = True  # Qwen2's q/k/v biases (its config has no switch; the model always has them)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.fixture(scope="module")
+def lean_models(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("lean")
+    tokenizer = build_tokenizer()
+    made = {arch: _model(arch, len(tokenizer), tied=arch == "llama") for arch in (*LEAN_ARCHS, "mistral", "gpt2")}
+    return {arch: str(save(model, tokenizer, root / arch)) for arch, model in made.items()}
+
+
+@pytest.fixture(autouse=True)
+def _probe_as_the_environment_says():
+    yield
+    force_probe(None)
+
+
+@pytest.fixture(params=list(FORMS))
+def form(request) -> str:
+    force_probe(FORMS[request.param])
+    dtype = DTYPE[request.param]
+    if dtype in ("int4", "int8") and not batch_invariant(dtype):
+        pytest.skip(f"{dtype} is not offered on this CPU")
+    compute = "float32" if request.param == "bf16-in-fp32" else dtype
+    if compute in ("float32", "bfloat16") and not probe().can_pack(getattr(torch, compute)):
+        pytest.skip(f"this CPU cannot prepack {compute}")
+    return dtype
+
+
+def _ids(n: int, vocab: int, seed: int) -> list[int]:
+    return torch.randint(3, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def _passes(runner: CachedModel, ids: list[int]) -> list[torch.Tensor]:
+    """A prompt, then decoding and verification as the loop makes them: single tokens, blocks
+    of 2..16, rollbacks into the block just fed."""
+    out = [runner.forward(ids[:30], keep=1)]
+    position = 30
+    for size, keep_back in ((1, 0), (5, 2), (1, 0), (ROWWISE_MAX_ROWS, 7), (3, 3), (1, 0), (8, 0)):
+        block = ids[position : position + size]
+        logits = runner.feed_at(position, block)
+        assert logits is not None
+        out.append(logits)
+        position += size - keep_back  # the caller keeps what it accepted
+    return out
+
+
+@pytest.mark.parametrize("arch", LEAN_ARCHS)
+def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, form, monkeypatch):
+    loaded = load_model(lean_models[arch], device="cpu", dtype=form)
+    taken: list[int] = []
+    original = LeanPass.__call__
+
+    def counting(self, ids, cache, keep):
+        taken.append(len(ids))
+        return original(self, ids, cache, keep)
+
+    monkeypatch.setattr(LeanPass, "__call__", counting)
+    ids = _ids(80, loaded.vocab_size, seed=5)
+    lean = _passes(CachedModel(loaded.model, loaded.vocab_size), ids)
+    assert taken == [1, 5, 1, ROWWISE_MAX_ROWS, 3, 1, 8]  # every pass after the prompt's
+    plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
+    assert len(taken) == 7  # the reference never took it
+    for mine, theirs in zip(lean, plain, strict=True):
+        assert mine.dtype == theirs.dtype and torch.equal(mine, theirs)
+
+
+def test_greedy_speculation_on_the_lean_pass_equals_target_only(lean_models):
+    loaded = load_model(lean_models["qwen2"], device="cpu", dtype="int4" if batch_invariant("int4") else "float32")
+    engine = Engine(loaded, lookup=True)
+    prompt = "the cat sat on the mat. the cat sat on the mat. the cat"
+    config = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
+    speculative = engine.generate(prompt, config)
+    plain = engine.generate(prompt, GenerationConfig(max_new_tokens=40, speculative=False))
+    assert engine._target_kv.lean is not None
+    assert speculative.stats.accepted > 0
+    assert [t.id for t in speculative.tokens] == [t.id for t in plain.tokens]
+
+
+def test_models_whose_pass_it_does_not_reproduce_keep_transformers_path(lean_models):
+    gpt2 = load_model(lean_models["gpt2"], device="cpu", dtype="float32").model
+    assert LeanPass.of(gpt2) is None and "GPT2LMHeadModel" in (why_not(gpt2) or "")
+    stock = load_model(lean_models["llama"], device="cpu", dtype="float32", cpu_kernels=False).model
+    assert why_not(stock) == "its attention is not row-wise"
+
+
+def test_a_sliding_window_cache_or_a_long_block_is_left_to_transformers(lean_models):
+    windowed = load_model(lean_models["mistral"], device="cpu", dtype="float32")
+    runner = CachedModel(windowed.model, windowed.vocab_size)
+    assert runner.lean is not None  # Mistral's layers, but its cache layers slide
+    runner.forward(_ids(20, windowed.vocab_size, seed=1), keep=1)
+    assert runner._cache is not None and not runner.lean.takes(runner._cache, 1)
+    full = load_model(lean_models["llama"], device="cpu", dtype="float32")
+    runner = CachedModel(full.model, full.vocab_size)
+    runner.forward(_ids(20, full.vocab_size, seed=1), keep=1)
+    assert runner._cache is not None
+    assert runner.lean is not None and runner.lean.takes(runner._cache, ROWWISE_MAX_ROWS)
+    assert not runner.lean.takes(runner._cache, ROWWISE_MAX_ROWS + 1)
