@@ -34,10 +34,10 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
 from transformers.pytorch_utils import Conv1D
 
-from app.engine.models import heap
 from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
-from app.engine.models.heap import give_back
+from app.engine.runners import heap
+from app.engine.runners.heap import give_back
 from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear
 
 FORMAT = 1  # of the cached forms; another number is converted again

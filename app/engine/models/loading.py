@@ -43,8 +43,8 @@ from app.engine.models import forms, gguf_model
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
-from app.engine.models.heap import give_back
 from app.engine.runners.cpu_kernels import CpuKernels
+from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.quant import QUANT_FORMS
 
@@ -657,7 +657,9 @@ def load_model(
     progress("Ready", 1.0)
     model = settled.model
     if dev.type == "cpu":
+        give_back()  # what building and measuring the form left in the C heap, before the weights are copied
         back_with_huge_pages(model)  # every token reads every weight: fewer TLB misses (runners/huge_pages.py)
+        give_back()  # the weights' former copies (runners/heap.py)
     return LoadedModel(
         name=describe_source(source),
         source=source,

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from app.engine.runners import heap
+
 HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
@@ -129,6 +131,8 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
                 table[name] = params.setdefault(key, nn.Parameter(new, requires_grad=old.requires_grad))
             else:
                 table[name] = new
+            freed = old.numel() * old.element_size()
             del old  # the model's reference was the last one: its memory goes back now
+            heap.spent(freed)  # and back to the system, not kept in the C heap's holes (heap.py)
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
     return HugePages(total, len(moved))
