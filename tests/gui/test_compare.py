@@ -16,6 +16,7 @@ from app.engine.analysis.explanation import explain, format_ratio
 from app.engine.config import GenerationConfig
 from app.engine.events import ArmConditions, RunProvenance, RunResult, RunStats, StepEvent, TokenInfo
 from app.ui.common.conversation import Conversation, Message, TokenRecord
+from app.ui.common.formatting import decimal
 from app.ui.common.token_style import DIFF_OP
 from app.ui.compare.compare_view import TONE_COLOURS, CompareDialog
 from app.worker import EngineWorker
@@ -66,8 +67,8 @@ def test_compare_reruns_both_arms_and_states_the_tokens_per_second_ratio(open_wi
         assert "about as fast" in text
     assert dialog.table.item(2, 0).text().startswith(format_ratio(ratio))  # labelled: decode speed-up
     assert dialog.table.item(3, 0).text().startswith(format_ratio(outcome.comparison.whole_run_speedup))
-    assert dialog.table.item(1, 0).text() == f"{spec.stats.tokens_per_s:.1f}"
-    assert dialog.table.item(1, 1).text() == f"{base.stats.tokens_per_s:.1f}"
+    assert dialog.table.item(1, 0).text() == decimal(spec.stats.tokens_per_s, 1)  # the locale's digits: 1,235.8
+    assert dialog.table.item(1, 1).text() == decimal(base.stats.tokens_per_s, 1)
     assert dialog.baseline_view.toPlainText() == dialog.speculative_view.toPlainText() == result.text
     assert "draft" in {kind for _, kind in document_tokens(dialog.speculative_view)}
     assert {kind for _, kind in document_tokens(dialog.baseline_view)} == {"target"}

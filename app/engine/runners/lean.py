@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from transformers import DynamicCache, PreTrainedModel
 
 from app.engine.runners.cpu_kernels import ASK, ROWWISE, ROWWISE_MAX_ROWS, _direct_gqa, _one_row_at_a_time
@@ -53,8 +54,8 @@ class _Norm:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
         h = x.to(torch.float32)
-        variance = h.pow(2).mean(-1, keepdim=True)
-        h = h * torch.rsqrt(variance + self.eps)
+        scale = h.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_()  # in place: the same ops
+        h = h.mul_(scale) if h is not x else h * scale  # an fp32 x is the residual stream itself
         return self.weight * h.to(dtype)
 
 
@@ -91,9 +92,15 @@ class _Layer:
         self.gqa: object = ASK  # ``_direct_gqa``'s answer, asked on the first pass
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """The row-wise attention rows, as transformers' path calls them.  → [T, Hq·D]"""
+        rows = q.shape[2]
         if self.gqa is ASK:
             self.gqa = _direct_gqa(self.attn, keys, values, {})
-        return _one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)  # [1, T, Hq, D]
+        if rows == 1 and self.gqa is not None:  # one-token decoding: its one SDPA call, made here
+            out = F.scaled_dot_product_attention(q, keys, values, scale=self.scaling, enable_gqa=bool(self.gqa))
+            return out.reshape(1, -1)  # [1, Hq, 1, D] is [1, 1, Hq, D] in memory
+        attended = _one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)
+        return attended.reshape(rows, -1)
 
 
 class LeanPass:
@@ -130,6 +137,8 @@ class LeanPass:
         start = cache.get_seq_length()
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
         h = self.embed(input_ids)  # [1, T, H]
+        if h._is_view():  # never the weight itself: the residual stream is added to in place
+            h = h.clone()
         positions = torch.arange(start, start + rows, device=h.device).unsqueeze(0)
         cos, sin = self.rotary(h, positions)  # [1, T, D] each, the model's dtype
         half = cos.shape[-1] // 2
@@ -145,9 +154,9 @@ class LeanPass:
             q, k = qk[:, : layer.q_heads], qk[:, layer.q_heads :]
             v = layer.v(x).view(rows, -1, layer.head_dim).transpose(0, 1)[None]  # [1, Hkv, T, D]
             keys, values = kv.update(k, v)
-            h = h + layer.o(layer.attend(q, keys, values).reshape(rows, -1))
+            h.add_(layer.o(layer.attend(q, keys, values)))  # h is the pass's own tensor: add in place
             x = layer.post_norm(h)
-            h = h + layer.down(layer.act(layer.gate(x)) * layer.up(x))
+            h.add_(layer.down(layer.act(layer.gate(x)).mul_(layer.up(x))))
         h = self.norm(h[-keep:] if keep else h)
         logits = self.head(h)
         return logits[None]
