@@ -77,6 +77,10 @@ class GgufHeader:
             except (struct.error, UnicodeDecodeError, ValueError, KeyError, OverflowError) as exc:
                 raise UnreadableHeader(f"{Path(path).name}: {exc}") from exc
 
+    def tensors_only(self) -> GgufHeader:
+        """This header without its metadata but the architecture (what converting tensors needs)."""
+        return GgufHeader(self.path, {"general.architecture": self.fields["general.architecture"]}, self.tensors)
+
     def data(self, tensor: GgufTensor) -> np.ndarray:
         """The tensor's stored values, as ``GGUFReader``'s ``tensor.data`` shapes them (floats and
         ints as such, quantized types as [..., bytes per row]), copied out of the file."""

@@ -376,14 +376,18 @@ def _gguf_forms_folder(path: Path, want: str) -> Path:
     return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}")
 
 
-def _write_forms(header: GgufHeader, path: Path, folder: Path, source: str, want: str) -> None:
-    """The config, the tokenizer and the forms of the GGUF ``header`` was read from, into
+def _write_forms(held: list[GgufHeader], path: Path, folder: Path, source: str, want: str) -> None:
+    """The config, the tokenizer and the forms of the GGUF whose header ``held`` hands over, into
     ``folder``. The header is parsed once: transformers derives the config and the tokenizer from
-    this parse (``lent``); the tokenizer is saved and let go before the weights are converted."""
+    this parse (``lent``); then the tokenizer is saved and the header's metadata (its token and
+    merge lists) let go, before the weights are converted."""
+    header = held.pop()
     with lent(header):
         config, tokenizer = _read_gguf_header(path, source)
     tokenizer.save_pretrained(folder)
     del tokenizer
+    header = header.tensors_only()
+    gc.collect()
     try:
         gguf_model.write_forms(header, folder, config, want)
     except OUT_OF_MEMORY:
@@ -405,9 +409,8 @@ def _load_gguf_forms(
     for attempt in range(2):
         if not (folder / gguf_model.MANIFEST).is_file():
             progress("Converting GGUF to its quantized form (first load only)…", None)
-            header = opened.pop() if opened else _gguf_header(path, source)
-            _convert_gguf(path, folder, source, functools.partial(_write_forms, header, want=want))
-            del header
+            held = [opened.pop() if opened else _gguf_header(path, source)]  # _write_forms takes it
+            _convert_gguf(path, folder, source, functools.partial(_write_forms, held, want=want))
         opened.clear()
         progress("Loading weights…", 0.3)
         try:

@@ -99,11 +99,14 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     ``mode``: the THP mode to assume (None: read it from the system)."""
     if why := why_not_huge(mode):
         return HugePages(0, 0, why)
+    holders: dict[Key, list[tuple[nn.Module, str, bool]]] = {}  # every place a tensor is held
     sizes: dict[Key, int] = {}
     for module, name, is_param in _weights(model):
         tensor = _table(module, is_param)[name]
         assert tensor is not None
-        sizes.setdefault(_key(tensor), _padded(tensor.numel() * tensor.element_size()))
+        key = _key(tensor)
+        holders.setdefault(key, []).append((module, name, is_param))
+        sizes.setdefault(key, _padded(tensor.numel() * tensor.element_size()))
     total = sum(sizes.values())
     if not total:
         return HugePages(0, 0, "no weight tensor to move")
@@ -112,27 +115,19 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     arena_map.madvise(mmap.MADV_HUGEPAGE)  # before any page is touched: faults take 2 MiB pages
     arena = torch.frombuffer(arena_map, dtype=torch.uint8)  # the tensor holds the map alive
     offset = (-arena.data_ptr()) % HUGE_PAGE
-    moved: dict[Key, torch.Tensor] = {}
-    params: dict[Key, nn.Parameter] = {}  # one Parameter per shared weight
     with torch.no_grad():
-        for module, name, is_param in _weights(model):
-            table = _table(module, is_param)
-            old = table[name]
+        for places in holders.values():  # a shared tensor moved at once in all its places: its
+            first, name, is_param = places[0]  # old copy is freed then, not when the last one is met
+            old = _table(first, is_param)[name]
             assert old is not None
-            key = _key(old)
-            new = moved.get(key)
-            if new is None:
-                nbytes = old.numel() * old.element_size()
-                new = arena[offset : offset + nbytes].view(old.dtype).view(old.shape)
-                new.copy_(old)
-                moved[key] = new
-                offset += _padded(nbytes)
-            if is_param:
-                table[name] = params.setdefault(key, nn.Parameter(new, requires_grad=old.requires_grad))
-            else:
-                table[name] = new
-            freed = old.numel() * old.element_size()
-            del old  # the model's reference was the last one: its memory goes back now
-            heap.spent(freed)  # and back to the system, not kept in the C heap's holes (heap.py)
+            nbytes = old.numel() * old.element_size()
+            new = arena[offset : offset + nbytes].view(old.dtype).view(old.shape)
+            new.copy_(old)
+            offset += _padded(nbytes)
+            param = nn.Parameter(new, requires_grad=old.requires_grad) if any(p for _, _, p in places) else None
+            for module, name, is_param in places:
+                _table(module, is_param)[name] = param if is_param else new  # one Parameter per shared weight
+            del old  # the model's references were the last ones: its memory goes back now
+            heap.spent(nbytes)  # and back to the system, not kept in the C heap's holes (heap.py)
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
-    return HugePages(total, len(moved))
+    return HugePages(total, len(holders))
