@@ -94,12 +94,13 @@ def _padded(nbytes: int) -> int:
     return -(-nbytes // ALIGN) * ALIGN
 
 
-def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages:
-    """Move ``model``'s weight tensors into memory backed by huge pages (see the module doc).
-    ``mode``: the THP mode to assume (None: read it from the system)."""
-    if why := why_not_huge(mode):
-        return HugePages(0, 0, why)
-    holders: dict[Key, list[tuple[nn.Module, str, bool]]] = {}  # every place a tensor is held
+Places = list[tuple[nn.Module, str, bool]]
+
+
+def _holders(model: nn.Module) -> tuple[dict[Key, Places], dict[Key, int]]:
+    """Every place each weight tensor is held, and its padded size. Keys, not tensors: holding
+    one here would keep its old copy alive through the whole move."""
+    holders: dict[Key, Places] = {}
     sizes: dict[Key, int] = {}
     for module, name, is_param in _weights(model):
         tensor = _table(module, is_param)[name]
@@ -107,6 +108,15 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
         key = _key(tensor)
         holders.setdefault(key, []).append((module, name, is_param))
         sizes.setdefault(key, _padded(tensor.numel() * tensor.element_size()))
+    return holders, sizes
+
+
+def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages:
+    """Move ``model``'s weight tensors into memory backed by huge pages (see the module doc).
+    ``mode``: the THP mode to assume (None: read it from the system)."""
+    if why := why_not_huge(mode):
+        return HugePages(0, 0, why)
+    holders, sizes = _holders(model)
     total = sum(sizes.values())
     if not total:
         return HugePages(0, 0, "no weight tensor to move")
