@@ -269,3 +269,21 @@ def test_the_bundled_q4_1_loads_at_its_own_size_and_answers(isolated_cache, monk
     assert torch.equal(logits(first, "The capital of France is"), logits(second, "The capital of France is"))
     answer = Engine(second).generate("What is the capital of France?", GenerationConfig(max_new_tokens=16))
     assert "Paris" in answer.text
+
+
+def test_a_quantized_gguf_keeps_its_own_form_without_timing_it_at_load(q4_gguf):
+    """With one form to keep there is nothing to choose: a timed pass would only add to the load
+    (1.9 s of a 1.5B + 0.5B pair's second load, 4.6 s of a 7B's; tools/shaped_gguf.py)."""
+    timed: list[object] = []
+
+    def probe(model: object) -> float:
+        timed.append(model)
+        return 0.1
+
+    engine = Engine.load(str(q4_gguf), str(q4_gguf), device="cpu", target_probe=probe, draft_probe=probe)
+    assert timed == []
+    assert engine.target.form is not None and engine.target.form.form == "int4" and engine.target.form.pass_s == {}
+    assert engine.draft_form is not None and engine.draft_form.form == "int4"
+    spec = engine.generate("The quick brown fox", GenerationConfig(max_new_tokens=12))
+    plain = engine.generate("The quick brown fox", GenerationConfig(max_new_tokens=12, speculative=False))
+    assert spec.token_ids == plain.token_ids

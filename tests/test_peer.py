@@ -56,6 +56,18 @@ def test_the_tools_are_found_in_a_build_folder_and_their_figures_read(tools, tmp
     assert "--spec-type ngram-simple" in calls[1] and "--spec-draft-n-max 4" in calls[1] and "--temp 0" in calls[1]
 
 
+def test_a_prompt_longer_than_llama_cpps_default_batch_gets_a_context_and_batch_that_hold_it(tools, tmp_path):
+    """llama-speculative-simple evaluates the prompt in one batch (default 2048): the 3.7k-token
+    document of bench_prompts.txt failed with "the prompt exceeds the batch size"."""
+    assert peer.peer_context(40, 96) == peer.PEER_CONTEXT
+    assert peer.peer_context(3748, 96) == 4096 and peer.peer_context(4000, 96) == 5120
+    gguf = tmp_path / "t.gguf"
+    gguf.write_bytes(b"GGUF")
+    found, files = peer.PeerTools.find(tools), peer.PeerFiles(gguf, None)
+    peer.llama_speculative(found, files, "hi", 8, 1, 4, peer.run_tool, context=peer.peer_context(4000, 96))
+    assert "-c 5120 -b 5120" in (tools / "calls.txt").read_text()
+
+
 def test_a_folder_without_the_tools_or_a_target_that_is_not_gguf_is_refused_in_one_sentence(tmp_path):
     with pytest.raises(peer.PeerError, match="does not hold llama-bench"):
         peer.PeerTools.find(tmp_path)
@@ -87,6 +99,10 @@ def test_the_peer_report_interleaves_all_four_kinds_and_checks_ours_is_identical
     assert report["summary"]["ours_speculative_vs_llama_speculative"] == pytest.approx(ours_spec / 32.0)
     assert "SpecChat speculative ÷ llama.cpp speculative" in peer.format_report(report)
     json.dumps(report)  # the --json form
+    calls = (tools / "calls.txt").read_text()
+    assert calls.count(f"-c {peer.PEER_CONTEXT} -b {peer.PEER_CONTEXT}") == 4  # sized to the prompt
+    depth = len(engine.prompt_ids([{"role": "user", "content": "def add(a, b):\n    return a + b\n"}]))
+    assert calls.count(f"-p 0 -n 12 -d {depth} ") == 4  # llama.cpp's plain decodes after as long a context
 
 
 def test_bench_peer_through_the_cli_refuses_a_non_gguf_target(tools, tiny_models, capsys):

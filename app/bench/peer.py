@@ -5,7 +5,8 @@ source, e.g. ``cmake --build build --target llama-bench llama-speculative-simple
 may be llama.cpp's ``build/bin``). For every round, in an order rotated each round so a noisy
 machine slows all alike, four runs on the same target file and thread count:
 
-- llama.cpp plain: ``llama-bench -p 0 -n N`` (decode only, from an empty context);
+- llama.cpp plain: ``llama-bench -p 0 -n N -d P`` (decode only, after P tokens of context: P is
+  the prompt's length, the context ours decodes after);
 - llama.cpp speculative: ``llama-speculative-simple`` on the same prompt text (our chat template
   applied), drafting with the same draft file (``draft-simple``) or, for prompt lookup, its
   n-gram drafter (``ngram-simple``), greedy;
@@ -40,8 +41,8 @@ KINDS = (LLAMA_PLAIN, LLAMA_SPEC, OURS_PLAIN, OURS_SPEC)
 PEER_TIMEOUT_S = 1800
 METHOD = {
     "decode_tps": "decode tokens per second, the prompt's pass left out: llama.cpp's own 'decoded N tokens "
-    "in S seconds' (speculative) and llama-bench's avg_ts (plain, -p 0); ours (new tokens - 1) / decode "
-    "seconds",
+    "in S seconds' (speculative) and llama-bench's avg_ts (plain, -p 0, -d the prompt's tokens); ours "
+    "(new tokens - 1) / decode seconds",
     "medians": "per kind, the median over rounds",
     "order": "each round runs the four kinds in an order rotated by one per round",
     "ratio": "ours_speculative / llama_speculative decode tokens per second, median over rounds",
@@ -147,10 +148,14 @@ def run_tool(command: Sequence[str]) -> str:
     return done.stdout + done.stderr
 
 
-def llama_plain(tools: PeerTools, files: PeerFiles, tokens: int, threads: int, runner: Runner) -> PeerRun:
+def llama_plain(
+    tools: PeerTools, files: PeerFiles, tokens: int, threads: int, runner: Runner, depth: int = 0
+) -> PeerRun:
+    """llama-bench's decode speed over ``tokens`` after ``depth`` tokens of context (``-d``: ours
+    decodes after the prompt, and attention over a 3.7k-token prompt costs more per token)."""
     output = runner(
-        [str(tools.bench), "-m", str(files.target), "-p", "0", "-n", str(tokens), "-t", str(threads),
-         "-r", "1", "-o", "json"]
+        [str(tools.bench), "-m", str(files.target), "-p", "0", "-n", str(tokens), "-d", str(depth),
+         "-t", str(threads), "-r", "1", "-o", "json"]
     )  # fmt: skip
     start = output.find("[")
     try:
@@ -163,8 +168,20 @@ def llama_plain(tools: PeerTools, files: PeerFiles, tokens: int, threads: int, r
     return PeerRun(LLAMA_PLAIN, checked_rate(avg_ts, BENCH_TOOL, "avg_ts"), tokens)
 
 
+PEER_CONTEXT = 4096  # llama-speculative-simple's context (-c) unless the prompt needs more
+
+
+def peer_context(prompt_tokens: int, tokens: int) -> int:
+    """The context and batch size (``-c``, ``-b``) llama-speculative-simple is given: room for the
+    prompt, the answer and its drafts, in whole KiB of tokens. Its prompt is evaluated in one batch, so a
+    prompt longer than its default batch (2048) fails ("the prompt exceeds the batch size")."""
+    needed = prompt_tokens + tokens + 64
+    return max(PEER_CONTEXT, -(-needed // 1024) * 1024)
+
+
 def llama_speculative(
-    tools: PeerTools, files: PeerFiles, prompt: str, tokens: int, threads: int, k: int, runner: Runner
+    tools: PeerTools, files: PeerFiles, prompt: str, tokens: int, threads: int, k: int, runner: Runner,
+    context: int = PEER_CONTEXT,
 ) -> PeerRun:
     if files.draft is not None:
         drafting = ["--spec-type", "draft-simple", "-md", str(files.draft)]
@@ -172,7 +189,8 @@ def llama_speculative(
         drafting = ["--spec-type", "ngram-simple"]
     output = runner(
         [str(tools.speculative), "-m", str(files.target), *drafting, "-p", prompt, "-n", str(tokens),
-         "-t", str(threads), "-td", str(threads), "--temp", "0", "--spec-draft-n-max", str(k), "-c", "4096"]
+         "-t", str(threads), "-td", str(threads), "--temp", "0", "--spec-draft-n-max", str(k),
+         "-c", str(context), "-b", str(context)]
     )  # fmt: skip
     decoded = _DECODED.search(output)
     if decoded is None:
@@ -220,14 +238,15 @@ def run(
     """Every kind ``rounds`` times, interleaved; {"rounds", "medians", "summary", "method"}."""
     prompt_ids = engine.prompt_ids(messages)
     prompt_text = engine.target.tokenizer.decode(prompt_ids)
+    context = peer_context(len(prompt_ids), config.max_new_tokens)
     plain = replace(config, speculative=False)
     k = config.k
 
     def one(kind: str) -> PeerRun:
         if kind == LLAMA_PLAIN:
-            return llama_plain(tools, files, config.max_new_tokens, threads, runner)
+            return llama_plain(tools, files, config.max_new_tokens, threads, runner, depth=len(prompt_ids))
         if kind == LLAMA_SPEC:
-            return llama_speculative(tools, files, prompt_text, config.max_new_tokens, threads, k, runner)
+            return llama_speculative(tools, files, prompt_text, config.max_new_tokens, threads, k, runner, context)
         return ours(engine, messages, config if kind == OURS_SPEC else plain, kind)
 
     ours(engine, messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)), OURS_SPEC)  # warm-up

@@ -9,7 +9,8 @@ thread). llama.cpp gets the same effect from mapping its file.
 Linux backs anonymous memory with huge pages when asked (``madvise(MADV_HUGEPAGE)``) if
 transparent huge pages are ``always`` or ``madvise`` (the usual default). ``back_with_huge_pages``
 copies each weight tensor (buffers and parameters, not oneDNN's opaque packed weights) into
-one such arena, tensor by tensor so the old copy is freed as the new one is filled, and keeps
+one such arena, tensor by tensor so the old copy is freed as the new one is filled (and the
+freed heap handed back to the system every 8 MiB: glibc keeps it otherwise), and keeps
 tensors that share storage shared (a tied embedding and LM head stay one tensor). The bits are
 the same, so nothing about exactness changes. Where the system has no huge pages (macOS,
 Windows, THP ``never``) nothing is moved and the reason is returned.
@@ -30,6 +31,7 @@ from app.engine.runners import heap
 HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
+TRIM_EVERY = heap.TRIM_BYTES  # bytes copied between two returns of the freed heap to the system
 THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -61,6 +63,14 @@ def why_not_huge(mode: str | None = None) -> str | None:
     if mode not in ("always", "madvise"):
         return f"transparent huge pages are {mode or 'not available'} on this system"
     return None
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free memory back to the system (``heap.give_back``: glibc's
+    ``malloc_trim``; elsewhere a no-op). The tensors a load builds are mostly heap memory that glibc
+    keeps once freed: on a 1.5B-shaped model the heap held 1,116 MiB after the copy into huge
+    pages, 148 after a trim."""
+    heap.give_back()
 
 
 def _weights(model: nn.Module) -> Iterator[tuple[nn.Module, str, bool]]:
@@ -125,6 +135,7 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     arena_map.madvise(mmap.MADV_HUGEPAGE)  # before any page is touched: faults take 2 MiB pages
     arena = torch.frombuffer(arena_map, dtype=torch.uint8)  # the tensor holds the map alive
     offset = (-arena.data_ptr()) % HUGE_PAGE
+    since_trim = 0
     with torch.no_grad():
         for places in holders.values():  # a shared tensor moved at once in all its places: its
             first, name, is_param = places[0]  # old copy is freed then, not when the last one is met
@@ -137,7 +148,11 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
             param = nn.Parameter(new, requires_grad=old.requires_grad) if any(p for _, _, p in places) else None
             for module, name, is_param in places:
                 _table(module, is_param)[name] = param if is_param else new  # one Parameter per shared weight
-            del old  # the model's references were the last ones: its memory goes back now
-            heap.spent(nbytes)  # and back to the system, not kept in the C heap's holes (heap.py)
+            del old  # the model's references were the last ones: its memory is freed now
+            since_trim += nbytes
+            if since_trim >= TRIM_EVERY:  # and handed back as the copy goes: the peak stays ~1×
+                _trim_heap()
+                since_trim = 0
+    _trim_heap()
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
     return HugePages(total, len(holders))
