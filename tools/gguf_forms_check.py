@@ -3,6 +3,7 @@ agreement with llama.cpp, the LM head's cost per form. From the project's root:
 
     python tools/gguf_forms_check.py errors [GGUF]        # max abs weight error per type vs the file
     python tools/gguf_forms_check.py load [GGUF] [ROUNDS] # first / second load, RSS; forms vs fp32
+    python tools/gguf_forms_check.py pair [TARGET DRAFT] [ROUNDS]  # Engine.load of a pair: peak, first token
     python tools/gguf_forms_check.py agree [GGUF]         # greedy tokens vs llama-server (if built)
     python tools/gguf_forms_check.py head                 # LM head ms per call, bf16 / int8 / int4
 
@@ -157,6 +158,53 @@ def load(path: Path, rounds: int) -> None:
         )
 
 
+def pair_once(target: str, draft: str) -> None:
+    """``Engine.load(target, draft)`` and one answered token in this process: prints JSON (seconds
+    to the loaded engine and to the first token, RSS before, peak)."""
+    import torch
+
+    torch.set_num_threads(1)
+    from app.engine import Engine, GenerationConfig
+
+    before = _status("VmRSS")
+    start = time.perf_counter()
+    engine = Engine.load(target=target, draft=draft, device="cpu", threads=1)
+    loaded = time.perf_counter() - start
+    tokens = []
+    engine.generate("What is the capital of France?", GenerationConfig(max_new_tokens=1),
+                    on_step=lambda step: tokens.append(step))
+    first = time.perf_counter() - start
+    print(json.dumps({"load_s": loaded, "s": first, "rss_before": before, "peak": _status("VmHWM")}))
+
+
+def pair(target: Path, draft: Path, rounds: int) -> None:
+    size = (target.stat().st_size + draft.stat().st_size) / 2**20
+    same = " (the same file as both: no other GGUF here)" if target.resolve() == draft.resolve() else ""
+    print(f"{target.name} + {draft.name}{same}: {size:.0f} MiB together; fresh process per load, 1 thread")
+    results: dict[str, list[dict[str, float]]] = {}
+    for _ in range(rounds):
+        cache = tempfile.mkdtemp(prefix="specchat-cache-")
+        try:
+            for which in ("first", "second"):
+                env = {**os.environ, "SPECCHAT_CACHE_DIR": cache, "HF_HUB_OFFLINE": "1"}
+                out = subprocess.run(
+                    [sys.executable, "-W", "ignore", __file__, "pair-once", str(target), str(draft)],
+                    env=env, capture_output=True, text=True, check=True,
+                ).stdout.strip().splitlines()[-1]
+                results.setdefault(which, []).append(json.loads(out))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    for which, runs in results.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        grown = med["peak"] - med["rss_before"]
+        print(
+            f"  {which:7s} load {med['load_s']:5.1f} s, first answered token {med['s']:5.1f} s; peak "
+            f"+{grown:.0f} MiB ({grown / size:.2f}x the files)  [{len(runs)} runs: "
+            f"{', '.join(format(r['s'], '.1f') for r in runs)} s; "
+            f"{', '.join(str(r['peak'] - r['rss_before']) for r in runs)} MiB]"
+        )
+
+
 # ---------------------------------------------------------------- greedy agreement with llama.cpp
 
 
@@ -273,6 +321,12 @@ def main(argv: list[str]) -> None:
     command, rest = (argv[0], argv[1:]) if argv else ("errors", [])
     if command == "load-once":
         load_once(rest[0], rest[1])
+    elif command == "pair-once":
+        pair_once(rest[0], rest[1])
+    elif command == "pair":
+        files = [Path(a) for a in rest if a.endswith(".gguf")]
+        target, draft = (files + [_gguf([])] * 2)[:2] if len(files) != 1 else (files[0], files[0])
+        pair(target, draft, int(rest[-1]) if rest and rest[-1].isdigit() else 3)
     elif command == "errors":
         errors(_gguf(rest))
     elif command == "load":

@@ -20,8 +20,8 @@ What each GGUF type becomes (``form_of``):
   file than int4 groups of 32 — see the README table);
 - F32 / F16 / BF16 → dense.
 
-Rows are handled in chunks, so a tensor's float copy never exists whole (``int8`` reads the
-dequantized rows chunk by chunk, twice: once for the row scales, once to round).
+Rows are handled in chunks written into the form's own tensors, so a tensor's float copy never
+exists whole and no list of chunks is concatenated.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import Q4_K
 
 GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
-CHUNK_ROWS = 2048  # rows decoded at a time
+CHUNK_ELEMENTS = 1 << 20  # weights decoded at a time (4 MiB as fp32), whatever a row's length
 INT4_TYPES = (Q.Q4_0, Q.Q4_1, Q.Q4_K)
 DENSE_TYPES = (Q.F32, Q.F16, Q.BF16)
 INT4_BLOCK_BYTES = {Q.Q4_0: 18, Q.Q4_1: 20, Q.Q4_K: 144}
@@ -71,6 +71,11 @@ def bf16(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.bfloat16).float()
 
 
+def chunk_rows(k: int) -> int:
+    """Rows of K weights decoded at a time: ``CHUNK_ELEMENTS`` weights, at least one row."""
+    return max(1, CHUNK_ELEMENTS // k)
+
+
 def rows_of(raw: np.ndarray, qtype: Q, k: int) -> np.ndarray:
     """The raw bytes of a [N, K] tensor as [N, bytes per row], whatever shape the reader gave."""
     data = raw.view(np.uint8)
@@ -96,9 +101,21 @@ def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native") -> Form:
 
 
 def int4_of_blocks(rows: np.ndarray, qtype: Q) -> Int4Form:
-    """Q4_0 / Q4_1 / Q4_K rows ([N, bytes]) as int4 groups of 32, chunk by chunk."""
-    parts = [_int4_chunk(rows[i : i + CHUNK_ROWS], qtype) for i in range(0, rows.shape[0], CHUNK_ROWS)]
-    return Int4Form(*(torch.cat([p[j] for p in parts]) for j in range(3)))
+    """Q4_0 / Q4_1 / Q4_K rows ([N, bytes]) as int4 groups of 32, chunk by chunk, each chunk
+    written into the form's own tensors (no list of chunks to concatenate)."""
+    form: Int4Form | None = None
+    step = chunk_rows(rows.shape[1] * 2)  # a byte holds two weights
+    for i in range(0, rows.shape[0], step):
+        chunk = _int4_chunk(rows[i : i + step], qtype)
+        form = form or _empty_int4(rows.shape[0], chunk)
+        for whole, part in zip((form.q, form.scale, form.zero), chunk, strict=True):
+            whole[i : i + step] = part
+    assert form is not None, "a tensor with no rows"
+    return form
+
+
+def _empty_int4(n: int, like: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> Int4Form:
+    return Int4Form(*(torch.empty((n, *t.shape[1:]), dtype=t.dtype) for t in like))
 
 
 def _int4_chunk(rows: np.ndarray, qtype: Q) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -140,8 +157,13 @@ def _q4_k(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def int8_of_rows(rows: np.ndarray, qtype: Q, k: int) -> Int8Form:
     """Round the file's dequantized rows to int8 against the bf16 row scale (chunked)."""
-    parts = [_int8_chunk(_dequantized(rows[i : i + CHUNK_ROWS], qtype, k)) for i in range(0, rows.shape[0], CHUNK_ROWS)]
-    return Int8Form(torch.cat([p.q for p in parts]), torch.cat([p.scale for p in parts]))
+    n = rows.shape[0]
+    form = Int8Form(torch.empty((n, k), dtype=torch.int8), torch.empty(n))
+    step = chunk_rows(k)
+    for i in range(0, n, step):
+        part = _int8_chunk(_dequantized(rows[i : i + step], qtype, k))
+        form.q[i : i + step], form.scale[i : i + step] = part.q, part.scale
+    return form
 
 
 def _int8_chunk(w: torch.Tensor) -> Int8Form:
@@ -152,15 +174,18 @@ def _int8_chunk(w: torch.Tensor) -> Int8Form:
 
 def _chunked_int4(rows: np.ndarray, qtype: Q, k: int) -> Int4Form:
     """A forced int4 form of a type without int4 blocks: min/max per group, round to nearest."""
-    parts = []
-    for i in range(0, rows.shape[0], CHUNK_ROWS):
-        w = _dequantized(rows[i : i + CHUNK_ROWS], qtype, k)
+    n = rows.shape[0]
+    form = Int4Form(torch.empty((n, k), dtype=torch.uint8), torch.empty(n, k // GROUP), torch.empty(n, k // GROUP))
+    step = chunk_rows(k)
+    for i in range(0, n, step):
+        w = _dequantized(rows[i : i + step], qtype, k)
         g = w.reshape(w.shape[0], -1, GROUP)
         lo, hi = g.amin(-1), g.amax(-1)
         scale = ((hi - lo) / 15).clamp(min=1e-6)
         q = ((g - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8)
-        parts.append((q.reshape(w.shape), scale, lo + 8 * scale))
-    return Int4Form(*(torch.cat([p[j] for p in parts]) for j in range(3)))
+        form.q[i : i + step], form.scale[i : i + step] = q.reshape(w.shape), scale
+        form.zero[i : i + step] = lo + 8 * scale
+    return form
 
 
 def _dequantized(rows: np.ndarray, qtype: Q, k: int) -> torch.Tensor:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,10 +28,6 @@ import gguf
 import numpy as np
 import torch
 from gguf import GGMLQuantizationType as Q
-from gguf import GGUFReader
-from gguf.gguf_reader import ReaderTensor
-from safetensors import SafetensorError
-from safetensors.torch import load as load_safetensors
 from safetensors.torch import save_file
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
@@ -38,6 +35,9 @@ from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorPr
 from transformers.pytorch_utils import Conv1D
 
 from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, form_of
+from app.engine.models.gguf_header import GgufHeader, GgufTensor
+from app.engine.runners import heap
+from app.engine.runners.heap import give_back
 from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear
 
 FORMAT = 1  # of the cached forms; another number is converted again
@@ -85,9 +85,9 @@ class Int8Embedding(nn.Module):
         return f"{self.num_embeddings}, {self.embedding_dim}, int8"
 
 
-def has_quantized_linears(reader: GGUFReader) -> bool:
+def has_quantized_linears(header: GgufHeader) -> bool:
     """Whether any 2-D tensor of the GGUF is stored quantized (else the float path is its size)."""
-    return any(len(t.shape) == 2 and t.tensor_type not in DENSE_TYPES for t in reader.tensors)
+    return any(len(t.shape) == 2 and t.tensor_type not in DENSE_TYPES for t in header.tensors)
 
 
 # ---------------------------------------------------------------- the skeleton and the names
@@ -104,12 +104,10 @@ def skeleton(config: PretrainedConfig) -> PreTrainedModel:
     return model
 
 
-def _gguf_names(reader: GGUFReader, model: PreTrainedModel) -> tuple[dict[str, str], TensorProcessor]:
+def _gguf_names(header: GgufHeader, model: PreTrainedModel) -> tuple[dict[str, str], TensorProcessor]:
     """GGUF tensor name → HF parameter name, and the architecture's tensor processor (given the
     HF config's keys, which are the names transformers renames the GGUF's metadata to)."""
-    architecture = reader.fields["general.architecture"]
-    arch = bytes(architecture.parts[architecture.data[0]]).decode()
-    processor_class = TENSOR_PROCESSORS.get(arch, TensorProcessor)
+    processor_class = TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)
     processor: TensorProcessor = processor_class(config=model.config.to_dict())  # type: ignore[no-untyped-call]
     with _one_name_map():
         names: dict[str, str] = get_gguf_hf_weights_map(model, processor)
@@ -144,23 +142,28 @@ def _row_order(processor: TensorProcessor, name: str, rows: int) -> tuple[np.nda
 # ---------------------------------------------------------------- writing the forms
 
 
-def write_forms(reader: GGUFReader, folder: Path, config: PretrainedConfig, want: str = "native") -> FormsSummary:
-    """Each tensor of the GGUF ``reader`` reads in its form, into ``folder`` (shards + manifest)."""
+def write_forms(header: GgufHeader, folder: Path, config: PretrainedConfig, want: str = "native") -> FormsSummary:
+    """Each tensor of the GGUF ``header`` describes in its form, into ``folder`` (shards +
+    manifest). Tensors are read from the file one at a time: the one being converted is the only
+    one in memory besides the shard being filled."""
     model = skeleton(config)
-    names, processor = _gguf_names(reader, model)
+    names, processor = _gguf_names(header, model)
     shards = _ShardWriter(folder)
     layers: dict[str, dict[str, object]] = {}
     head_tied = bool(getattr(config.get_text_config(), "tie_word_embeddings", False))
-    for tensor in reader.tensors:
+    for tensor in header.tensors:
         hf = names.get(tensor.name)
         if hf is None:
             continue
         module_name, _, leaf = hf.rpartition(".")
         module = model.get_submodule(module_name)
+        raw = header.data(tensor)
         if leaf == "weight" and isinstance(module, (nn.Linear, Conv1D, nn.Embedding)) and len(tensor.shape) == 2:
-            layers[module_name] = _write_matrix(shards, tensor, module_name, module, processor, want)
+            layers[module_name] = _write_matrix(shards, tensor, raw, module_name, module, processor, want)
         else:
-            shards.add(hf, _dense(tensor, processor))
+            shards.add(hf, _dense(tensor, raw, processor))
+        heap.spent(raw.nbytes)
+        del raw
     shards.close()
     for name, info in layers.items():
         info["bias"] = f"{name}.bias" in shards.keys
@@ -169,13 +172,13 @@ def write_forms(reader: GGUFReader, folder: Path, config: PretrainedConfig, want
     return _summary(manifest)
 
 
-def _dense(tensor: ReaderTensor, processor: TensorProcessor) -> torch.Tensor:
+def _dense(tensor: GgufTensor, raw: np.ndarray, processor: TensorProcessor) -> torch.Tensor:
     """A small tensor (norm, bias, float matrix) as the processor gives it, in fp32."""
     from gguf import dequantize
 
-    values = dequantize(tensor.data, tensor.tensor_type).reshape(tuple(reversed([int(d) for d in tensor.shape])))
+    values = dequantize(raw, tensor.tensor_type).reshape(tuple(reversed([int(d) for d in tensor.shape])))
     out = _process(processor, values, tensor.name)
-    return torch.from_numpy(np.array(out, dtype=np.float32))  # a copy: the reader maps the file
+    return torch.from_numpy(np.array(out, dtype=np.float32))  # a copy: its own, whatever the processor returned
 
 
 def _process(processor: TensorProcessor, values: np.ndarray, name: str) -> np.ndarray:
@@ -185,19 +188,20 @@ def _process(processor: TensorProcessor, values: np.ndarray, name: str) -> np.nd
 
 
 def _write_matrix(
-    shards: _ShardWriter, tensor: ReaderTensor, name: str, module: nn.Module, processor: TensorProcessor, want: str
+    shards: _ShardWriter, tensor: GgufTensor, raw: np.ndarray, name: str, module: nn.Module,
+    processor: TensorProcessor, want: str,
 ) -> dict[str, object]:
     k, n = (int(d) for d in tensor.shape)  # ggml order: inner dimension first
     qtype = Q(tensor.tensor_type)
     if qtype in DENSE_TYPES and want == "native":
-        shards.add(f"{name}.weight", _dense(tensor, processor))
+        shards.add(f"{name}.weight", _dense(tensor, raw, processor))
         return {"form": "dense", "type": qtype.name, "shape": [n, k]}
     order, transposed = _row_order(processor, tensor.name, n)
     embedding = isinstance(module, nn.Embedding)
     wanted = "int8" if embedding or (want == "native" and n % INT4_N_MULTIPLE) else want
-    form = form_of(tensor.data, qtype, k, wanted)
+    form = form_of(raw, qtype, k, wanted)
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
-        form = form_of(tensor.data, qtype, k, "int8")
+        form = form_of(raw, qtype, k, "int8")
     if isinstance(form, Int4Form):
         q, scale, zero = (_rows(t, order) for t in (form.q, form.scale, form.zero))
         shards.add(f"{name}.q4", (q[:, 0::2] | (q[:, 1::2] << 4)).contiguous())  # two per byte
@@ -238,6 +242,7 @@ class _ShardWriter:
             save_file(self.pending, str(self.folder / name))
             self.sizes[name] = (self.folder / name).stat().st_size
             self.pending, self.bytes = {}, 0
+            give_back()  # the shard just written and the forms' temporaries (heap.py)
 
     def close(self) -> None:
         self.flush()
@@ -267,7 +272,7 @@ def load_forms(folder: Path) -> tuple[PreTrainedModel, FormsSummary]:
     model = skeleton(config)
     try:
         _place(model, _stream(folder, manifest), manifest)
-    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, struct.error) as exc:
         raise DamagedForms(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     left = [n for n, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
     if left:
@@ -285,12 +290,38 @@ def forms_of(model: nn.Module) -> FormsSummary | None:
 
 
 def _stream(folder: Path, manifest: dict[str, object]) -> Iterator[tuple[str, torch.Tensor]]:
-    """Every tensor of the shards, one shard in memory at a time. Read, not mapped: a tensor
+    """Every tensor of the shards, one tensor in memory at a time. Read, not mapped: a tensor
     left on a mapped file would crash the process (SIGBUS) if the cache were cut under it."""
     for shard in dict(manifest["shards"]):  # type: ignore[call-overload]
-        tensors = load_safetensors((folder / shard).read_bytes())
-        while tensors:
-            yield tensors.popitem()
+        yield from _read_shard(folder / shard)
+        give_back()  # the layers' temporaries (heap.py)
+
+
+SAFETENSORS_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "U8": torch.uint8,
+                      "I8": torch.int8, "I32": torch.int32, "I64": torch.int64, "BOOL": torch.bool}
+
+
+def _read_shard(path: Path) -> Iterator[tuple[str, torch.Tensor]]:
+    """A safetensors file's tensors in file order, each read into its own tensor (the safetensors
+    layout: an 8-byte header length, a JSON header of dtype / shape / data offsets, the data)."""
+    with path.open("rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8).ljust(8, b"\0"))
+        if length > path.stat().st_size:
+            raise ValueError(f"{path.name} has a header longer than itself")
+        header = json.loads(f.read(length))
+        if not isinstance(header, dict):
+            raise ValueError(f"{path.name} has no safetensors header")
+        header.pop("__metadata__", None)
+        for key, info in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
+            begin, end = info["data_offsets"]
+            tensor = torch.empty(info["shape"], dtype=SAFETENSORS_DTYPES[info["dtype"]])
+            buffer = tensor.view(-1).view(torch.uint8).numpy() if tensor.numel() else None
+            if (0 if buffer is None else buffer.nbytes) != end - begin:
+                raise ValueError(f"{key} in {path.name} has {end - begin} bytes for its shape {info['shape']}")
+            f.seek(8 + length + begin)
+            if buffer is not None and f.readinto(buffer.data) != buffer.nbytes:
+                raise ValueError(f"{path.name} is truncated at {key}")
+            yield key, tensor
 
 
 def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], manifest: dict[str, object]) -> None:
@@ -310,6 +341,7 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
             layer = _quantized_layer(parts.pop(name), info)
             embedding = layer if isinstance(layer, Int8Embedding) else embedding
             _set_module(model, name, layer)
+            heap.spent(sum(t.numel() * t.element_size() for t in layer.buffers()))
     if parts:
         raise KeyError(f"{next(iter(parts))} is incomplete")
     if manifest.get("tied"):

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-from gguf import GGUFReader
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
@@ -43,7 +42,9 @@ from app.engine.errors import IncompatibleModelsError, InvalidSettingError, Mode
 from app.engine.models import forms, gguf_model
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.models.forms import FormProbe, WeightsForm
+from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
 from app.engine.runners.cpu_kernels import CpuKernels
+from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.quant import QUANT_FORMS
 
@@ -375,33 +376,41 @@ def _gguf_forms_folder(path: Path, want: str) -> Path:
     return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}")
 
 
-def _write_forms(reader: GGUFReader, path: Path, folder: Path, source: str, want: str) -> None:
-    config, tokenizer = _read_gguf_header(path, source)
+def _write_forms(held: list[GgufHeader], path: Path, folder: Path, source: str, want: str) -> None:
+    """The config, the tokenizer and the forms of the GGUF whose header ``held`` hands over, into
+    ``folder``. The header is parsed once: transformers derives the config and the tokenizer from
+    this parse (``lent``); then the tokenizer is saved and the header's metadata (its token and
+    merge lists) let go, before the weights are converted."""
+    header = held.pop()
+    with lent(header):
+        config, tokenizer = _read_gguf_header(path, source)
+    tokenizer.save_pretrained(folder)
+    del tokenizer
+    header = header.tensors_only()
+    gc.collect()
     try:
-        gguf_model.write_forms(reader, folder, config, want)
+        gguf_model.write_forms(header, folder, config, want)
     except OUT_OF_MEMORY:
         raise
     except OSError:
         raise
     except Exception as exc:
         raise _unreadable_gguf(source, exc) from exc
-    config.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    config.save_pretrained(folder)  # after: building the skeleton sets its dtype (bf16), which the cache keeps
 
 
 def _load_gguf_forms(
-    path: Path, source: str, want: str, opened: list[GGUFReader], progress: ProgressFn
+    path: Path, source: str, want: str, opened: list[GgufHeader], progress: ProgressFn
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The GGUF as its quantized forms, from the cache (converted on first load; a damaged cache
-    is said, removed and converted again). ``opened``: the file's reader if one was opened,
-    handed over (popped), so that its mapping closes before the model is built."""
+    is said, removed and converted again). ``opened``: the file's header if it was read already,
+    handed over (popped), so that it is let go before the model is built."""
     folder = _gguf_forms_folder(path, want)
     for attempt in range(2):
         if not (folder / gguf_model.MANIFEST).is_file():
             progress("Converting GGUF to its quantized form (first load only)…", None)
-            reader = opened.pop() if opened else _gguf_reader(path, source)
-            _convert_gguf(path, folder, source, functools.partial(_write_forms, reader, want=want))
-            del reader
+            held = [opened.pop() if opened else _gguf_header(path, source)]  # _write_forms takes it
+            _convert_gguf(path, folder, source, functools.partial(_write_forms, held, want=want))
         opened.clear()
         progress("Loading weights…", 0.3)
         try:
@@ -412,28 +421,30 @@ def _load_gguf_forms(
                 raise ModelLoadError(f"The quantized form of '{source}' could not be built ({exc}).") from exc
             progress(f"The cached form of {describe_source(source)} is damaged ({exc}); converting it again…", None)
             shutil.rmtree(folder, ignore_errors=True)
-    return model, _read_tokenizer(folder, source, progress)
+    tokenizer = _read_tokenizer(folder, source, progress)
+    give_back()  # what reading tokenizer.json left in the heap (heap.py)
+    return model, tokenizer
 
 
-def _gguf_reader(path: Path, source: str) -> GGUFReader:
+def _gguf_header(path: Path, source: str) -> GgufHeader:
     try:
-        return GGUFReader(path)
-    except Exception as exc:
+        return GgufHeader.read(path)
+    except (UnreadableHeader, OSError) as exc:
         raise _unreadable_gguf(source, exc) from exc
 
 
 FLOAT_MARK = "no-quantized-linears"  # in a float conversion: the file has none, do not ask again
 
 
-def _has_quantized_linears(path: Path, source: str, want: str, opened: list[GGUFReader]) -> bool:
-    """Whether the GGUF has quantized linears, asked of the file once (reading its header costs
-    seconds; a cached form says yes, a float conversion marked ``FLOAT_MARK`` no). A reader it
-    opens is left in ``opened`` for the conversion."""
+def _has_quantized_linears(path: Path, source: str, want: str, opened: list[GgufHeader]) -> bool:
+    """Whether the GGUF has quantized linears, asked of the file once (a cached form says yes, a
+    float conversion marked ``FLOAT_MARK`` no, else its header). A header it reads is left in
+    ``opened`` for the conversion."""
     if (_gguf_forms_folder(path, want) / gguf_model.MANIFEST).is_file():
         return True
     if (_gguf_cache_folder(path) / FLOAT_MARK).is_file():
         return False
-    opened.append(_gguf_reader(path, source))
+    opened.append(_gguf_header(path, source))
     return gguf_model.has_quantized_linears(opened[0])
 
 
@@ -550,7 +561,7 @@ def _load(
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
         _check_gguf_magic(path, source)
         want = GGUF_WANTS.get(asked) if device.type == "cpu" else None
-        opened: list[GGUFReader] = []
+        opened: list[GgufHeader] = []
         if want and _has_quantized_linears(path, source, want, opened):
             model, tokenizer = _load_gguf_forms(path, source, want, opened, progress)
             return model, tokenizer, _gguf_origin(model)
@@ -649,7 +660,9 @@ def load_model(
     progress("Ready", 1.0)
     model = settled.model
     if dev.type == "cpu":
+        give_back()  # what building and measuring the form left in the C heap, before the weights are copied
         back_with_huge_pages(model)  # every token reads every weight: fewer TLB misses (runners/huge_pages.py)
+        give_back()  # the weights' former copies (runners/heap.py)
     return LoadedModel(
         name=describe_source(source),
         source=source,

@@ -10,7 +10,7 @@ Linux backs anonymous memory with huge pages when asked (``madvise(MADV_HUGEPAGE
 transparent huge pages are ``always`` or ``madvise`` (the usual default). ``back_with_huge_pages``
 copies each weight tensor (buffers and parameters, not oneDNN's opaque packed weights) into
 one such arena, tensor by tensor so the old copy is freed as the new one is filled (and the
-freed heap handed back to the system every 64 MB: glibc keeps it otherwise), and keeps
+freed heap handed back to the system every 8 MiB: glibc keeps it otherwise), and keeps
 tensors that share storage shared (a tied embedding and LM head stay one tensor). The bits are
 the same, so nothing about exactness changes. Where the system has no huge pages (macOS,
 Windows, THP ``never``) nothing is moved and the reason is returned.
@@ -18,8 +18,6 @@ Windows, THP ``never``) nothing is moved and the reason is returned.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import mmap
 import sys
 from collections.abc import Iterator
@@ -28,10 +26,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from app.engine.runners import heap
+
 HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
-TRIM_EVERY = 64 << 20  # bytes copied between two returns of the freed heap to the system
+TRIM_EVERY = heap.TRIM_BYTES  # bytes copied between two returns of the freed heap to the system
 THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -66,14 +66,11 @@ def why_not_huge(mode: str | None = None) -> str | None:
 
 
 def _trim_heap() -> None:
-    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``; elsewhere a
-    no-op). The tensors a load builds are mostly heap memory that glibc keeps once freed: on a
-    1.5B-shaped model the heap held 1,116 MiB after the copy into huge pages, 148 after a trim."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    """Give the C heap's free memory back to the system (``heap.give_back``: glibc's
+    ``malloc_trim``; elsewhere a no-op). The tensors a load builds are mostly heap memory that glibc
+    keeps once freed: on a 1.5B-shaped model the heap held 1,116 MiB after the copy into huge
+    pages, 148 after a trim."""
+    heap.give_back()
 
 
 def _weights(model: nn.Module) -> Iterator[tuple[nn.Module, str, bool]]:
@@ -107,16 +104,29 @@ def _padded(nbytes: int) -> int:
     return -(-nbytes // ALIGN) * ALIGN
 
 
+Places = list[tuple[nn.Module, str, bool]]
+
+
+def _holders(model: nn.Module) -> tuple[dict[Key, Places], dict[Key, int]]:
+    """Every place each weight tensor is held, and its padded size. Keys, not tensors: holding
+    one here would keep its old copy alive through the whole move."""
+    holders: dict[Key, Places] = {}
+    sizes: dict[Key, int] = {}
+    for module, name, is_param in _weights(model):
+        tensor = _table(module, is_param)[name]
+        assert tensor is not None
+        key = _key(tensor)
+        holders.setdefault(key, []).append((module, name, is_param))
+        sizes.setdefault(key, _padded(tensor.numel() * tensor.element_size()))
+    return holders, sizes
+
+
 def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages:
     """Move ``model``'s weight tensors into memory backed by huge pages (see the module doc).
     ``mode``: the THP mode to assume (None: read it from the system)."""
     if why := why_not_huge(mode):
         return HugePages(0, 0, why)
-    sizes: dict[Key, int] = {}
-    for module, name, is_param in _weights(model):
-        tensor = _table(module, is_param)[name]
-        assert tensor is not None
-        sizes.setdefault(_key(tensor), _padded(tensor.numel() * tensor.element_size()))
+    holders, sizes = _holders(model)
     total = sum(sizes.values())
     if not total:
         return HugePages(0, 0, "no weight tensor to move")
@@ -125,31 +135,24 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     arena_map.madvise(mmap.MADV_HUGEPAGE)  # before any page is touched: faults take 2 MiB pages
     arena = torch.frombuffer(arena_map, dtype=torch.uint8)  # the tensor holds the map alive
     offset = (-arena.data_ptr()) % HUGE_PAGE
-    moved: dict[Key, torch.Tensor] = {}
-    params: dict[Key, nn.Parameter] = {}  # one Parameter per shared weight
     since_trim = 0
     with torch.no_grad():
-        for module, name, is_param in _weights(model):
-            table = _table(module, is_param)
-            old = table[name]
+        for places in holders.values():  # a shared tensor moved at once in all its places: its
+            first, name, is_param = places[0]  # old copy is freed then, not when the last one is met
+            old = _table(first, is_param)[name]
             assert old is not None
-            key = _key(old)
-            new = moved.get(key)
-            if new is None:
-                nbytes = old.numel() * old.element_size()
-                new = arena[offset : offset + nbytes].view(old.dtype).view(old.shape)
-                new.copy_(old)
-                moved[key] = new
-                offset += _padded(nbytes)
-                since_trim += nbytes
-            if is_param:
-                table[name] = params.setdefault(key, nn.Parameter(new, requires_grad=old.requires_grad))
-            else:
-                table[name] = new
-            del old  # the model's reference was the last one: its memory is freed now
+            nbytes = old.numel() * old.element_size()
+            new = arena[offset : offset + nbytes].view(old.dtype).view(old.shape)
+            new.copy_(old)
+            offset += _padded(nbytes)
+            param = nn.Parameter(new, requires_grad=old.requires_grad) if any(p for _, _, p in places) else None
+            for module, name, is_param in places:
+                _table(module, is_param)[name] = param if is_param else new  # one Parameter per shared weight
+            del old  # the model's references were the last ones: its memory is freed now
+            since_trim += nbytes
             if since_trim >= TRIM_EVERY:  # and handed back as the copy goes: the peak stays ~1×
                 _trim_heap()
                 since_trim = 0
     _trim_heap()
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
-    return HugePages(total, len(moved))
+    return HugePages(total, len(holders))
