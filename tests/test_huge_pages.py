@@ -9,7 +9,7 @@ from tiny_models import build_tokenizer, tiny_config
 from transformers import AutoModelForCausalLM
 
 from app.engine.models.loading import load_model
-from app.engine.runners import huge_pages
+from app.engine.runners import heap, huge_pages
 from app.engine.runners.huge_pages import back_with_huge_pages, thp_mode, why_not_huge
 from app.engine.runners.kv import CachedModel
 
@@ -80,12 +80,12 @@ def test_the_freed_heap_is_handed_back_as_the_copy_goes(monkeypatch):
     """glibc keeps freed heap: without trimming, RSS after the copy was ~2x the weights (the old
     tensors' memory kept beside the arena)."""
     trims: list[int] = []
-    monkeypatch.setattr(huge_pages, "_trim_heap", lambda: trims.append(1))
-    monkeypatch.setattr(huge_pages, "TRIM_EVERY", 64 << 10)
+    monkeypatch.setattr(heap, "give_back", lambda: trims.append(1) or True)
+    monkeypatch.setattr(heap, "TRIM_BYTES", 64 << 10)
     model = _tied_llama()
     moved = back_with_huge_pages(model)
     assert len(trims) >= moved.tensors // 2 >= 2  # every few tensors, not once at the end
 
 
 def test_trimming_the_heap_is_safe_to_call():
-    huge_pages._trim_heap()  # glibc's malloc_trim, or nothing where there is none
+    heap.give_back()  # glibc's malloc_trim, or nothing where there is none

@@ -11,7 +11,7 @@ import torch
 from tiny_models import build_tokenizer, tiny_config
 from transformers import AutoModelForCausalLM
 
-from app.engine.runners import heap, huge_pages
+from app.engine.runners import heap
 from app.engine.runners.huge_pages import back_with_huge_pages
 
 
@@ -29,8 +29,8 @@ def test_a_tied_weight_is_freed_as_soon_as_it_is_moved_not_when_the_head_is_met(
     assert model.get_input_embeddings().weight is model.get_output_embeddings().weight
     old = weakref.ref(model.get_input_embeddings().weight)
     gone_at_trim: list[bool] = []
-    monkeypatch.setattr(huge_pages, "TRIM_EVERY", 1)  # a trim after every tensor moved
-    monkeypatch.setattr(huge_pages, "_trim_heap", lambda: gone_at_trim.append(old() is None))
+    monkeypatch.setattr(heap, "TRIM_BYTES", 1)  # a trim after every tensor moved
+    monkeypatch.setattr(heap, "give_back", lambda: gone_at_trim.append(old() is None) or True)
     moved = back_with_huge_pages(model, mode="madvise")
     assert moved.tensors >= 2 and gone_at_trim[0]  # moved first (the embedding), freed at once
     assert model.get_input_embeddings().weight is model.get_output_embeddings().weight

@@ -31,7 +31,6 @@ from app.engine.runners import heap
 HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
-TRIM_EVERY = heap.TRIM_BYTES  # bytes copied between two returns of the freed heap to the system
 THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -63,14 +62,6 @@ def why_not_huge(mode: str | None = None) -> str | None:
     if mode not in ("always", "madvise"):
         return f"transparent huge pages are {mode or 'not available'} on this system"
     return None
-
-
-def _trim_heap() -> None:
-    """Give the C heap's free memory back to the system (``heap.give_back``: glibc's
-    ``malloc_trim``; elsewhere a no-op). The tensors a load builds are mostly heap memory that glibc
-    keeps once freed: on a 1.5B-shaped model the heap held 1,116 MiB after the copy into huge
-    pages, 148 after a trim."""
-    heap.give_back()
 
 
 def _weights(model: nn.Module) -> Iterator[tuple[nn.Module, str, bool]]:
@@ -135,7 +126,6 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     arena_map.madvise(mmap.MADV_HUGEPAGE)  # before any page is touched: faults take 2 MiB pages
     arena = torch.frombuffer(arena_map, dtype=torch.uint8)  # the tensor holds the map alive
     offset = (-arena.data_ptr()) % HUGE_PAGE
-    since_trim = 0
     with torch.no_grad():
         for places in holders.values():  # a shared tensor moved at once in all its places: its
             first, name, is_param = places[0]  # old copy is freed then, not when the last one is met
@@ -149,10 +139,7 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
             for module, name, is_param in places:
                 _table(module, is_param)[name] = param if is_param else new  # one Parameter per shared weight
             del old  # the model's references were the last ones: its memory is freed now
-            since_trim += nbytes
-            if since_trim >= TRIM_EVERY:  # and handed back as the copy goes: the peak stays ~1×
-                _trim_heap()
-                since_trim = 0
-    _trim_heap()
+            heap.spent(nbytes)  # and handed back as the copy goes (glibc keeps it): the peak stays ~1×
+    heap.give_back()
     setattr(model, "specchat_huge_pages", arena_map)  # noqa: B010 - kept with the model it backs
     return HugePages(total, len(holders))

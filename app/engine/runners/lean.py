@@ -113,7 +113,6 @@ class LeanPass:
         self.rotary = inner.rotary_emb
         self.norm = _Norm(inner.norm)
         self.head = _linear(model.lm_head, model.dtype)
-        self.dtype = model.dtype
         self.layers = [_Layer(layer, model.dtype) for layer in inner.layers[: model.config.num_hidden_layers]]
 
     @classmethod
