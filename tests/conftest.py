@@ -11,8 +11,23 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from servers import server_logs, servers  # noqa: F401 - real inference servers, started on first use
-from tiny_models import build_model, build_tokenizer, perturbed_copy, save
+
+def _pin_xdist_worker() -> None:
+    """Under ``pytest -n N`` (test.sh), worker i runs on core i of those allowed, and so do the
+    servers it starts: each worker's torch then sees one core and takes one thread, instead of
+    N workers each taking every core (oversubscribed threads collapse speed)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) > 1:
+        os.sched_setaffinity(0, {allowed[int(worker[2:]) % len(allowed)]})
+
+
+_pin_xdist_worker()
+
+from servers import server_logs, servers  # noqa: E402, F401 - real inference servers, started on first use
+from tiny_models import build_model, build_tokenizer, perturbed_copy, save  # noqa: E402 - after the pinning
 
 # name -> how to build it: (architecture, seed, draft noise or None)
 TINY = {
