@@ -40,7 +40,12 @@ def _model(arch: str, vocab: int, tied: bool) -> AutoModelForCausalLM:
     config.tie_word_embeddings = tied
     if arch == "qwen2":
         config.attention_bias = True  # Qwen2's q/k/v biases (its config has no switch; the model always has them)
-    return AutoModelForCausalLM.from_config(config).eval()
+    model = AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():  # a trained model's norm weights are not all 1: how they are multiplied shows in the bits
+        for name, weight in model.named_parameters():
+            if "norm" in name:
+                weight.copy_(1 + 0.3 * torch.randn_like(weight))
+    return model
 
 
 @pytest.fixture(scope="module")

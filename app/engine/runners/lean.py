@@ -45,18 +45,19 @@ Linear = Callable[[torch.Tensor], torch.Tensor]
 
 
 class _Norm:
-    """transformers' ``LlamaRMSNorm.forward``, op for op, its weight and epsilon read once."""
+    """transformers' ``LlamaRMSNorm.forward`` in two calls: ``torch.rms_norm`` without a weight
+    is its formula op for op on the CPU (the composite: fp32 upcast, ``pow(2)``, ``mean``, ``+ eps``,
+    ``rsqrt``, multiply, back to the input's dtype), then the weight times that result as
+    transformers multiplies it. Seven Python calls fewer per norm, 61 norms a pass; tests/test_lean.py
+    checks the bits against ``model(...)``."""
 
     def __init__(self, norm: Any) -> None:  # a ``LlamaRMSNorm`` (or Qwen2's, Mistral's: the same)
         self.weight: torch.Tensor = norm.weight.detach()
         self.eps: float = float(norm.variance_epsilon)
+        self.shape: tuple[int] = (int(self.weight.shape[-1]),)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        dtype = x.dtype
-        h = x.to(torch.float32)
-        scale = h.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_()  # in place: the same ops
-        h = h.mul_(scale) if h is not x else h * scale  # an fp32 x is the residual stream itself
-        return self.weight * h.to(dtype)
+        return self.weight * torch.rms_norm(x, self.shape, None, self.eps)
 
 
 def _rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
@@ -85,9 +86,11 @@ class _Layer:
         self.input_norm, self.post_norm = _Norm(layer.input_layernorm), _Norm(layer.post_attention_layernorm)
         self.q, self.k, self.v, self.o = (_linear(attn.get_submodule(n), dtype) for n in ATTENTION_LINEARS)
         self.gate, self.up, self.down = (_linear(mlp.get_submodule(n), dtype) for n in MLP_LINEARS)
-        self.act = mlp.act_fn
+        # transformers' SiLU module is ``F.silu``: called straight, without a module call
+        self.act = F.silu if type(mlp.act_fn).__name__ == "SiLUActivation" else mlp.act_fn
         self.head_dim = int(attn.head_dim)
         self.q_heads = int(attn.q_proj.out_features) // self.head_dim
+        self.heads = [self.q_heads, int(attn.k_proj.out_features) // self.head_dim]  # q's, k's
         self.scaling = float(attn.scaling)
         self.gqa: object = ASK  # ``_direct_gqa``'s answer, asked on the first pass
 
@@ -141,17 +144,16 @@ class LeanPass:
         positions = torch.arange(start, start + rows, device=h.device).unsqueeze(0)
         cos, sin = self.rotary(h, positions)  # [1, T, D] each, the model's dtype
         half = cos.shape[-1] // 2
-        cos = cos[0, :, None, :]  # [T, 1, D]: rows, heads, head dims
-        signed_sin = torch.cat((-sin[0, :, None, :half], sin[0, :, None, half:]), dim=-1)
+        cos = cos[:, :, None, :]  # [1, T, 1, D]: batch, rows, heads, head dims
+        signed_sin = torch.cat((-sin[:, :, None, :half], sin[:, :, None, half:]), dim=-1)
         h = h[0]  # [T, H]: every op below is row-wise, so the rows' bits do not depend on the shape
         kv_layers: list[Any] = cache.layers  # ``GrowingLayer``s (``takes``)
         for layer, kv in zip(self.layers, kv_layers, strict=True):
             x = layer.input_norm(h)
-            # q and k rotated together: [T, Hq + Hkv, D]
-            qk = _rotary(torch.cat((layer.q(x), layer.k(x)), dim=-1).view(rows, -1, layer.head_dim), cos, signed_sin)
-            qk = qk.transpose(0, 1)[None]  # [1, Hq + Hkv, T, D]
-            q, k = qk[:, : layer.q_heads], qk[:, layer.q_heads :]
-            v = layer.v(x).view(rows, -1, layer.head_dim).transpose(0, 1)[None]  # [1, Hkv, T, D]
+            # q and k rotated together: [1, T, Hq + Hkv, D] → [1, Hq + Hkv, T, D]
+            qk = _rotary(torch.cat((layer.q(x), layer.k(x)), dim=-1).view(1, rows, -1, layer.head_dim), cos, signed_sin)
+            q, k = qk.transpose(1, 2).split(layer.heads, dim=1)
+            v = layer.v(x).view(1, rows, -1, layer.head_dim).transpose(1, 2)  # [1, Hkv, T, D]
             keys, values = kv.update(k, v)
             h.add_(layer.o(layer.attend(q, keys, values)))  # h is the pass's own tensor: add in place
             x = layer.post_norm(h)
