@@ -152,7 +152,7 @@ class LeanPass:
             x = layer.input_norm(h)
             # q and k rotated together: [1, T, Hq + Hkv, D] → [1, Hq + Hkv, T, D]
             qk = _rotary(torch.cat((layer.q(x), layer.k(x)), dim=-1).view(1, rows, -1, layer.head_dim), cos, signed_sin)
-            q, k = qk.transpose(1, 2).split(layer.heads, dim=1)
+            q, k = qk.transpose(1, 2).split_with_sizes(layer.heads, dim=1)
             v = layer.v(x).view(1, rows, -1, layer.head_dim).transpose(1, 2)  # [1, Hkv, T, D]
             keys, values = kv.update(k, v)
             h.add_(layer.o(layer.attend(q, keys, values)))  # h is the pass's own tensor: add in place
