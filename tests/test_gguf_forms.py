@@ -22,6 +22,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.models import gguf_forms, gguf_model, loading
 from app.engine.models.gguf_forms import Int4Form, Int8Form, form_of
 from app.engine.models.loading import load_model
+from app.engine.runners import quant
 from app.engine.runners.quant import Int4Linear, Int8Linear
 
 BF16_REL = 2.0**-8  # bf16 keeps 8 significant bits: rounding moves a value by at most 2^-8 of it
@@ -178,9 +179,29 @@ def test_the_cached_forms_give_bit_identical_logits(q4_gguf, monkeypatch):
     def no_conversion(*args, **kwargs):
         raise AssertionError("the GGUF was converted again")
 
+    def no_packing(*args, **kwargs):
+        raise AssertionError("an int4 layer was packed again: the cache keeps them packed")
+
     monkeypatch.setattr(gguf_model, "write_forms", no_conversion)
+    monkeypatch.setattr(quant, "_pack_int4", no_packing)
     second = load_model(str(q4_gguf), device="cpu")
+    assert any(isinstance(m, quant.Int4Linear) for m in second.model.modules())
     assert torch.equal(logits(first), logits(second))
+
+
+def test_a_process_whose_int4_kernel_packs_otherwise_keeps_a_cache_of_its_own(q4_gguf, isolated_cache, monkeypatch):
+    """The CPU packing depends on the kernels ATen runs (ATEN_CPU_CAPABILITY, another torch):
+    such a process converts into its own folder and never reads bytes packed for another."""
+    first = load_model(str(q4_gguf), device="cpu")
+    [mine] = (isolated_cache / "converted").iterdir()
+    monkeypatch.setattr(loading, "int4_layout", lambda: "torch9.9.9-AVX1024")
+    monkeypatch.setattr(gguf_model, "int4_layout", lambda: "torch9.9.9-AVX1024")
+    seen: list[str] = []
+    other = load_model(str(q4_gguf), device="cpu", progress=lambda msg, frac: seen.append(msg))
+    assert any(msg.startswith("Converting GGUF") for msg in seen)
+    folders = sorted((isolated_cache / "converted").iterdir())
+    assert mine in folders and len(folders) == 2 and json.loads((mine / gguf_model.MANIFEST).read_text())["int4_layout"]
+    assert torch.equal(logits(first), logits(other))
 
 
 def _truncate(folder: Path) -> None:
@@ -197,6 +218,11 @@ def _other_format(folder: Path) -> None:
     (folder / gguf_model.MANIFEST).write_text(json.dumps({**manifest, "format": gguf_model.FORMAT + 1}))
 
 
+def _other_layout(folder: Path) -> None:  # packed by another CPU kernel (a copied cache)
+    manifest = json.loads((folder / gguf_model.MANIFEST).read_text())
+    (folder / gguf_model.MANIFEST).write_text(json.dumps({**manifest, "int4_layout": "torch0-AVX1024"}))
+
+
 def _header_corrupt(folder: Path) -> None:  # same size, a broken safetensors header
     shard = next(folder.glob("forms-*.safetensors"))
     data = bytearray(shard.read_bytes())
@@ -204,7 +230,7 @@ def _header_corrupt(folder: Path) -> None:  # same size, a broken safetensors he
     shard.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", [_truncate, _garbage_manifest, _other_format, _header_corrupt])
+@pytest.mark.parametrize("damage", [_truncate, _garbage_manifest, _other_format, _other_layout, _header_corrupt])
 def test_a_damaged_cache_is_said_and_converted_again(q4_gguf, isolated_cache, damage):
     first = load_model(str(q4_gguf), device="cpu")
     [folder] = (isolated_cache / "converted").iterdir()

@@ -1,12 +1,13 @@
 """A quantized GGUF as a model at its own size, through a cache of its forms.
 
 ``write_forms`` reads a GGUF tensor by tensor and writes each one's form (``gguf_forms``) into a
-folder: safetensors shards of ``q`` / ``scale`` / ``zero`` per linear and the small tensors as
-they are, plus ``forms.json`` (a manifest with a format version) — no float copy of a linear,
-on disk or in memory. ``load_forms`` builds the Hugging Face model from that folder: the skeleton
-from the config transformers derives from the GGUF, made on the meta device, then each linear
-replaced by an ``Int4Linear`` / ``Int8Linear`` and each small tensor put in place, layer by
-layer. GGUF → HF names and the llama-family Q/K row permutation are transformers' own
+folder: safetensors shards of ``q`` / ``scale`` / ``zero`` per linear (int4's ``q`` as the CPU
+kernel packs it, so a load reads it as it is) and the small tensors as they are, plus
+``forms.json`` (a manifest with a format version and the int4 packing's ``int4_layout``) — no
+float copy of a linear, on disk or in memory. ``load_forms`` builds the Hugging Face model from
+that folder: the skeleton from the config transformers derives from the GGUF, made on the meta
+device, then each linear replaced by an ``Int4Linear`` / ``Int8Linear`` and each small tensor
+put in place, layer by layer. GGUF → HF names and the llama-family Q/K row permutation are transformers' own
 (``get_gguf_hf_weights_map`` and the architecture's ``TensorProcessor``), applied to row indices.
 
 The embedding is a lookup: a quantized one is kept as int8 per row (``Int8Embedding``, rows
@@ -38,9 +39,11 @@ from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, form_o
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
 from app.engine.runners import heap
 from app.engine.runners.heap import give_back
-from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear
+from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear, int4_layout, pack_int4
 
-FORMAT = 1  # of the cached forms; another number is converted again
+# of the cached forms; another number is converted again. 2: int4 kept as the CPU kernel packs
+# it (``int4_layout`` in the manifest), not as nibbles to pack again at every load
+FORMAT = 2
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
@@ -167,7 +170,10 @@ def write_forms(header: GgufHeader, folder: Path, config: PretrainedConfig, want
     shards.close()
     for name, info in layers.items():
         info["bias"] = f"{name}.bias" in shards.keys
-    manifest = {"format": FORMAT, "want": want, "layers": layers, "tied": head_tied, "shards": shards.sizes}
+    manifest = {
+        "format": FORMAT, "want": want, "layers": layers, "tied": head_tied, "shards": shards.sizes,
+        "int4_layout": int4_layout(),
+    }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return _summary(manifest)
 
@@ -204,7 +210,7 @@ def _write_matrix(
         form = form_of(raw, qtype, k, "int8")
     if isinstance(form, Int4Form):
         q, scale, zero = (_rows(t, order) for t in (form.q, form.scale, form.zero))
-        shards.add(f"{name}.q4", (q[:, 0::2] | (q[:, 1::2] << 4)).contiguous())  # two per byte
+        shards.add(f"{name}.q4", pack_int4(q))  # as the kernel reads it: a load does not pack again
         shards.add(f"{name}.scale", scale.to(COMPUTE))
         shards.add(f"{name}.zero", zero.to(COMPUTE))
         kind = "int4"
@@ -258,6 +264,8 @@ def read_manifest(folder: Path) -> dict[str, object]:
         raise DamagedForms(f"its manifest cannot be read ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DamagedForms(f"it is of another format ({manifest.get('format') if isinstance(manifest, dict) else '?'})")
+    if manifest.get("int4_layout") != int4_layout():
+        raise DamagedForms(f"its int4 layers are packed for {manifest.get('int4_layout')}, not {int4_layout()}")
     for shard, size in dict(manifest.get("shards", {})).items():
         file = folder / shard
         if not file.is_file() or file.stat().st_size != size:
@@ -356,9 +364,7 @@ def _parts_of(info: dict[str, object]) -> set[str]:
 def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) -> nn.Module:
     bias, scale = parts.get("bias"), parts["scale"].float()
     if info["form"] == "int4":
-        packed = parts["q4"]  # [N, K/2]: two values per byte, the even one low
-        q = torch.stack([packed & 0x0F, packed >> 4], -1).reshape(packed.shape[0], -1)
-        return Int4Linear.from_quantized(q, scale, parts["zero"].float(), bias)
+        return Int4Linear.from_packed(parts["q4"], scale, parts["zero"].float(), bias)  # packed (int4_layout)
     if info["embedding"]:
         return Int8Embedding(parts["q8"], scale)
     return Int8Linear.from_quantized(parts["q8"], scale, bias)

@@ -46,7 +46,7 @@ from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
 from app.engine.runners.cpu_kernels import CpuKernels
 from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
-from app.engine.runners.quant import QUANT_FORMS
+from app.engine.runners.quant import QUANT_FORMS, int4_layout
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
@@ -373,7 +373,8 @@ GGUF_WANTS = {"auto": "native", "int4": "int4", "int8": "int8"}  # weights form 
 
 def _gguf_forms_folder(path: Path, want: str) -> Path:
     folder = _gguf_cache_folder(path)
-    return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}")
+    layout = re.sub(r"[^A-Za-z0-9._-]", "_", int4_layout())  # a process of another CPU kernel: a cache of its own
+    return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}-{layout}")
 
 
 def _write_forms(held: list[GgufHeader], path: Path, folder: Path, source: str, want: str) -> None:

@@ -112,6 +112,20 @@ class Int4Linear(WeightOnlyLinear):
         return cls(_pack_int4(q), scales_zeros, k, bias)
 
     @classmethod
+    def from_packed(
+        cls, packed: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> Int4Linear:
+        """A layer from the CPU kernel's own packing (``pack_int4`` in a process of the same
+        ``int4_layout``), as a cache keeps it: packed uint8 [N, K / 2]; scale, zero [N, K / 32]."""
+        n, k = packed.shape[0], packed.shape[1] * 2
+        if packed.dtype != torch.uint8 or k % GROUP or scale.shape != (n, k // GROUP) or zero.shape != scale.shape:
+            raise ValueError(
+                f"packed int4 of {tuple(packed.shape)} {packed.dtype} does not match its scales {tuple(scale.shape)}"
+            )
+        scales_zeros = torch.stack([scale.float(), zero.float()], -1).transpose(0, 1).contiguous().to(ACTIVATIONS)
+        return cls(packed, scales_zeros, k, bias)
+
+    @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Int4Linear:
         """Round to nearest on each group's min/max range: 16 levels from min to max."""
         if why := int4_fits(*weight.shape):
@@ -191,6 +205,18 @@ def quantize_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     scale = ((hi - lo) / 15).clamp(min=1e-6)
     q = ((groups - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
     return q, scale, lo + 8 * scale
+
+
+def int4_layout() -> str:
+    """What the CPU int4 packing depends on: torch's version and the kernels ATen dispatches to
+    (its blocks are 64 outputs wide under AVX-512, 32 under AVX2 or none), so that bytes packed
+    in one process are used only by a process that would have packed them the same."""
+    return f"torch{torch.__version__}-{torch.backends.cpu.get_cpu_capability()}"
+
+
+def pack_int4(q: torch.Tensor) -> torch.Tensor:
+    """q: uint8 [N, K], values 0..15 → the int4 kernel's packed weight (on q's device)."""
+    return _pack_int4(q)
 
 
 def _pack_int4(q: torch.Tensor) -> torch.Tensor:
