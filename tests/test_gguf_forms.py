@@ -204,6 +204,24 @@ def test_a_process_whose_int4_kernel_packs_otherwise_keeps_a_cache_of_its_own(q4
     assert torch.equal(logits(first), logits(other))
 
 
+def test_a_new_cache_format_removes_the_same_files_older_forms_and_nothing_else(q4_gguf, isolated_cache):
+    converted = isolated_cache / "converted"
+    base = loading._gguf_cache_folder(q4_gguf).name
+    stale = [converted / f"{base}-forms1-native", converted / f"{base}-forms1-int4"]
+    kept = [
+        converted / f"{base}-forms{gguf_model.FORMAT}-int8-torch0-AVX2",  # this format, another form and CPU
+        converted / "other-0123456789ab-forms1-native",  # another file's
+        converted / base,  # this file's float conversion
+    ]
+    for folder in stale + kept:
+        folder.mkdir(parents=True)
+        (folder / "forms-000.safetensors").write_bytes(b"old")
+    load_model(str(q4_gguf), device="cpu")
+    assert not any(folder.exists() for folder in stale)
+    assert all((folder / "forms-000.safetensors").is_file() for folder in kept)
+    assert loading._gguf_forms_folder(q4_gguf, "native").is_dir()
+
+
 def _truncate(folder: Path) -> None:
     shard = next(folder.glob("forms-*.safetensors"))
     shard.write_bytes(shard.read_bytes()[:1000])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import glob
 import hashlib
 import json
 import os
@@ -377,6 +378,17 @@ def _gguf_forms_folder(path: Path, want: str) -> Path:
     return folder.with_name(f"{folder.name}-forms{gguf_model.FORMAT}-{want}-{layout}")
 
 
+def _remove_older_formats(folder: Path) -> None:
+    """The same file's forms in an older cache format (``forms1-…`` beside ``forms2-…``): this
+    version never reads them again, and a 7B's are 4.5 GB. Another form or layout of the current
+    format (``int4``, another CPU's packing) and other files' folders are left alone."""
+    base = folder.name.partition("-forms")[0]
+    for old in folder.parent.glob(f"{glob.escape(base)}-forms*"):
+        found = re.match(r"-forms(\d+)-", old.name[len(base) :])
+        if found and int(found.group(1)) < gguf_model.FORMAT and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def _write_forms(held: list[GgufHeader], path: Path, folder: Path, source: str, want: str) -> None:
     """The config, the tokenizer and the forms of the GGUF whose header ``held`` hands over, into
     ``folder``. The header is parsed once: transformers derives the config and the tokenizer from
@@ -412,6 +424,7 @@ def _load_gguf_forms(
             progress("Converting GGUF to its quantized form (first load only)…", None)
             held = [opened.pop() if opened else _gguf_header(path, source)]  # _write_forms takes it
             _convert_gguf(path, folder, source, functools.partial(_write_forms, held, want=want))
+            _remove_older_formats(folder)
         opened.clear()
         progress("Loading weights…", 0.3)
         try:
