@@ -7,8 +7,8 @@
 #   the CPU probe forced to an AVX2-only machine's answer (no bf16 prepacking) and ATen's AVX2
 #   kernels (ATEN_CPU_CAPABILITY, read at import: a fresh process), as that machine would see them.
 #   The suite runs in one pytest worker per core (pytest-xdist), each pinned to its core with one
-#   torch thread (tests/conftest.py): on 2 cores 6.6 min, where one process took 26 min on the
-#   same machine the same day.
+#   torch thread (tests/conftest.py): on 2 cores 3.7–6.6 min, where one process took 26 min on
+#   the same machine the same day (a fresh clone's whole CI, the venv's install included: 5.9 min).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
