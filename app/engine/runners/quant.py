@@ -108,8 +108,7 @@ class Int4Linear(WeightOnlyLinear):
             )
         if q.device.type == "cpu" and n % INT4_N_MULTIPLE:
             raise ValueError(f"int4 on the CPU needs out_features divisible by {INT4_N_MULTIPLE}; got {n}")
-        scales_zeros = torch.stack([scale.float(), zero.float()], -1).transpose(0, 1).contiguous().to(ACTIVATIONS)
-        return cls(_pack_int4(q), scales_zeros, k, bias)
+        return cls(_pack_int4(q), _scales_zeros(scale, zero), k, bias)
 
     @classmethod
     def from_packed(
@@ -122,8 +121,7 @@ class Int4Linear(WeightOnlyLinear):
             raise ValueError(
                 f"packed int4 of {tuple(packed.shape)} {packed.dtype} does not match its scales {tuple(scale.shape)}"
             )
-        scales_zeros = torch.stack([scale.float(), zero.float()], -1).transpose(0, 1).contiguous().to(ACTIVATIONS)
-        return cls(packed, scales_zeros, k, bias)
+        return cls(packed, _scales_zeros(scale, zero), k, bias)
 
     @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Int4Linear:
@@ -205,6 +203,11 @@ def quantize_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     scale = ((hi - lo) / 15).clamp(min=1e-6)
     q = ((groups - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
     return q, scale, lo + 8 * scale
+
+
+def _scales_zeros(scale: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    """[N, K / 32] each → the kernel's [K / 32, N, 2] bf16."""
+    return torch.stack([scale.float(), zero.float()], -1).transpose(0, 1).contiguous().to(ACTIVATIONS)
 
 
 def int4_layout() -> str:
