@@ -41,7 +41,10 @@ def compare_json(speculative: str, plain: str, tokens: int, *more: str) -> dict[
 
 def servers_own_counts(url: str, kind: str, tokens: int, model: str | None = None) -> tuple[int, int]:
     """Drafted and accepted for the same request, asked directly (no SpecChat code), not streamed."""
-    client = httpx.Client(base_url=url, timeout=300, trust_env=False)
+    # a fresh connection per request, as the app's own client (app/remote/client.py): llama.cpp's
+    # router closed a kept-alive one between /apply-template and /completion ("Server disconnected
+    # without sending a response", once in a CI run)
+    client = httpx.Client(base_url=url, timeout=300, trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
     messages = [{"role": "user", "content": PROMPT}]
     if kind == "llama":
         chosen = {"model": model} if model else {}
