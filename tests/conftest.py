@@ -40,6 +40,14 @@ TINY = {
 }
 
 
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``SPECCHAT_CACHE_DIR`` in this test's tmp folder: its conversions are its own."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPECCHAT_CACHE_DIR", str(cache))
+    return cache
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return build_tokenizer()

@@ -29,11 +29,7 @@ BF16_REL = 2.0**-8  # bf16 keeps 8 significant bits: rounding moves a value by a
 N, K = 64, 512
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SPECCHAT_CACHE_DIR", str(cache))
-    return cache
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # every test converts into its own cache (conftest)
 
 
 def quantized(qtype: Q, seed: int = 0) -> np.ndarray:

@@ -21,12 +21,7 @@ from app.engine.models import gguf_forms, gguf_header, gguf_model
 from app.engine.models.gguf_header import GgufHeader, lent
 from app.engine.models.loading import load_model
 
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SPECCHAT_CACHE_DIR", str(cache))
-    return cache
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # every test converts into its own cache (conftest)
 
 
 @pytest.fixture(scope="module")

@@ -35,11 +35,7 @@ TEXT = "Hello world! The quick brown fox. Café 東京 🙂 def add(a, b):"
 # ---------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SPECCHAT_CACHE_DIR", str(cache))
-    return cache
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # every test converts into its own cache (conftest)
 
 
 @pytest.fixture(scope="module")
