@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_loading import isolated_cache, llama, tok, write_gguf  # noqa: F401 - fixtures
+from test_loading import llama, tok, write_gguf  # noqa: F401 - fixtures
 
 from app.engine.errors import ModelLoadError
 from app.engine.models.loading import load_model
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # every test converts into its own cache (conftest)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
