@@ -349,7 +349,9 @@ def test_a_probe_answer_can_be_passed_in():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_each_row_called_directly_equals_transformers_sdpa_call_for_that_row(groups, dtype):
     """Row-wise attention makes each row's SDPA call itself (no per-row Python of transformers'
-    ``sdpa_attention_forward``): every row, and one-token decoding, keeps its bits."""
+    ``sdpa_attention_forward``): every row, and one-token decoding, keeps the bits of that call;
+    a bf16 block is computed in fp32 (ATen's bf16 SDPA for one row is 2-8x slower on the CPU),
+    so its rows are that call's on the fp32 inputs, rounded to bf16."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     from app.engine.runners.cpu_kernels import _one_row_at_a_time
@@ -359,11 +361,13 @@ def test_each_row_called_directly_equals_transformers_sdpa_call_for_that_row(gro
     gen = torch.Generator().manual_seed(groups)
     query = torch.randn(1, 3 * groups, 5, 64, generator=gen).to(dtype)
     key, value = (torch.randn(1, 3, 37, 64, generator=gen).to(dtype) for _ in range(2))
+    k32, v32 = key.float(), value.float()
     for rows in (1, 2, 5):
         q = query[:, :, -rows:]
         stock = [
-            sdpa_attention_forward(module, q[:, :, i : i + 1], key[:, :, : 37 - rows + i + 1],
-                                   value[:, :, : 37 - rows + i + 1], None, scaling=0.125)[0]
+            sdpa_attention_forward(module, q[:, :, i : i + 1].float(), k32[:, :, : 37 - rows + i + 1],
+                                   v32[:, :, : 37 - rows + i + 1], None, scaling=0.125)[0].to(dtype)
             for i in range(rows)
         ]  # fmt: skip
-        assert torch.equal(_one_row_at_a_time(module, q, key, value, scaling=0.125), torch.cat(stock, dim=1))
+        got = _one_row_at_a_time(module, q, key, value, scaling=0.125)
+        assert got.dtype == dtype and torch.equal(got, torch.cat(stock, dim=1))

@@ -29,7 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import DynamicCache, PreTrainedModel
 
-from app.engine.runners.cpu_kernels import ASK, ROWWISE, ROWWISE_MAX_ROWS, _direct_gqa, _one_row_at_a_time
+from app.engine.runners.cpu_kernels import ASK, ROWWISE, ROWWISE_MAX_ROWS, _direct_gqa, _one_row_at_a_time, rows_sdpa
 from app.engine.runners.quant import WeightOnlyLinear
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -100,8 +100,7 @@ class _Layer:
         if self.gqa is ASK:
             self.gqa = _direct_gqa(self.attn, keys, values, {})
         if rows == 1 and self.gqa is not None:  # one-token decoding: its one SDPA call, made here
-            out = F.scaled_dot_product_attention(q, keys, values, scale=self.scaling, enable_gqa=bool(self.gqa))
-            return out.reshape(1, -1)  # [1, Hq, 1, D] is [1, 1, Hq, D] in memory
+            return rows_sdpa(q, keys, values, self.scaling, bool(self.gqa)).reshape(1, -1)  # [1, Hq, 1, D]: [1, Hq·D]
         attended = _one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)
         return attended.reshape(rows, -1)
 
