@@ -34,6 +34,19 @@ def test_a_replay_is_the_same_every_time(recorded):
     assert len(first["prompts"]) == 2 and all(len(p["lookup_vs_plain"]) == 2 for p in first["prompts"])
 
 
+def test_noise_misleads_the_chooser_but_not_the_score(recorded, monkeypatch):
+    """``--noise`` is seeded (the same every run) and a rate is scored on the passes' own cost:
+    with the chooser kept from drafting, lookup and plain take the same passes, so exactly 1.0."""
+    engine, record = recorded
+    noisy = [chooser_replay.replay(engine, record, rounds=2, noise=0.2) for _ in range(2)]
+    assert noisy[0] == noisy[1]
+    monkeypatch.setattr(
+        cost.KChooser, "choose", lambda self, key, k_max, *a, **kw: Choice(0, 1.0, 0.0, "gain_below_margin")
+    )
+    result = chooser_replay.replay(engine, record, rounds=1, noise=0.2)
+    assert all(r == pytest.approx(1.0, abs=1e-12) for p in result["prompts"] for r in p["lookup_vs_plain"])
+
+
 def test_without_drafts_lookup_costs_exactly_what_plain_does(recorded, monkeypatch):
     engine, record = recorded
 

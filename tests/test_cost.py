@@ -137,6 +137,18 @@ def test_the_cost_curve_interpolates_and_never_extrapolates_cheaper():
     assert costs.verify_cost(3) == 5.0
 
 
+def test_a_bigger_pass_is_weighed_by_its_ratio_to_a_plain_pass_measured_beside_it():
+    """The machine's speed drifts; a 4-token pass is measured rarely. Measured at twice a plain
+    pass while the machine was slow, it costs twice today's plain pass, not its old seconds."""
+    costs = CostModel()
+    costs.observe_verify(1, 2.0)  # a slow moment: plain 2.0 s, a 4-token pass 4.0 s
+    costs.observe_verify(4, 4.0)
+    for _ in range(7):
+        costs.observe_verify(1, 1.0)  # the machine is fast again: plain passes only
+    assert costs.verify_cost(4) == pytest.approx(2.0)  # seconds alone would say 4.0
+    assert costs.measured()[4] == 4.0  # the raw seconds stay what reports show
+
+
 def test_acceptance_follows_evidence_and_drifts_back_to_the_prior():
     model = AcceptanceModel()
     prior = model.alpha("lookup3")

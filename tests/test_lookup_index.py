@@ -59,3 +59,30 @@ def test_the_index_reports_the_matched_ngram_length():
     assert drafter.propose([1, 2, 3, 9, 1, 2, 3], 4, RULE, 0.0).ngram == 3
     assert drafter.propose([7, 2, 3, 9, 1, 2, 3], 4, RULE, 0.0).ngram == 2
     assert drafter.propose([5, 6], 4, RULE, 0.0).tokens == []
+
+
+def test_an_ngram_followed_before_by_different_tokens_is_contested_evidence():
+    """The chooser weighs a lookup draft by how it was found: the n-gram's length and whether
+    that n-gram was followed by different tokens before (its continuation one guess of several)."""
+    drafter = PromptLookupDrafter(max_ngram=2)
+    agreeing = [7, 1, 2, 3, 9, 1, 2, 3, 5, 1, 2]  # "1 2" was followed by 3 both times
+    assert drafter.propose(agreeing, 3, RULE, 0.0).key == "lookup2"
+    contested = [7, 1, 2, 3, 9, 1, 2, 4, 5, 1, 2]  # "1 2" was followed by 3, then by 4
+    proposal = drafter.propose(contested, 3, RULE, 0.0)
+    assert proposal.key == "lookup2x" and proposal.tokens == [4, 5, 1]  # still the latest continuation
+    grown = drafter.propose(agreeing[:5], 3, RULE, 0.0)  # a new answer: nothing remembered
+    assert grown.tokens == [] and not drafter.index.contested[2]
+
+
+def test_the_contested_flag_matches_a_scan_of_every_occurrence():
+    rng = random.Random(99)
+    for _ in range(40):
+        tokens = [rng.randrange(4) for _ in range(rng.randrange(3, 60))]
+        drafter = PromptLookupDrafter(max_ngram=3)
+        drafter.index.update(tokens)
+        for n in (1, 2, 3):
+            if len(tokens) <= n:
+                continue
+            tail = tokens[-n:]
+            nexts = {tokens[s + n] for s in range(len(tokens) - n) if tokens[s : s + n] == tail}
+            assert drafter.index.is_contested(tokens, n) == (len(nexts) > 1)

@@ -19,8 +19,11 @@ This takes the noise out, and only the noise:
   rate per round (the chooser kept across rounds, as in a session) and their geometric mean.
 
 What it leaves out: the prompt's own pass (decode rates leave it out too), the pass's growth
-with the context, and the clock's noise, which is the point. A change it favours still has to
-be measured with ``bench``; one it disfavours need not be.
+with the context, and the clock's noise, which is the point. ``--noise S`` puts a seeded noise
+back, the same every run: each pass costs v(n) times a slow drift of the machine's speed (a
+mean-reverting walk, ±S over a few hundred passes) times its own jitter (±S/2): what a busy
+2-core machine does to the chooser's measurements. A change it favours still has to be measured
+with ``bench``; one it disfavours need not be.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -41,11 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding import decode as decode_module
 from app.engine.decoding.cost import KChooser
+from app.engine.session import WARM_UP_BLOCK_SIZES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROMPTS = ROOT / "resources" / "bench_prompts.txt"
 DEFAULT_RECORD = Path("chooser_replay.json")
-WARM_UP_SIZES = (1, 2, 3, 4, 6, 8)  # the points Engine.warm_up measures
 
 
 def _prompts(path: Path) -> list[str]:
@@ -69,7 +73,19 @@ def record(engine: Engine, prompts: list[str], max_new_tokens: int) -> dict[str,
 
 
 class _Clock:
-    now = 0.0
+    now = 0.0  # what the chooser's clock reads: noise included
+    true = 0.0  # the passes' own cost (v(n) without noise): what a rate is scored on
+    noise = 0.0  # S of --noise (0: every pass costs exactly v(n))
+    drift = 0.0  # log of the machine's speed factor now
+    rng = random.Random(0)
+
+    @classmethod
+    def factor(cls) -> float:
+        """The noise on one pass: the drift, a step of its walk taken, times the pass's jitter."""
+        if not cls.noise:
+            return 1.0
+        cls.drift = 0.99 * cls.drift + cls.rng.gauss(0.0, cls.noise * 0.14)  # stationary sd ≈ S
+        return math.exp(cls.drift + cls.rng.gauss(0.0, cls.noise / 2))
 
 
 class ReplayTarget:
@@ -83,10 +99,10 @@ class ReplayTarget:
         self.prompt_len: int | None = None
         self.fed_tokens, self.forward_s = 0, 0.0
 
-    def cost_s(self, rows: int) -> float:
+    def cost_s(self, rows: int, noisy: bool = True) -> float:
         largest = max(self.step_ms)
         ms = self.step_ms.get(rows, self.step_ms[largest] * rows / largest)  # beyond the curve: linear
-        return ms / 1000
+        return ms / 1000 * (_Clock.factor() if noisy else 1.0)
 
     def _logits(self, rows: int) -> torch.Tensor:
         assert self.prompt_len is not None
@@ -117,29 +133,33 @@ class ReplayTarget:
         self.truncate(position)
         self.tokens += ids
         _Clock.now += self.cost_s(len(ids))
+        _Clock.true += self.cost_s(len(ids), noisy=False)
         return self._logits(len(ids))
 
 
 def _replay_one(
     engine: Engine, prompt: str, answer: list[int], step_ms: dict[int, float], spec: bool, limit: int
 ) -> float:
-    """Decode tokens per simulated second of one answer."""
+    """Decode tokens per simulated second of one answer (scored on the passes' own cost: with
+    ``--noise`` the noise misleads the chooser's measurements, not the score)."""
     real = engine._target_kv
     engine._target_kv = ReplayTarget(answer, real.vocab_size, step_ms, real.device)  # type: ignore[assignment]
+    started = _Clock.true
     try:
         run = engine.generate(prompt, GenerationConfig(max_new_tokens=limit, speculative=spec))
     finally:
         engine._target_kv = real
     if [t.id for t in run.tokens] != answer[: len(run.tokens)]:
         raise AssertionError("the replayed answer is not the recorded one")
-    return (run.stats.new_tokens - 1) / run.stats.decode_s
+    return (run.stats.new_tokens - 1) / (_Clock.true - started)
 
 
 def replay(
-    engine: Engine, recorded: dict[str, Any], rounds: int, step_ms: dict[int, float] | None = None
+    engine: Engine, recorded: dict[str, Any], rounds: int, step_ms: dict[int, float] | None = None, noise: float = 0.0
 ) -> dict[str, Any]:
     """Per prompt, lookup ÷ plain per round (a fresh chooser per prompt, kept over its rounds)."""
     costs = step_ms or {int(k): float(v) for k, v in recorded["step_ms"].items()}
+    _Clock.noise, _Clock.drift, _Clock.rng = noise, 0.0, random.Random(0)
     real_clock = decode_module._clock
     decode_module._clock = lambda device: _Clock.now  # type: ignore[assignment]
     try:
@@ -147,7 +167,8 @@ def replay(
         for item in recorded["answers"]:
             engine.chooser = KChooser()
             clock = ReplayTarget([0], 1, costs, engine._target_kv.device)
-            for size in WARM_UP_SIZES:  # what warm_up would have measured, on this clock
+            for size in WARM_UP_BLOCK_SIZES:  # what warm_up would have measured (one round), on this clock
+                engine.chooser.costs.observe_verify(1, clock.cost_s(1))
                 engine.chooser.costs.observe_verify(size, clock.cost_s(size))
             ratios = []
             for _ in range(rounds):
@@ -174,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--model", default=None, help="the target recorded with (its tokenizer and drafter)")
     rep.add_argument("--rounds", type=int, default=3)
     rep.add_argument("--costs", type=Path, help="another record's cost curve (v(n) of another machine)")
+    rep.add_argument("--noise", type=float, default=0.0, help="the machine's noise S (0.1: ±10 %%), seeded")
     rep.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     engine = Engine.load(*([args.model] if args.model else []), draft="lookup", threads=1)
@@ -183,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     recorded = json.loads(args.file.read_text())
     other = json.loads(args.costs.read_text())["step_ms"] if args.costs else None
-    result = replay(engine, recorded, args.rounds, {int(k): float(v) for k, v in other.items()} if other else None)
+    other_costs = {int(k): float(v) for k, v in other.items()} if other else None
+    result = replay(engine, recorded, args.rounds, other_costs, args.noise)
     if args.json:
         print(json.dumps(result))
         return 0

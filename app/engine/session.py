@@ -82,7 +82,13 @@ def _messages(conversation: object) -> list[dict[str, str]]:
 
 
 ARM_PROBE_PASSES = 5  # plain passes timed before each arm of a comparison (start_arm)
-WARM_UP_BLOCK_SIZES = (1, 2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up()
+WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up(), each beside a plain one
+# warm_up() times each size beside a plain pass, in rounds, while the rounds cost at most this
+# (at most WARM_UP_ROUNDS): the chooser weighs a size by its ratio to a plain pass, and one
+# sample of a ratio on a noisy 2-core machine is off by ±10 % (3 rounds: 1.1 s for the bundled
+# model; a 7B's passes make it one round)
+WARM_UP_SECONDS = 1.5
+WARM_UP_ROUNDS = 3
 DRAFT_AUTO = "auto"  # draft weights: the fastest exact form for a draft step, measured at load (CPU)
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
@@ -208,9 +214,16 @@ class Engine:
             runner.forward([0], keep=1)
             runner.forward([0] * 6)
             runner.truncate(16)
-        self.chooser.costs.context = len(self._target_kv.tokens)  # a short context: the first band
-        for size in WARM_UP_BLOCK_SIZES:
-            self.chooser.costs.observe_verify(size, _timed_pass(self._target_kv, size))
+        costs = self.chooser.costs
+        costs.context = len(self._target_kv.tokens)  # a short context: the first band
+        started = time.perf_counter()
+        for round_ in range(WARM_UP_ROUNDS):
+            for size in WARM_UP_BLOCK_SIZES:
+                costs.observe_verify(1, _timed_pass(self._target_kv, 1))
+                costs.observe_verify(size, _timed_pass(self._target_kv, size))
+            spent = time.perf_counter() - started
+            if spent / (round_ + 1) * (round_ + 2) > WARM_UP_SECONDS:  # another round would overrun
+                break
         if isinstance(self._drafter, ModelDrafter):
             for _ in range(3):  # a running median: one slow sample on a busy machine is outvoted
                 self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))

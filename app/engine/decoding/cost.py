@@ -48,14 +48,20 @@ PROBE_AFTER = {"free": 24, "model": 96}
 CROSS_BAND_FRESH = 48
 
 # Prior per-draft acceptance, (rate, weight in pseudo-trials), by what the drafter knew. Prompt
-# lookup's are a little under what its drafts measured with every draft verified (k = 4) over the
-# bench prompts, bundled model, 2026-12-02: 0.34 / 0.68 / 0.90 for 1 / 2 / 3+ tokens matched
-# (0.45 and 0.6 before: in tools/chooser_replay.py's replay of the bench prompts the calibrated
-# priors gave a better geometric mean and a better worst round with both step-cost curves tried).
+# lookup's are a little under what its drafts measured at every position of the bench prompts'
+# answers, up to 4 drafts verified (bundled model, 2026-12-02), by n-gram length matched and by
+# whether that n-gram had been followed by different tokens before (``x``, contested):
+# 0.54 / 0.79 / 0.89 uncontested, 0.25 / 0.0 (4 trials) / 0.29 contested; all together
+# 0.34 / 0.68 / 0.90. Splitting them, in tools/chooser_replay.py's replay of those answers on
+# this machine's step costs, raised the geometric mean 1.56 -> 1.66 and the worst round 0.97 ->
+# 1.07 (list -> JSON); on a steeper curve (v(2) = 1.37) the worst round fell to 0.86.
 PRIORS: dict[str, tuple[float, float]] = {
-    "lookup1": (0.3, 2.0),  # a match on the last token only
-    "lookup2": (0.65, 2.0),
+    "lookup1": (0.45, 2.0),  # a match on the last token only
+    "lookup2": (0.7, 2.0),
     "lookup3": (0.85, 2.0),  # three or more tokens matched
+    "lookup1x": (0.2, 2.0),  # contested: the n-gram was followed by different tokens before
+    "lookup2x": (0.3, 2.0),
+    "lookup3x": (0.3, 2.0),
     "model": (0.6, 2.0),
     "suffix4": (0.5, 2.0),  # the suffix index: 4-7 tokens of context matched
     "suffix8": (0.65, 2.0),
@@ -164,6 +170,11 @@ class CostModel:
     measure it and weigh less and less against the prior (see ``COST_DECAY_PER_STEP``)."""
 
     buckets: dict[int, dict[int, deque[float]]] = field(default_factory=dict)  # band -> size -> s
+    # band -> size (> 1) -> seconds ÷ the band's plain pass when measured (``plain_now``): the
+    # machine's speed drifts by ±10-20 % within minutes, and a multi-token pass is measured far
+    # more rarely than a plain one, so its seconds alone, set against today's plain pass, would
+    # make the ratio the chooser weighs swing with the drift
+    ratios: dict[int, dict[int, deque[float]]] = field(default_factory=dict)
     draft: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))
     draft_catch_up: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_SIZE))  # s/token
     context: int = 0  # tokens in the target's cache for the pass at hand
@@ -188,8 +199,17 @@ class CostModel:
     def observe_verify(self, tokens: int, seconds: float) -> None:
         if tokens >= 1 and seconds > 0.0:
             band = context_bucket(self.context)
+            plain = self.plain_now(band)
             self.buckets.setdefault(band, {}).setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds)
             self.last_seen.setdefault(band, {})[tokens] = self.step
+            if tokens > 1 and plain is not None:
+                ratios = self.ratios.setdefault(band, {})
+                ratios.setdefault(tokens, deque(maxlen=SAMPLES_PER_SIZE)).append(seconds / plain)
+
+    def plain_now(self, band: int) -> float | None:
+        """Seconds of a plain pass in ``band`` now: the median of its last few (None: none yet)."""
+        plain = self.buckets.get(band, {}).get(1)
+        return statistics.median(plain) if plain else None
 
     def observe_draft(self, passes: int, seconds: float) -> None:
         if passes >= 1 and seconds > 0.0:
@@ -218,14 +238,18 @@ class CostModel:
         return None if seen is None else self.step - seen
 
     def _estimates(self, band: int | None = None) -> dict[int, float]:
-        """Per measured size, its median aged toward the prior: w·median + (1 − w)·prior with
-        w = COST_DECAY_PER_STEP ** age. The plain pass (size 1) is the prior's unit and is
-        measured on every plain step, so it is taken as measured."""
+        """Per measured size, its cost now aged toward the prior: w·cost + (1 − w)·prior with
+        w = COST_DECAY_PER_STEP ** age. A size measured beside a plain pass costs the plain pass
+        now times the median of its ratios to it (else its median seconds). The plain pass
+        (size 1) is the prior's unit and is measured on every plain step, so it is taken as
+        measured."""
         band = self._band() if band is None else band
         points = {n: statistics.median(s) for n, s in sorted(self.buckets.get(band, {}).items())}
         base = points.get(1)
         if base is None:
             return points
+        for n, ratios in self.ratios.get(band, {}).items():
+            points[n] = base * statistics.median(ratios)
         aged = {}
         for n, seconds in points.items():
             age = self.age(n, band) or 0
@@ -324,8 +348,10 @@ class AcceptanceModel:
         self.evidence[key] = (hits + successes, trials + tried, self.step)
 
 
-def lookup_key(ngram: int) -> str:
-    return f"lookup{min(max(ngram, 1), 3)}"
+def lookup_key(ngram: int, contested: bool = False) -> str:
+    """Prompt lookup's evidence: the n-gram length matched (1, 2, 3+), and whether that n-gram
+    was followed by different tokens before (``x``: its continuation is one guess of several)."""
+    return f"lookup{min(max(ngram, 1), 3)}{'x' if contested else ''}"
 
 
 def suffix_key(matched: int) -> str:

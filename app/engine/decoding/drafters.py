@@ -13,6 +13,7 @@ from typing import Protocol
 import torch
 
 from app.engine.decoding.acceptance import Rule
+from app.engine.decoding.cost import lookup_key
 from app.engine.events import THIS_CONVERSATION, TokenOrigin
 from app.engine.runners.kv import CachedModel
 
@@ -59,16 +60,19 @@ class Drafter(Protocol):
 
 class NgramIndex:
     """For each n, the latest start of every n-gram that has at least one token after it:
-    ``tables[n][tuple(tokens[s:s+n])] = s`` with ``s + n < len(tokens)``. Appending a token
+    ``tables[n][tuple(tokens[s:s+n])] = s`` with ``s + n < len(tokens)``, and the n-grams
+    whose occurrences were followed by different tokens (``contested``). Appending a token
     updates one entry per n, so a lookup never scans the sequence."""
 
     def __init__(self, min_ngram: int, max_ngram: int) -> None:
         self.sizes = range(min_ngram, max_ngram + 1)
         self.tables: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in self.sizes}
+        self.contested: dict[int, set[tuple[int, ...]]] = {n: set() for n in self.sizes}
         self.length = 0  # positions of the sequence indexed so far
 
     def clear(self) -> None:
         self.tables = {n: {} for n in self.sizes}
+        self.contested = {n: set() for n in self.sizes}
         self.length = 0
 
     def update(self, tokens: list[int]) -> None:
@@ -76,7 +80,11 @@ class NgramIndex:
         for i in range(self.length, len(tokens)):
             for n in self.sizes:  # token i continues the n-gram ending just before it
                 if i >= n:
-                    self.tables[n][tuple(tokens[i - n : i])] = i - n
+                    gram = tuple(tokens[i - n : i])
+                    earlier = self.tables[n].get(gram)
+                    if earlier is not None and tokens[earlier + n] != tokens[i]:
+                        self.contested[n].add(gram)
+                    self.tables[n][gram] = i - n
         self.length = len(tokens)
 
     def continuation(self, tokens: list[int], n: int, k: int) -> list[int]:
@@ -85,6 +93,11 @@ class NgramIndex:
             return []
         start = self.tables[n].get(tuple(tokens[-n:]))
         return [] if start is None else tokens[start + n : start + n + k]
+
+    def is_contested(self, tokens: list[int], n: int) -> bool:
+        """Whether the last ``n`` tokens occurred before followed by different next tokens:
+        the latest occurrence's continuation is then one guess among several."""
+        return len(tokens) > n and tuple(tokens[-n:]) in self.contested[n]
 
 
 class PromptLookupDrafter:
@@ -121,8 +134,10 @@ class PromptLookupDrafter:
             limit = min(k, self.single_token_match_drafts) if n == 1 else k
             continuation = _until_eos(self.index.continuation(tokens, n, limit), self.eos_ids)
             if continuation:
+                key = lookup_key(n, self.index.is_contested(tokens, n))
                 return Proposal(
-                    continuation, None, [None] * len(continuation), passes=0, ngram=n, origin=THIS_CONVERSATION
+                    continuation, None, [None] * len(continuation), passes=0, ngram=n, key=key,
+                    origin=THIS_CONVERSATION,
                 )
         return Proposal([], None, [], passes=0)
 
