@@ -232,6 +232,33 @@ def stock_rows() -> Iterator[None]:
 
 
 @contextmanager
+def bf16_rows() -> Iterator[None]:
+    """One-row attention in the model's dtype, as before ``rows_sdpa`` computed a bf16 block in
+    fp32: each row's SDPA call on the bf16 query, keys and values."""
+    from torch.nn import functional as F
+
+    from app.engine.runners import lean
+
+    def rows_sdpa(query: Any, key: Any, value: Any, scale: Any, gqa: bool) -> Any:
+        q_len, kv_len = query.shape[2], key.shape[2]
+        outs = [
+            F.scaled_dot_product_attention(
+                query[:, :, i : i + 1], key[:, :, : kv_len - q_len + i + 1], value[:, :, : kv_len - q_len + i + 1],
+                scale=scale, enable_gqa=gqa,
+            )
+            for i in range(q_len)
+        ]  # fmt: skip
+        return outs[0] if q_len == 1 else torch.cat(outs, dim=2)
+
+    saved = cpu_kernels.rows_sdpa
+    cpu_kernels.rows_sdpa = lean.rows_sdpa = rows_sdpa
+    try:
+        yield
+    finally:
+        cpu_kernels.rows_sdpa = lean.rows_sdpa = saved
+
+
+@contextmanager
 def dynamic() -> Iterator[None]:
     """Caches made meanwhile are transformers' own ``DynamicCache`` (the cache before GrowingLayer)."""
     from transformers import DynamicCache
@@ -250,6 +277,7 @@ AGAINST = {
     "before": "the pass as it was before issue 18: fp32 prepacked, transformers' path, the earlier attention rows, "
     "DynamicCache",
     "stock-rows": "row-wise attention through transformers' sdpa_attention_forward, row by row",
+    "bf16-rows": "one-row attention computed in bf16 (before it was computed in fp32 on the CPU)",
     "transformers": "every pass through transformers' model code (the lean pass off)",
     "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
 }
@@ -274,6 +302,8 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), filling=dynamic))
     elif args.against == "stock-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), stock_rows))
+    elif args.against == "bf16-rows":
+        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), bf16_rows))
     elif args.against == "small-pages":
         from app.engine.runners import huge_pages
 
