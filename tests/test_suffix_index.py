@@ -7,7 +7,7 @@ import random
 
 from app.engine import GenerationConfig
 from app.engine.decoding.acceptance import Rule
-from app.engine.decoding.cost import suffix_key
+from app.engine.decoding.cost import lookup_key, suffix_key
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 
@@ -154,4 +154,4 @@ def test_the_drafter_says_whether_a_draft_comes_from_this_conversation_or_an_ear
 def test_prompt_lookup_still_drafts_when_the_index_has_no_long_enough_match():
     drafter = SuffixDrafter(SuffixIndex(), eos_ids=frozenset())
     proposal = drafter.propose([1, 2, 5, 1, 2], 3, RULE, 0.0)
-    assert proposal.tokens == [5, 1, 2] and proposal.origin == "conversation" and proposal.key is None
+    assert proposal.tokens == [5, 1, 2] and proposal.origin == "conversation" and proposal.key == lookup_key(2)

@@ -27,7 +27,7 @@ class Proposal:
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
     stopped: bool = False  # a draft model's confidence threshold ended the block before k
     fed: int = 0  # tokens a draft model fed in its first pass (its catch-up; 0: unknown or none)
-    key: str | None = None  # the evidence kind for the k chooser; None: lookup_key(ngram) / model
+    key: str | None = None  # the evidence kind for the k chooser (lookup_key, suffix_key); None: model
     origin: TokenOrigin | None = None  # where the drafts were copied from; None: a draft model
 
     def first(self, k: int) -> Proposal:
