@@ -38,3 +38,15 @@ def test_the_target_the_draft_and_acceptance_break_ties_alike():
     assert rule.verify(logits, p, [7, 7], None, 2, argmax=seen.top1).n_accepted == 2
     assert accept_greedy(logits, [7, 7]).next_token == 7
     assert seen.margin == [0.0, 0.0, 0.0]
+
+
+def test_a_bf16_row_gets_the_lowest_id_among_its_ties_as_its_fp32_copy_does():
+    """bf16 logits tie often; the token (computed on the upcast row, ATen's bf16 argmax being
+    slow) is the lowest id holding the maximum, in every row of a block."""
+    gen = torch.Generator().manual_seed(3)
+    rows = (torch.randn(6, 49_152, generator=gen) * 4).to(torch.bfloat16)
+    rows[2, 40_000] = rows[2, 9] = rows[2, 30_000] = rows[2].max() + 1  # a three-way tie
+    lowest = [int(torch.nonzero(r == r.max())[0]) for r in rows]
+    assert greedy_token(rows).tolist() == lowest
+    assert greedy_token(rows).tolist() == greedy_token(rows.float()).tolist()
+    assert lowest[2] == 9

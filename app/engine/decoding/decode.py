@@ -85,8 +85,9 @@ class _Readout:
 def _readout(logits: torch.Tensor, p: torch.Tensor, drafts: list[int]) -> _Readout:
     """One top-2 and two gathers, moved to the host in ONE transfer (no per-token reads).
     The token is ``greedy_token``'s, never topk's index: topk may order equal values otherwise."""
-    top = torch.topk(logits.float(), 2, dim=-1).values  # [m+1, 2]: the margin only
-    top1 = greedy_token(logits)[:, None]  # [m+1, 1]
+    rows = logits.float()  # [m+1, V]: once for both (a no-op on fp32)
+    top = torch.topk(rows, 2, dim=-1).values  # [m+1, 2]: the margin only
+    top1 = greedy_token(rows)[:, None]  # [m+1, 1]
     draft_ids = torch.tensor(drafts + [0], device=p.device)[:, None]  # [m+1, 1]; last row a dummy
     table = torch.cat(
         [

@@ -60,8 +60,13 @@ def greedy_token(logits: torch.Tensor) -> torch.Tensor:
     seed-invariant sampling's argmax): it is ``torch.argmax``'s documented rule, which Hugging
     Face ``generate`` uses. ``torch.topk``'s indices are NOT this rule (on a large vocabulary it
     can return a later id among equal values), and bf16 logits tie often, so a greedy token must
-    never be read from ``topk``."""
-    return logits.argmax(dim=-1)
+    never be read from ``topk``.
+
+    Half-precision rows are upcast first (exactly: the same values, the same order, the same
+    ties): ATen's CPU argmax over a 49,152-token bf16 row takes ~180 µs, over fp32 ~55 (+10 for
+    the cast)."""
+    rows = logits.float() if logits.dtype in (torch.bfloat16, torch.float16) else logits
+    return rows.argmax(dim=-1)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator) -> int:
