@@ -11,7 +11,7 @@ import pytest
 
 import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
-from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, CostModel, KChooser, lookup_key
+from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, AcceptanceModel, CostModel, KChooser, lookup_key
 from app.engine.decoding.decode import StepRecord, _learn, _Verified
 from app.engine.decoding.drafters import Proposal
 
@@ -232,3 +232,18 @@ def test_a_pass_that_rejected_drafts_is_timed_like_any_other(load_tiny, virtual_
         assert s.verify_s == pytest.approx(flat_pass(len(s.accepted) + len(s.rejected) + 1))
         texts = [tokenizer.decode([t.id], skip_special_tokens=True) for t in s.rejected]
         assert [t.text for t in s.rejected] == texts
+
+
+def test_an_untried_lookup_key_is_not_probed_its_set_aside_draft_is_judged_for_free():
+    """A key only its prior speaks for: a draft model gets one probe (its drafts cost a pass to
+    learn from); prompt lookup's drafts exist already, and one set aside is judged by the
+    target's next token at no cost, so a prior that says no means a plain step."""
+    chooser = KChooser()
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 1.0 + 0.3 * (n - 1))  # v(2) = 1.3: a contested prior of 0.2 does not pay
+    lookup = chooser.choose(lookup_key(1, contested=True), 2, drafts_ready=True)
+    assert (lookup.k, lookup.reason) == (0, "gain_below_margin")
+    chooser.acceptance = AcceptanceModel()
+    chooser.costs.observe_draft(1, 0.5)  # a draft step half a plain pass: at a prior of 0.6, no gain
+    model = chooser.choose(MODEL_KEY, 4, drafts_ready=False)
+    assert (model.k, model.reason) == (1, "probe")

@@ -408,8 +408,12 @@ class KChooser:
             return best_k(alpha, draft, lambda n: flat, k_max)
         choice = best_k(alpha, draft, verify, k_max)
         due = PROBE_AFTER["free" if drafts_ready else "model"]
-        # only the prior speaks: try it to learn, if perfect acceptance could pay at these costs
-        untried = key not in self.acceptance.evidence and best_k(1.0, draft, verify, k_max).k > 0
+        # only the prior speaks: try it to learn, if perfect acceptance could pay at these costs.
+        # Not for drafts already made: one set aside is judged for free by the target's next
+        # token (the shadow evidence ``decode._learn`` records), which is what a probe would learn
+        untried = (
+            not drafts_ready and key not in self.acceptance.evidence and best_k(1.0, draft, verify, k_max).k > 0
+        )
         if choice.k == 0 and probe and (untried or self.since_draft >= due):
             return replace(choice, k=1, reason="probe")
         return choice
