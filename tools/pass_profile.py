@@ -223,12 +223,14 @@ def stock_rows() -> Iterator[None]:
             rows.append(sdpa_attention_forward(module, row, key[:, :, :end], value[:, :, :end], None, **kwargs)[0])
         return torch.cat(rows, dim=1)
 
+    from app.engine.runners import lean
+
     saved = cpu_kernels._one_row_at_a_time
-    cpu_kernels._one_row_at_a_time = one_row_at_a_time
+    cpu_kernels._one_row_at_a_time = lean._one_row_at_a_time = one_row_at_a_time  # the lean pass imported it
     try:
         yield
     finally:
-        cpu_kernels._one_row_at_a_time = saved
+        cpu_kernels._one_row_at_a_time = lean._one_row_at_a_time = saved
 
 
 @contextmanager

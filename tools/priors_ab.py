@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine import Engine, GenerationConfig
 from app.engine.decoding import cost
+from tools.chooser_replay import _prompts
 
 ROOT = Path(__file__).resolve().parent.parent
 IS_PRIME = (
@@ -47,8 +48,7 @@ def main() -> int:
         key, rate = item.split("=")
         other[key] = (float(rate), now.get(key, cost.DEFAULT_PRIOR)[1])
     arms = {"now": now, "other": other}
-    lines = [line.replace("\\n", "\n") for line in args.prompts_file.read_text(encoding="utf-8").splitlines()]
-    prompts = [IS_PRIME, *[line for line in lines if line.strip()][:8]]
+    prompts = [IS_PRIME, *_prompts(args.prompts_file)[:8]]
     engine = Engine.load(draft="lookup", threads=1)
     engine.warm_up()
     warmed = engine.chooser
