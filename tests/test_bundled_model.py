@@ -17,8 +17,11 @@ def bundled():
 
 
 def test_bundled_model_answers_a_factual_question(bundled):
-    result = bundled.generate("What is the capital of France?", GenerationConfig(max_new_tokens=24))
-    assert "Paris" in result.text
+    # Germany, not France: the 135M model's answer about France changes with the last bits of its
+    # activations (llama.cpp's own, on the same file: "L'Étoile, la Marseillaise, …"); Berlin holds
+    # with bf16 and int8 activations alike
+    result = bundled.generate("What is the capital of Germany?", GenerationConfig(max_new_tokens=24))
+    assert "Berlin" in result.text
     assert result.stop_reason == "eos"
 
 

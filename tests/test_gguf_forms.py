@@ -307,8 +307,8 @@ def test_the_bundled_q4_1_loads_at_its_own_size_and_answers(isolated_cache, monk
     monkeypatch.setattr(gguf_model, "write_forms", lambda *a, **k: pytest.fail("converted again"))
     second = load_model("default", device="cpu")
     assert torch.equal(logits(first, "The capital of France is"), logits(second, "The capital of France is"))
-    answer = Engine(second).generate("What is the capital of France?", GenerationConfig(max_new_tokens=16))
-    assert "Paris" in answer.text
+    answer = Engine(second).generate("What is the capital of Germany?", GenerationConfig(max_new_tokens=16))
+    assert "Berlin" in answer.text  # (France: see test_bundled_model)
 
 
 def test_a_quantized_gguf_keeps_its_own_form_without_timing_it_at_load(q4_gguf):

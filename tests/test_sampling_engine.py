@@ -197,9 +197,16 @@ def engine(load_tiny) -> Engine:
     return Engine(load_tiny("llama"), load_tiny("llama-draft"))
 
 
-def _next_probs(model: torch.nn.Module, ids: list[int], config: GenerationConfig, vocab: int) -> torch.Tensor:
+def _next_probs(
+    model: torch.nn.Module, ids: list[int], config: GenerationConfig, vocab: int, answered: int = 0
+) -> torch.Tensor:
+    """The next token's probabilities from the logits decoding computes after ``answered`` answer
+    tokens: the prompt's last token and those rows kept, so they are computed as the engine's
+    prompt pass and one-token decoding compute them (the prompt before them as one block, each
+    kept row with row-wise attention). A full block's pass differs in its last bits (~0.1 logit
+    on these tiny models with int8 activations), enough for the chi-square test to see."""
     with torch.inference_mode():
-        logits = model(torch.tensor([ids])).logits[0, -1, :vocab]
+        logits = model(torch.tensor([ids]), logits_to_keep=answered + 1).logits[0, -1, :vocab]
     return filter_logits(logits[None], config).softmax(dim=-1)[0].double()  # [V]
 
 
@@ -210,7 +217,7 @@ def exact_pair_probs(engine: Engine, config: GenerationConfig) -> dict[tuple[int
     first = _next_probs(model, ids, config, vocab)
     pairs = {}
     for a in first.nonzero().flatten().tolist():
-        second = _next_probs(model, ids + [a], config, vocab)
+        second = _next_probs(model, ids + [a], config, vocab, answered=1)
         for b in second.nonzero().flatten().tolist():
             pairs[(a, b)] = float(first[a] * second[b])
     return pairs
@@ -222,7 +229,7 @@ def draft_max_q(engine: Engine, config: GenerationConfig) -> list[float]:
     first = _next_probs(model, ids, config, vocab)
     drafted_first = first.nonzero().flatten().tolist()
     return [float(first.max())] + [
-        float(_next_probs(model, ids + [a], config, vocab).max()) for a in drafted_first
+        float(_next_probs(model, ids + [a], config, vocab, answered=1).max()) for a in drafted_first
     ]
 
 

@@ -282,6 +282,8 @@ AGAINST = {
     "bf16-rows": "one-row attention computed in bf16 (before it was computed in fp32 on the CPU)",
     "transformers": "every pass through transformers' model code (the lean pass off)",
     "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
+    "torch-kernels": "a second copy of the model whose int4 / int8 layers run torch's kernels (bf16 activations), "
+    "not SpecChat's (int8 activations)",
 }
 
 
@@ -315,6 +317,16 @@ def variants(args: argparse.Namespace) -> list[Variant]:
             other = load(args)
         finally:
             huge_pages.why_not_huge = saved
+        made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "torch-kernels":
+        from app.engine.runners import native
+
+        saved_loaded = native._loaded
+        native._loaded = lambda: (None, "switched off for the comparison")  # type: ignore[assignment]
+        try:
+            other = load(args)
+        finally:
+            native._loaded = saved_loaded
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
     elif args.against == "transformers":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size, lean=False)))

@@ -75,16 +75,19 @@ class WeightsForm:
     size_bytes: int = 0
     pass_s: dict[str, float] = field(default_factory=dict)  # auto: measured seconds per form tried
     not_offered: tuple[str, ...] = ()  # auto: the forms not tried here, with why
+    activations: str = ""  # "int8": its quantized layers run SpecChat's kernels (``runners/native``)
 
     @property
     def dtype(self) -> str:
         return DTYPE_OF.get(self.form, self.form)
 
     def label(self) -> str:
-        """ "int4 (quantized by SpecChat) from bf16 · 0.1 GB", "fp32 from bf16 · 0.5 GB"."""
+        """ "int4 (quantized by SpecChat) from bf16 · 0.1 GB", "int4 from Q4_1 · int8 activations · 0.1 GB"."""
         text = self.form + (" (quantized by SpecChat)" if self.by_specchat else "")
         if self.origin and self.origin != self.form:
             text += f" from {self.origin}"
+        if self.activations:
+            text += f" · {self.activations} activations"
         return text + (f" · {gigabytes(self.size_bytes)}" if self.size_bytes else "")
 
     def describe(self) -> str:
@@ -245,7 +248,8 @@ def _form(
     samples: dict[str, float] | None = None, notes: tuple[str, ...] = (),
 ) -> WeightsForm:
     by_us = form in QUANT_FORMS and not in_file
-    return WeightsForm(form, reason, origin, by_us, weights_bytes(model), dict(samples or {}), notes)
+    activations = "int8" if any(layer.native for layer in quantized_layers(model)) else ""
+    return WeightsForm(form, reason, origin, by_us, weights_bytes(model), dict(samples or {}), notes, activations)
 
 
 Built = tuple[PreTrainedModel, str, CpuKernels | None]

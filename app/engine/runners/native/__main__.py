@@ -1,0 +1,5 @@
+import sys
+
+from app.engine.runners.native import main
+
+sys.exit(main())

@@ -1,0 +1,326 @@
+/* SpecChat's CPU kernels for weight-only int4 / int8 linears with int8 activations.
+ *
+ * y[m, n] = sum_k x[m, k] * w[n, k] for bf16 rows x [M, K] and quantized weights, the way
+ * llama.cpp computes its Q4_1 x Q8_1 and Q8_0 x Q8_0 dot products: each row of x is quantized
+ * to int8 in blocks of 32 (scale dx = max|x| / 127, round to nearest even), each block's dot
+ * product is an exact int32 sum (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw + vpmaddwd: the same
+ * integers), and the blocks are combined in float in one fixed order.
+ *
+ *   int4: w = d[n, g] * q + m[n, g], q in 0..15, 16 bytes a block: byte j holds weight j (low
+ *         nibble) and weight j + 16 (high nibble);  y = sum_g (d·dx)_g * I_g + sum_g m_g * (dx·S)_g
+ *   int8: w = s[n] * q, q in -128..127 [N, K];     y = s[n] * sum_g dx_g * I_g
+ *
+ * (I_g: the block's integer dot product, S_g: the sum of its quantized x.)
+ *
+ * Batch invariance by construction: every output is computed by the same instruction sequence
+ * whatever M, N, the thread split or the column group it falls in, so row i of an M-row call is
+ * bit-identical to the row fed alone; and because the block sums are exact integers, the VNNI and
+ * the AVX2 paths give the same bits. Compiled with -ffp-contract=off: no FMA the code does not ask for.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QK 32
+#define COLS 4 /* output columns computed together (independent chains; the same bits alone) */
+
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f) { /* round to nearest even, as torch's .to(bfloat16) */
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40); /* quiet NaN */
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+/* x [M, K] bf16 → q [M, K] int8, dx [M, G], xs [M, G] = dx · (sum of the block's q) */
+static void quantize_rows(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *dx, float *xs) {
+    const int64_t G = K / QK;
+    for (int64_t r = 0; r < M * G; r++) {
+        const uint16_t *src = x + r * QK;
+        float v[QK], amax = 0.0f;
+        for (int j = 0; j < QK; j++) {
+            v[j] = bf16_to_f32(src[j]);
+            float a = fabsf(v[j]);
+            amax = a > amax ? a : amax;
+        }
+        const float d = amax / 127.0f;
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < QK; j++) {
+            float t = nearbyintf(v[j] * id);
+            t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
+            q[r * QK + j] = (int8_t)t;
+            sum += (int)t;
+        }
+        dx[r] = d;
+        xs[r] = d * (float)sum;
+    }
+}
+
+__attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) { /* one fixed order */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+typedef struct {
+    const int8_t *xq;
+    const float *dx, *xs;
+    int64_t M, K;
+    const uint8_t *w; /* int4 nibbles [N, K/2] or int8 [N, K] */
+    const float *d, *mn; /* int4: [N, G] each; int8: d = s [N], mn unused */
+    int64_t n0, n1;
+    uint16_t *y; /* [M, N] */
+    int64_t N;
+} Job;
+
+/* Each output's float arithmetic, on every path: two 8-lane accumulators, E over the even blocks
+ * and O over the odd ones (a lone last block goes to E), lane l of a block holding the integer sum
+ * of its bytes 4l..4l+3; acc += float(lane) * (weight scale * dx); then hsum8(E + O). The AVX-512
+ * path keeps [E | O] in one 16-lane register, which is the same lane-wise arithmetic. */
+
+/* sum_g mn[g] * xs[g]: 8 lanes at a time, then the rest in order */
+__attribute__((target("avx2,fma"))) static inline float min_term(const float *mn, const float *xs, int64_t G) {
+    __m256 acc = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; g + 8 <= G; g += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(mn + g), _mm256_loadu_ps(xs + g), acc);
+    float t = hsum8(acc);
+    for (; g < G; g++) t = t + mn[g] * xs[g];
+    return t;
+}
+
+/* int4 weight block layout: a pair of blocks (2p, 2p+1) is 32 bytes, byte j holding weight j of
+ * the even block (low nibble) and weight j of the odd one (high nibble); a lone last block is 16
+ * bytes, byte j holding its weights j (low) and j + 16 (high). */
+
+/* The block's 8 int32 lanes of u8 x s8 products: the same integers either way. */
+#define DOT_AVX2(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))
+#define DOT_VNNI(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), (u), (s))
+
+#define DEFINE_TAIL(SUFFIX, TARGET, DOT)                                                                          \
+    __attribute__((target(TARGET))) static inline __m256 q4_tail_##SUFFIX(const uint8_t *w, const int8_t *x,      \
+                                                                         float scale, __m256 acc) {               \
+        const __m128i raw = _mm_loadu_si128((const __m128i *)w), low = _mm_set1_epi8(0x0f);                       \
+        const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low), _mm_and_si128(raw, low)); \
+        const __m256i dot = DOT(wv, _mm256_loadu_si256((const __m256i *)x));                                     \
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);                              \
+    }                                                                                                             \
+    __attribute__((target(TARGET))) static inline __m256 q8_block_##SUFFIX(const int8_t *w, const int8_t *x,      \
+                                                                          float scale, __m256 acc) {              \
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)w), xv = _mm256_loadu_si256((const __m256i *)x);   \
+        const __m256i dot = DOT(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));                              \
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);                              \
+    }
+
+DEFINE_TAIL(avx2, "avx2,fma", DOT_AVX2)
+DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
+
+/* One output column over ROWS rows (1..MR) at a time: the column's weights are unpacked once for
+ * those rows. ROWS is a constant in each expansion, so the accumulators stay in registers. */
+#define MR 4
+#define DEFINE_COLUMN(SUFFIX, TARGET, DOT)                                                                          \
+    __attribute__((target(TARGET), always_inline)) static inline void q4_rows_##SUFFIX(                           \
+        const Job *j, int64_t row, int64_t m0, const int ROWS) {                                                  \
+        const int64_t G = j->K / QK, P = G / 2;                                                                     \
+        const uint8_t *w = j->w + row * (j->K / 2);                                                                 \
+        const float *d = j->d + row * G;                                                                            \
+        const __m256i low = _mm256_set1_epi8(0x0f);                                                                 \
+        __m256 e[MR], o[MR];                                                                                        \
+        const int8_t *xr[MR];                                                                                       \
+        const float *dr[MR];                                                                                        \
+        for (int r = 0; r < ROWS; r++) {                                                                            \
+            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
+            xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
+        }                                                                                                           \
+        for (int64_t p = 0; p < P; p++) {                                                                           \
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w + p * 32));                                  \
+            const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);   \
+            const __m256 se = _mm256_set1_ps(d[2 * p]), so = _mm256_set1_ps(d[2 * p + 1]);                          \
+            for (int r = 0; r < ROWS; r++) {                                                                        \
+                const int8_t *xq = xr[r] + p * 64;                                                                  \
+                const float *dx = dr[r] + 2 * p;                                                                    \
+                const __m256i de = DOT(we, _mm256_loadu_si256((const __m256i *)xq));                                \
+                const __m256i dd = DOT(wo, _mm256_loadu_si256((const __m256i *)(xq + 32)));                         \
+                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(de), _mm256_mul_ps(se, _mm256_broadcast_ss(dx)), e[r]);   \
+                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dd), _mm256_mul_ps(so, _mm256_broadcast_ss(dx + 1)), o[r]); \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < ROWS; r++) {                                                                            \
+            const int64_t m = m0 + r;                                                                               \
+            if (G % 2) e[r] = q4_tail_##SUFFIX(w + P * 32, j->xq + m * j->K + P * 64, d[G - 1] * j->dx[m * G + G - 1], e[r]); \
+            const float t = hsum8(_mm256_add_ps(e[r], o[r])) + min_term(j->mn + row * G, j->xs + m * G, G);        \
+            j->y[m * j->N + row] = f32_to_bf16(t);                                                                  \
+        }                                                                                                           \
+    }                                                                                                               \
+    __attribute__((target(TARGET), always_inline)) static inline void q8_rows_##SUFFIX(                           \
+        const Job *j, int64_t row, int64_t m0, const int ROWS) {                                                  \
+        const int64_t G = j->K / QK;                                                                                \
+        const int8_t *w = (const int8_t *)j->w + row * j->K;                                                        \
+        __m256 e[MR], o[MR];                                                                                        \
+        const int8_t *xr[MR];                                                                                       \
+        const float *dr[MR];                                                                                        \
+        for (int r = 0; r < ROWS; r++) {                                                                            \
+            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
+            xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
+        }                                                                                                           \
+        int64_t g = 0;                                                                                              \
+        for (; g + 2 <= G; g += 2) {                                                                                \
+            const __m256i we = _mm256_loadu_si256((const __m256i *)(w + g * QK));                                   \
+            const __m256i wo = _mm256_loadu_si256((const __m256i *)(w + g * QK + QK));                              \
+            const __m256i ae = _mm256_sign_epi8(we, we), ao = _mm256_sign_epi8(wo, wo);                             \
+            for (int r = 0; r < ROWS; r++) {                                                                        \
+                const int8_t *xq = xr[r] + g * QK;                                                                  \
+                const float *dx = dr[r] + g;                                                                        \
+                const __m256i de = DOT(ae, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), we));          \
+                const __m256i dd = DOT(ao, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xq + QK)), wo));   \
+                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(de), _mm256_broadcast_ss(dx), e[r]);                      \
+                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dd), _mm256_broadcast_ss(dx + 1), o[r]);                  \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < ROWS; r++) {                                                                            \
+            const int64_t m = m0 + r;                                                                               \
+            if (g < G) e[r] = q8_block_##SUFFIX(w + g * QK, j->xq + m * j->K + g * QK, j->dx[m * G + g], e[r]);   \
+            j->y[m * j->N + row] = f32_to_bf16(hsum8(_mm256_add_ps(e[r], o[r])) * j->d[row]);                      \
+        }                                                                                                           \
+    }                                                                                                               \
+    __attribute__((target(TARGET))) static void q4_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
+        for (int c = 0; c < cols; c++) {                                                                            \
+            int64_t m = 0;                                                                                          \
+            for (; m + 4 <= j->M; m += 4) q4_rows_##SUFFIX(j, n + c, m, 4);                                         \
+            switch (j->M - m) {                                                                                     \
+            case 3: q4_rows_##SUFFIX(j, n + c, m, 3); break;                                                        \
+            case 2: q4_rows_##SUFFIX(j, n + c, m, 2); break;                                                        \
+            case 1: q4_rows_##SUFFIX(j, n + c, m, 1); break;                                                        \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    __attribute__((target(TARGET))) static void q8_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
+        for (int c = 0; c < cols; c++) {                                                                            \
+            int64_t m = 0;                                                                                          \
+            for (; m + 4 <= j->M; m += 4) q8_rows_##SUFFIX(j, n + c, m, 4);                                         \
+            switch (j->M - m) {                                                                                     \
+            case 3: q8_rows_##SUFFIX(j, n + c, m, 3); break;                                                        \
+            case 2: q8_rows_##SUFFIX(j, n + c, m, 2); break;                                                        \
+            case 1: q8_rows_##SUFFIX(j, n + c, m, 1); break;                                                        \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+DEFINE_COLUMN(avx2, "avx2,fma", DOT_AVX2)
+DEFINE_COLUMN(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
+
+typedef void (*ColsFn)(const Job *, int64_t, int);
+typedef struct {
+    Job job;
+    ColsFn fn;
+} Task;
+
+static void run_task(const Task *t) {
+    int64_t n = t->job.n0;
+    for (; n + COLS <= t->job.n1; n += COLS) t->fn(&t->job, n, COLS);
+    for (; n < t->job.n1; n++) t->fn(&t->job, n, 1);
+}
+
+static void *thread_main(void *arg) {
+    run_task((const Task *)arg);
+    return NULL;
+}
+
+#define MAX_THREADS 64
+#define THREAD_WORK (1 << 22) /* multiply-adds below which one thread does the whole call */
+
+static void run(Job job, ColsFn fn, int threads) {
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads < 2 || job.M * job.N * job.K < THREAD_WORK) {
+        Task t = {job, fn};
+        run_task(&t);
+        return;
+    }
+    Task tasks[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    const int64_t per = ((job.N / threads + COLS - 1) / COLS) * COLS;
+    for (int i = 0; i < threads; i++) {
+        tasks[i].job = job, tasks[i].fn = fn;
+        tasks[i].job.n0 = i * per < job.N ? i * per : job.N;
+        tasks[i].job.n1 = (i + 1) * per < job.N && i + 1 < threads ? (i + 1) * per : job.N;
+    }
+    for (int i = 1; i < threads; i++) started[i] = pthread_create(&ids[i], NULL, thread_main, &tasks[i]) == 0;
+    run_task(&tasks[0]);
+    for (int i = 1; i < threads; i++) {
+        if (started[i]) pthread_join(ids[i], NULL);
+        else run_task(&tasks[i]); /* no thread to be had: this one does it */
+    }
+}
+
+/* Python: q4_mm / q8_mm(x, M, K, w, d, m, N, y, threads, vnni), the pointers as integers. */
+static int args_i64(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, int64_t *out) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "expected %zd arguments, got %zd", want, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        out[i] = PyLong_AsLongLong(args[i]);
+        if (out[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
+    int64_t a[10];
+    if (args_i64(args, nargs, 10, a) < 0) return NULL;
+    const int64_t M = a[1], K = a[2], N = a[6];
+    if (M <= 0 || N <= 0 || K <= 0 || K % QK) {
+        PyErr_Format(PyExc_ValueError, "bad shape M=%lld K=%lld N=%lld", (long long)M, (long long)K, (long long)N);
+        return NULL;
+    }
+    const int64_t G = K / QK;
+    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
+    if (!xq) return PyErr_NoMemory();
+    float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
+    float *xs = dx + M * G;
+    Py_BEGIN_ALLOW_THREADS;
+    quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
+    Job job = {xq, dx, xs, M, K, (const uint8_t *)(uintptr_t)a[3], (const float *)(uintptr_t)a[4],
+               (const float *)(uintptr_t)a[5], 0, N, (uint16_t *)(uintptr_t)a[7], N};
+    ColsFn fn = int4 ? (a[9] ? q4_cols_vnni : q4_cols_avx2) : (a[9] ? q8_cols_vnni : q8_cols_avx2);
+    run(job, fn, (int)a[8]);
+    Py_END_ALLOW_THREADS;
+    free(xq);
+    Py_RETURN_NONE;
+}
+
+static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 1); }
+static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 0); }
+
+static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU runs */
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni");
+    return Py_BuildValue("(ii)", avx2, vnni);
+}
+
+static PyMethodDef methods[] = {
+    {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights x bf16 rows (int8 activations)"},
+    {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights x bf16 rows (int8 activations)"},
+    {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_q8mm", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__q8mm(void) { return PyModule_Create(&module); }

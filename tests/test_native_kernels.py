@@ -1,0 +1,191 @@
+"""SpecChat's own CPU kernels (app/engine/runners/native): int4 / int8 weights with int8
+activations. What they promise: the arithmetic their header describes (checked against an fp64
+emulation of it), rows that do not depend on the block they are computed in (exact block
+verification), the same bits on the AVX-512 VNNI and AVX2 paths and on any thread split, and a
+clear fallback to torch's kernels where they are not built."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from app.engine.runners import native
+from app.engine.runners.quant import (
+    NATIVE_LAYOUT,
+    Int4Linear,
+    Int8Linear,
+    int4_layout,
+    pack_native,
+    quantize_int4,
+    unpack_native,
+)
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+needs_kernels = pytest.mark.skipif(native.kernels() is None, reason=f"no native kernels: {native.why_not()}")
+
+
+def quantized_rows(x: torch.Tensor) -> torch.Tensor:
+    """The kernels' activation rounding, in fp64: per row, blocks of 32, scale max|x| / 127,
+    round half to even, clamped to ±127; returned dequantized [M, K]."""
+    m, k = x.shape
+    blocks = x.float().reshape(m, k // 32, 32)
+    amax = blocks.abs().amax(-1, keepdim=True)
+    inverse = torch.where(amax > 0, 127.0 / amax, torch.zeros_like(amax))
+    q = torch.round(blocks * inverse).clamp(-127, 127)  # torch.round: half to even, as nearbyintf
+    return (q.double() * (amax.double() / 127)).reshape(m, k)
+
+
+def reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return quantized_rows(x) @ weight.double().t()
+
+
+def bf16_step(values: torch.Tensor) -> torch.Tensor:
+    """One bf16 unit in the last place at each value (the output's rounding is half of it) plus
+    the float accumulation's slack."""
+    return values.abs() * 2.0**-7 + 1e-3
+
+
+def test_the_kernels_are_built_on_an_x86_cpu_with_a_compiler():
+    if not X86 or native.compiler() is None:
+        pytest.skip("not an x86-64 machine with a C compiler")
+    assert native.kernels() is not None, native.why_not()
+    assert int4_layout() == NATIVE_LAYOUT
+    assert "int8 activations" in native.describe()
+
+
+@needs_kernels
+@pytest.mark.parametrize("k", [64, 96, 576])  # 96: an odd number of groups (a lone last group)
+def test_int4_computes_int8_rows_times_d_q_plus_mn(k):
+    gen = torch.Generator().manual_seed(k)
+    weight = torch.randn(48, k, generator=gen) * 0.05
+    q, scale, zero = quantize_int4(weight)
+    layer = Int4Linear.from_quantized(q, scale, zero)
+    assert layer.native
+    exact_weight = layer.dequantized()  # d·q + mn, the bf16 scale and zero as the layer keeps them
+    want = (q.float() - 8) * scale.to(torch.bfloat16).float().repeat_interleave(32, 1) + zero.to(
+        torch.bfloat16
+    ).float().repeat_interleave(32, 1)
+    assert torch.allclose(exact_weight, want, atol=1e-6)
+    x = torch.randn(5, k, generator=gen).to(torch.bfloat16)
+    got = layer(x).double()
+    expected = reference(x, exact_weight)
+    assert ((got - expected).abs() <= bf16_step(expected)).all()
+    # and the activations' rounding is small against bf16 activations: a sanity bound
+    plain = x.double() @ exact_weight.double().t()
+    assert (got - plain).abs().max() < 0.02 * plain.abs().max()
+
+
+@needs_kernels
+@pytest.mark.parametrize("k", [32, 96, 576])
+def test_int8_computes_int8_rows_times_q_scale(k):
+    gen = torch.Generator().manual_seed(k)
+    layer = Int8Linear.from_float(torch.randn(40, k, generator=gen) * 0.05)
+    assert layer.native
+    x = torch.randn(3, k, generator=gen).to(torch.bfloat16)
+    got = layer(x).double()
+    expected = reference(x, layer.dequantized())
+    assert ((got - expected).abs() <= bf16_step(expected)).all()
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", ["int4", "int8"])
+def test_a_layer_cast_after_it_was_built_computes_the_same(form):
+    """A model is cast (``.to(dtype)``) after its layers are swapped: what the kernel reads is
+    made from the layer's own buffers, never a float buffer the cast rewrote underneath it."""
+    weight = torch.randn(64, 96, generator=torch.Generator().manual_seed(5))
+    layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    x = torch.randn(3, 96).to(torch.bfloat16)
+    before = layer(x)
+    layer.to(torch.float32)  # the bf16 scales become fp32: the same values
+    layer._native_fn = None  # and the kernel's view of them is made again
+    assert torch.equal(layer(x), before)
+
+
+def test_pack_native_round_trips_every_group_count():
+    gen = torch.Generator().manual_seed(0)
+    for k in (32, 64, 96, 160, 576):
+        q = torch.randint(0, 16, (16, k), generator=gen, dtype=torch.uint8)
+        packed = pack_native(q)
+        assert packed.shape == (16, k // 2) and packed.dtype == torch.uint8
+        assert torch.equal(unpack_native(packed), q)
+    # the documented layout: byte j of a pair holds weight j of each group
+    q = torch.arange(64, dtype=torch.uint8).remainder(16).reshape(1, 64)
+    assert int(pack_native(q)[0, 3]) == (q[0, 3] | (q[0, 35] << 4))
+
+
+def _call(name: str, x: torch.Tensor, weight: torch.Tensor, scales, mins, n: int, threads: int, vnni: int):
+    y = torch.empty((x.shape[0], n), dtype=torch.bfloat16)
+    k = x.shape[1]
+    getattr(native.kernels(), name)(
+        x.data_ptr(), x.shape[0], k, weight.data_ptr(), scales.data_ptr(), 0 if mins is None else mins.data_ptr(),
+        n, y.data_ptr(), threads, vnni,
+    )  # fmt: skip
+    return y
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", ["int4", "int8"])
+def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
+    gen = torch.Generator().manual_seed(3)
+    k, n = 96, 1040  # n: not a multiple of the column groups or of the thread split
+    weight = torch.randn(n, k, generator=gen) * 0.05
+    layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    if form == "int4":
+        args = ("q4_mm", layer.packed, *layer._d_mn())
+    else:
+        args = ("q8_mm", layer.q, layer.scale.float().contiguous(), None)
+    x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
+    x[7, :32] = 0  # an all-zero block
+    x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
+    paths = [1, 0] if native.kernels().cpu()[1] else [0]
+    alone = [_call(args[0], x[i : i + 1], *args[1:], n, 1, paths[0])[0] for i in range(len(x))]
+    for vnni in paths:
+        for m in (1, 2, 3, 4, 5, 8, 9, 16, 40):
+            block = _call(args[0], x[:m], *args[1:], n, 1, vnni)
+            for i in range(m):
+                assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
+    threaded = _call(args[0], x, *args[1:], n, 2, paths[0])  # over the threads' threshold (M·N·K ≥ 4M)
+    assert torch.equal(threaded, torch.stack(alone))
+
+
+@needs_kernels
+def test_a_layer_refuses_rows_it_cannot_read():
+    layer = Int8Linear.from_float(torch.randn(32, 64))
+    run = layer.rows_fn()
+    with pytest.raises(ValueError, match="bf16 rows"):
+        run(torch.randn(2, 64))  # fp32: the kernel reads bf16 bits
+    with pytest.raises(ValueError, match="bf16 rows"):
+        run(torch.randn(2, 32).to(torch.bfloat16))
+    assert layer(torch.randn(2, 64)).shape == (2, 32)  # forward casts, as every weight-only layer does
+
+
+@pytest.mark.skipif(not X86, reason="x86-64 only")
+def test_switched_off_the_layers_run_torchs_kernels_and_say_why():
+    code = (
+        "from app.engine.runners import native; from app.engine.runners.quant import int4_layout, Int4Linear;"
+        "import torch; l = Int4Linear.from_float(torch.randn(32, 64));"
+        "print(native.describe()); print(int4_layout()); print(l.native)"
+    )
+    env = {**os.environ, native.KERNELS_ENV: "torch"}
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, timeout=120)
+    described, layout, is_native = done.stdout.strip().splitlines()
+    assert described == "bf16 activations (torch's kernels: SPECCHAT_KERNELS=torch)"
+    assert layout.startswith("torch") and is_native == "False"
+
+
+def test_a_failed_build_is_a_message_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setattr(native, "SOURCE", tmp_path / "broken.c")
+    (tmp_path / "broken.c").write_text("this is not C\n")
+    if native.compiler() is None:
+        with pytest.raises(RuntimeError, match="no C compiler"):
+            native.build(tmp_path / "out" / "m.so")
+        return
+    with pytest.raises(RuntimeError, match="failed"):
+        native.build(tmp_path / "out" / "m.so")
+    assert not list((tmp_path / "out").glob("*"))  # no half-written module left to load
