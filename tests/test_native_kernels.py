@@ -118,13 +118,12 @@ def test_pack_native_round_trips_every_group_count():
     assert int(pack_native(q)[0, 3]) == (q[0, 3] | (q[0, 35] << 4))
 
 
-def _call(name: str, x: torch.Tensor, weight: torch.Tensor, scales, mins, n: int, threads: int, vnni: int):
+def _call(name: str, x: torch.Tensor, weight: torch.Tensor, scales, n: int, threads: int, vnni: int):
     y = torch.empty((x.shape[0], n), dtype=torch.bfloat16)
     k = x.shape[1]
     getattr(native.kernels(), name)(
-        x.data_ptr(), x.shape[0], k, weight.data_ptr(), scales.data_ptr(), 0 if mins is None else mins.data_ptr(),
-        n, y.data_ptr(), threads, vnni,
-    )  # fmt: skip
+        x.data_ptr(), x.shape[0], k, weight.data_ptr(), scales.data_ptr(), 0, n, y.data_ptr(), threads, vnni
+    )
     return y
 
 
@@ -136,9 +135,9 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
     if form == "int4":
-        args = ("q4_mm", layer.packed, *layer._d_mn())
+        args = ("q4_mm", layer.packed, torch.zeros(1))  # the rows hold d and mn
     else:
-        args = ("q8_mm", layer.q, layer.scale.float().contiguous(), None)
+        args = ("q8_mm", layer.q, layer.scale.float().contiguous())
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
     x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
@@ -189,3 +188,26 @@ def test_a_failed_build_is_a_message_not_a_crash(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="failed"):
         native.build(tmp_path / "out" / "m.so")
     assert not list((tmp_path / "out").glob("*"))  # no half-written module left to load
+
+
+@needs_kernels
+def test_rms_norm_is_llamas_formula_and_replaces_the_norms_of_a_bf16_model(load_tiny):
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    from app.engine.runners.cpu_kernels import NativeRMSNorm
+
+    stock = LlamaRMSNorm(96, eps=1e-5)
+    with torch.no_grad():
+        stock.weight.copy_(torch.rand(96) + 0.5)
+    stock = stock.to(torch.bfloat16)
+    mine = NativeRMSNorm(stock)
+    x = (torch.randn(2, 7, 96) * 4).to(torch.bfloat16)
+    got, want = mine(x), stock(x)
+    assert got.shape == want.shape and got.dtype == torch.bfloat16
+    assert ((got.float() - want.float()).abs() <= want.float().abs() * 2.0**-7 + 1e-6).all()  # a bf16 step at most
+    assert torch.equal(mine(x[:, 3:4]), got[:, 3:4])  # a row's bits do not depend on the rows beside it
+    assert torch.equal(mine(x.float()), stock(x.float()))  # fp32 input: transformers' own formula
+    model = load_tiny("llama", "int4").model
+    norms = [m for m in model.modules() if isinstance(m, NativeRMSNorm)]
+    assert len(norms) == 2 * model.config.num_hidden_layers + 1
+    assert not any(type(m).__name__ == "LlamaRMSNorm" for m in model.modules())

@@ -29,7 +29,15 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import DynamicCache, PreTrainedModel
 
-from app.engine.runners.cpu_kernels import ASK, ROWWISE, ROWWISE_MAX_ROWS, _direct_gqa, _one_row_at_a_time, rows_sdpa
+from app.engine.runners.cpu_kernels import (
+    ASK,
+    ROWWISE,
+    ROWWISE_MAX_ROWS,
+    NativeRMSNorm,
+    _direct_gqa,
+    _one_row_at_a_time,
+    rows_sdpa,
+)
 from app.engine.runners.quant import WeightOnlyLinear
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -60,6 +68,14 @@ class _Norm:
         return self.weight * torch.rms_norm(x, self.shape, None, self.eps)
 
 
+def _norm(norm: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A norm's forward on the pass's rows: SpecChat's kernel where the model's own pass calls it
+    (``NativeRMSNorm`` over bf16 weights), else transformers' formula in two calls."""
+    if isinstance(norm, NativeRMSNorm) and norm.weight.dtype == torch.bfloat16:
+        return norm.rows
+    return _Norm(norm)
+
+
 def _rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """transformers' ``x * cos + rotate_half(x) * sin`` with the same bits in fewer ops:
     ``rotate_half(x)`` is ``roll(x, half)`` with its first half negated, and a negated factor
@@ -83,7 +99,7 @@ class _Layer:
     def __init__(self, layer: Any, dtype: torch.dtype) -> None:  # a ``LlamaDecoderLayer`` (or …)
         attn, mlp = layer.self_attn, layer.mlp
         self.attn = attn
-        self.input_norm, self.post_norm = _Norm(layer.input_layernorm), _Norm(layer.post_attention_layernorm)
+        self.input_norm, self.post_norm = _norm(layer.input_layernorm), _norm(layer.post_attention_layernorm)
         self.q, self.k, self.v, self.o = (_linear(attn.get_submodule(n), dtype) for n in ATTENTION_LINEARS)
         self.gate, self.up, self.down = (_linear(mlp.get_submodule(n), dtype) for n in MLP_LINEARS)
         # transformers' SiLU module is ``F.silu``: called straight, without a module call
@@ -113,7 +129,7 @@ class LeanPass:
         self.device = model.device
         self.embed = inner.embed_tokens
         self.rotary = inner.rotary_emb
-        self.norm = _Norm(inner.norm)
+        self.norm = _norm(inner.norm)
         self.head = _linear(model.lm_head, model.dtype)
         self.layers = [_Layer(layer, model.dtype) for layer in inner.layers[: model.config.num_hidden_layers]]
 
@@ -180,8 +196,13 @@ def why_not(model: PreTrainedModel) -> str | None:
         if found != (layer_name, attn_name, mlp_name):
             return f"a decoder layer is {'/'.join(found)}"
         for norm in (layer.input_layernorm, layer.post_attention_layernorm):
-            if type(norm).__name__ != norm_name:
+            if not _is_norm(norm, norm_name):
                 return f"a norm is {type(norm).__name__}"
-    if type(inner.norm).__name__ != norm_name:
+    if not _is_norm(inner.norm, norm_name):
         return f"its final norm is {type(inner.norm).__name__}"
     return None
+
+
+def _is_norm(norm: Any, name: str) -> bool:
+    """The architecture's own RMSNorm, or SpecChat's kernel in its place."""
+    return type(norm).__name__ == name or (isinstance(norm, NativeRMSNorm) and norm.replaced == name)

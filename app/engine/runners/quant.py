@@ -93,19 +93,25 @@ class WeightOnlyLinear(nn.Module):
 
 class Int4Linear(WeightOnlyLinear):
     """int4 weights in groups of ``GROUP`` inputs: ``w = (q − 8)·scale + zero``; scale and zero
-    are kept in bf16 (what the kernel reads)."""
+    are kept in bf16 (what torch's kernel reads). Under SpecChat's kernel (``native``) the layer
+    keeps one buffer instead: each output row's nibbles (``pack_native``) followed by its
+    d = scale and mn = zero − 8·scale in fp32 (the same weights), so a row is one stream from memory."""
 
     form = "int4"
     packed: torch.Tensor
-    scales_zeros: torch.Tensor
+    scales_zeros: torch.Tensor | None
 
     def __init__(
         self, packed: torch.Tensor, scales_zeros: torch.Tensor, in_features: int, bias: torch.Tensor | None
     ) -> None:
         super().__init__(in_features, scales_zeros.shape[1], bias)
         self.layout = int4_layout() if packed.device.type == "cpu" else "cuda"  # how ``packed`` is packed
-        self.register_buffer("packed", packed)
-        self.register_buffer("scales_zeros", scales_zeros)  # [in / GROUP, out, 2] bf16
+        if self.layout == NATIVE_LAYOUT:
+            self.register_buffer("packed", native_rows(packed, scales_zeros))  # [out, in / 2 + 8 · in / GROUP]
+            self.register_buffer("scales_zeros", None)
+        else:
+            self.register_buffer("packed", packed)
+            self.register_buffer("scales_zeros", scales_zeros)  # [in / GROUP, out, 2] bf16
         self._native_fn: tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] | None = None
 
     @property
@@ -158,9 +164,10 @@ class Int4Linear(WeightOnlyLinear):
 
     def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
         packed, scales_zeros = self.packed, self.scales_zeros
+        assert scales_zeros is not None or self.native
         if self.native:
             if self._native_fn is None or self._native_fn[0] is not packed:  # made again after a buffer swap
-                self._native_fn = (packed, _native_call("q4_mm", packed, *self._d_mn(), self.out_features))
+                self._native_fn = (packed, _native_call("q4_mm", packed, None, self.in_features, self.out_features))
             return self._native_fn[1]
         if packed.device.type == "cuda":
             cuda = torch.ops.aten._weight_int4pack_mm.default
@@ -169,16 +176,17 @@ class Int4Linear(WeightOnlyLinear):
         return lambda x: cpu(x, packed, GROUP, scales_zeros)
 
     def _d_mn(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """SpecChat's kernel's w = d·q + mn: d = scale, mn = zero − 8·scale, fp32 [out, in / GROUP]
-        each (made from the layer's buffers when asked, so no ``.to(dtype)`` of the model reaches them)."""
-        scale, zero = self.scales_zeros.float().unbind(-1)
-        return scale.t().contiguous(), (zero - 8 * scale).t().contiguous()
+        """A native layer's d and mn, fp32 [out, in / GROUP] each, read from its rows."""
+        half, groups = self.in_features // 2, self.in_features // GROUP
+        floats = self.packed[:, half:].contiguous().view(torch.float32)  # [out, 2 · groups]
+        return floats[:, :groups], floats[:, groups:]
 
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, as fp32 [N, K] (an identity matrix through it)."""
         if self.native:
             d, mn = self._d_mn()
-            return unpack_native(self.packed).float() * d.repeat_interleave(GROUP, 1) + mn.repeat_interleave(GROUP, 1)
+            q = unpack_native(self.packed[:, : self.in_features // 2]).float()
+            return q * d.repeat_interleave(GROUP, 1) + mn.repeat_interleave(GROUP, 1)
         eye = torch.eye(self.in_features, dtype=ACTIVATIONS, device=self.packed.device)
         return self._matmul(eye).t().float()
 
@@ -231,7 +239,7 @@ class Int8Linear(WeightOnlyLinear):
         if self.native:
             if self._native_fn is None or self._native_fn[0] is not q:  # made again after a buffer swap
                 scales = self.scale.float().contiguous()
-                self._native_fn = (q, _native_call("q8_mm", q, scales, None, self.out_features))
+                self._native_fn = (q, _native_call("q8_mm", q, scales, self.in_features, self.out_features))
             return self._native_fn[1]
         return lambda x: op(x, q, scale)
 
@@ -308,22 +316,35 @@ def unpack_native(packed: torch.Tensor) -> torch.Tensor:
     return torch.cat(parts, 1)
 
 
+def native_rows(nibbles: torch.Tensor, scales_zeros: torch.Tensor) -> torch.Tensor:
+    """SpecChat's int4 rows: each row's nibbles [K / 2] (``pack_native``), then its d = scale
+    [K / 32] and mn = zero − 8·scale [K / 32] as fp32 bytes.  → uint8 [N, K / 2 + 8 · K / 32]"""
+    scale, zero = scales_zeros.float().unbind(-1)  # [K / 32, N] each
+    d, mn = scale.t().contiguous(), (zero - 8 * scale).t().contiguous()
+    n = nibbles.shape[0]
+    return torch.cat((nibbles, d.view(torch.uint8).reshape(n, -1), mn.view(torch.uint8).reshape(n, -1)), 1)
+
+
 def _native_call(
-    name: str, weight: torch.Tensor, scales: torch.Tensor, mins: torch.Tensor | None, out_features: int
+    name: str, weight: torch.Tensor, scales: torch.Tensor | None, in_features: int, out_features: int
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """SpecChat's kernel over these tensors as a function of bf16 rows [M, K] → [M, N] bf16. The
+    """SpecChat's kernel over these tensors as a function of bf16 rows [M, K] → [M, N] bf16:
+    ``q4_mm`` over ``native_rows``, ``q8_mm`` over int8 [N, K] and its fp32 row scales. The
     closure holds the tensors, so their memory outlives any swap of the layer's buffers."""
     module = native.kernels()
     call = getattr(module, name)
-    wants = (torch.uint8 if name == "q4_mm" else torch.int8, torch.float32, torch.float32)
-    for tensor, dtype in zip((weight, scales, mins), wants, strict=True):  # the kernel reads raw memory
+    k = in_features
+    row_bytes = k // 2 + 8 * (k // GROUP) if name == "q4_mm" else k
+    wants = (torch.uint8 if name == "q4_mm" else torch.int8, torch.float32)
+    for tensor, dtype in zip((weight, scales), wants, strict=True):  # the kernel reads raw memory
         if tensor is not None and (tensor.dtype != dtype or not tensor.is_contiguous() or tensor.device.type != "cpu"):
             raise ValueError(f"{name} reads contiguous CPU {dtype} tensors; got {tensor.dtype} {tuple(tensor.shape)}")
-    k = weight.shape[1] * (2 if name == "q4_mm" else 1)
-    pointers = (weight.data_ptr(), scales.data_ptr(), 0 if mins is None else mins.data_ptr())
+    if weight.shape != (out_features, row_bytes) or k % GROUP:
+        raise ValueError(f"{name} over [{out_features}, {row_bytes}] rows; got {tuple(weight.shape)}")
+    pointers = (weight.data_ptr(), 0 if scales is None else scales.data_ptr(), 0)
     vnni = int(native.vnni())
     threads = torch.get_num_threads
-    kept = (weight, scales, mins)
+    kept = (weight, scales)
 
     def run(x: torch.Tensor) -> torch.Tensor:
         if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:

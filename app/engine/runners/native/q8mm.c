@@ -6,8 +6,9 @@
  * product is an exact int32 sum (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw + vpmaddwd: the same
  * integers), and the blocks are combined in float in one fixed order.
  *
- *   int4: w = d[n, g] * q + m[n, g], q in 0..15, 16 bytes a block: byte j holds weight j (low
- *         nibble) and weight j + 16 (high nibble);  y = sum_g (d·dx)_g * I_g + sum_g m_g * (dx·S)_g
+ *   int4: w = d[n, g] * q + mn[n, g], q in 0..15; a row is its K / 2 bytes of nibbles (a pair of
+ *         blocks in 32 bytes, see below) followed by its d [G] and mn [G] in fp32, so that one
+ *         column is one stream from memory;   y = sum_g (d·dx)_g * I_g + sum_g mn_g * (dx·S)_g
  *   int8: w = s[n] * q, q in -128..127 [N, K];     y = s[n] * sum_g dx_g * I_g
  *
  * (I_g: the block's integer dot product, S_g: the sum of its quantized x.)
@@ -27,7 +28,8 @@
 #include <string.h>
 
 #define QK 32
-#define COLS 4 /* output columns computed together (independent chains; the same bits alone) */
+/* an int4 row: its K / 2 bytes of nibbles, then d [G] and mn [G] in fp32 (G = K / 32): one stream */
+#define Q4_ROW_BYTES(K) ((K) / 2 + 8 * ((K) / QK))
 
 static inline float bf16_to_f32(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -80,8 +82,8 @@ typedef struct {
     const int8_t *xq;
     const float *dx, *xs;
     int64_t M, K;
-    const uint8_t *w; /* int4 nibbles [N, K/2] or int8 [N, K] */
-    const float *d, *mn; /* int4: [N, G] each; int8: d = s [N], mn unused */
+    const uint8_t *w; /* int4 rows [N, Q4_ROW_BYTES(K)] or int8 [N, K] */
+    const float *d;   /* int8: the row scales s [N]; int4: unused (in the rows) */
     int64_t n0, n1;
     uint16_t *y; /* [M, N] */
     int64_t N;
@@ -128,94 +130,113 @@ __attribute__((target("avx2,fma"))) static inline float min_term(const float *mn
 DEFINE_TAIL(avx2, "avx2,fma", DOT_AVX2)
 DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 
-/* One output column over ROWS rows (1..MR) at a time: the column's weights are unpacked once for
- * those rows. ROWS is a constant in each expansion, so the accumulators stay in registers. */
+/* A tile of COLS output columns over ROWS rows (both constants in each expansion, so the
+ * accumulators stay in registers): the columns' weights are unpacked once for those rows, and the
+ * ROWS x COLS accumulator chains are independent, so their latencies overlap. Every output is
+ * still computed by the same sequence of operations, whatever tile it falls in. */
 #define MR 4
+#define MC 4
 #define DEFINE_COLUMN(SUFFIX, TARGET, DOT)                                                                          \
-    __attribute__((target(TARGET), always_inline)) static inline void q4_rows_##SUFFIX(                           \
-        const Job *j, int64_t row, int64_t m0, const int ROWS) {                                                  \
-        const int64_t G = j->K / QK, P = G / 2;                                                                     \
-        const uint8_t *w = j->w + row * (j->K / 2);                                                                 \
-        const float *d = j->d + row * G;                                                                            \
+    __attribute__((target(TARGET), always_inline)) static inline void q4_tile_##SUFFIX(                           \
+        const Job *j, int64_t n, int64_t m0, const int ROWS, const int COLS) {                                    \
+        const int64_t G = j->K / QK, P = G / 2, rowb = Q4_ROW_BYTES(j->K);                                         \
         const __m256i low = _mm256_set1_epi8(0x0f);                                                                 \
-        __m256 e[MR], o[MR];                                                                                        \
+        __m256 e[MR][MC], o[MR][MC];                                                                                \
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
+        const uint8_t *wc[MC];                                                                                      \
+        const float *dc[MC];                                                                                        \
+        for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2);  \
         for (int r = 0; r < ROWS; r++) {                                                                            \
-            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
+            for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps();           \
         }                                                                                                           \
         for (int64_t p = 0; p < P; p++) {                                                                           \
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w + p * 32));                                  \
-            const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);   \
-            const __m256 se = _mm256_set1_ps(d[2 * p]), so = _mm256_set1_ps(d[2 * p + 1]);                          \
+            __m256i we[MC], wo[MC];                                                                                 \
+            __m256 se[MC], so[MC];                                                                                  \
+            for (int c = 0; c < COLS; c++) {                                                                        \
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(wc[c] + p * 32));                          \
+                we[c] = _mm256_and_si256(raw, low), wo[c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);       \
+                se[c] = _mm256_broadcast_ss(dc[c] + 2 * p), so[c] = _mm256_broadcast_ss(dc[c] + 2 * p + 1);         \
+            }                                                                                                       \
             for (int r = 0; r < ROWS; r++) {                                                                        \
-                const int8_t *xq = xr[r] + p * 64;                                                                  \
-                const float *dx = dr[r] + 2 * p;                                                                    \
-                const __m256i de = DOT(we, _mm256_loadu_si256((const __m256i *)xq));                                \
-                const __m256i dd = DOT(wo, _mm256_loadu_si256((const __m256i *)(xq + 32)));                         \
-                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(de), _mm256_mul_ps(se, _mm256_broadcast_ss(dx)), e[r]);   \
-                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dd), _mm256_mul_ps(so, _mm256_broadcast_ss(dx + 1)), o[r]); \
+                const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64));                           \
+                const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64 + 32));                      \
+                const __m256 de = _mm256_broadcast_ss(dr[r] + 2 * p), dd = _mm256_broadcast_ss(dr[r] + 2 * p + 1);  \
+                for (int c = 0; c < COLS; c++) {                                                                    \
+                    e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(we[c], xe)), _mm256_mul_ps(se[c], de), e[r][c]); \
+                    o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(wo[c], xo)), _mm256_mul_ps(so[c], dd), o[r][c]); \
+                }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < ROWS; r++) {                                                                            \
             const int64_t m = m0 + r;                                                                               \
-            if (G % 2) e[r] = q4_tail_##SUFFIX(w + P * 32, j->xq + m * j->K + P * 64, d[G - 1] * j->dx[m * G + G - 1], e[r]); \
-            const float t = hsum8(_mm256_add_ps(e[r], o[r])) + min_term(j->mn + row * G, j->xs + m * G, G);        \
-            j->y[m * j->N + row] = f32_to_bf16(t);                                                                  \
+            for (int c = 0; c < COLS; c++) {                                                                        \
+                const int64_t row = n + c;                                                                          \
+                __m256 acc = e[r][c];                                                                               \
+                if (G % 2) acc = q4_tail_##SUFFIX(wc[c] + P * 32, xr[r] + P * 64, dc[c][G - 1] * dr[r][G - 1], acc); \
+                const float t = hsum8(_mm256_add_ps(acc, o[r][c])) + min_term(dc[c] + G, j->xs + m * G, G);        \
+                j->y[m * j->N + row] = f32_to_bf16(t);                                                              \
+            }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
-    __attribute__((target(TARGET), always_inline)) static inline void q8_rows_##SUFFIX(                           \
-        const Job *j, int64_t row, int64_t m0, const int ROWS) {                                                  \
+    __attribute__((target(TARGET), always_inline)) static inline void q8_tile_##SUFFIX(                           \
+        const Job *j, int64_t n, int64_t m0, const int ROWS, const int COLS) {                                    \
         const int64_t G = j->K / QK;                                                                                \
-        const int8_t *w = (const int8_t *)j->w + row * j->K;                                                        \
-        __m256 e[MR], o[MR];                                                                                        \
+        __m256 e[MR][MC], o[MR][MC];                                                                                \
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
+        const int8_t *wc[MC];                                                                                       \
+        for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;                              \
         for (int r = 0; r < ROWS; r++) {                                                                            \
-            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
+            for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps();           \
         }                                                                                                           \
         int64_t g = 0;                                                                                              \
         for (; g + 2 <= G; g += 2) {                                                                                \
-            const __m256i we = _mm256_loadu_si256((const __m256i *)(w + g * QK));                                   \
-            const __m256i wo = _mm256_loadu_si256((const __m256i *)(w + g * QK + QK));                              \
-            const __m256i ae = _mm256_sign_epi8(we, we), ao = _mm256_sign_epi8(wo, wo);                             \
+            __m256i we[MC], wo[MC], ae[MC], ao[MC];                                                                 \
+            for (int c = 0; c < COLS; c++) {                                                                        \
+                we[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK));                                      \
+                wo[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK + QK));                                 \
+                ae[c] = _mm256_sign_epi8(we[c], we[c]), ao[c] = _mm256_sign_epi8(wo[c], wo[c]);                     \
+            }                                                                                                       \
             for (int r = 0; r < ROWS; r++) {                                                                        \
-                const int8_t *xq = xr[r] + g * QK;                                                                  \
-                const float *dx = dr[r] + g;                                                                        \
-                const __m256i de = DOT(ae, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), we));          \
-                const __m256i dd = DOT(ao, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xq + QK)), wo));   \
-                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(de), _mm256_broadcast_ss(dx), e[r]);                      \
-                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dd), _mm256_broadcast_ss(dx + 1), o[r]);                  \
+                const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK));                           \
+                const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK + QK));                      \
+                const __m256 de = _mm256_broadcast_ss(dr[r] + g), dd = _mm256_broadcast_ss(dr[r] + g + 1);          \
+                for (int c = 0; c < COLS; c++) {                                                                    \
+                    e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ae[c], _mm256_sign_epi8(xe, we[c]))), de, e[r][c]); \
+                    o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ao[c], _mm256_sign_epi8(xo, wo[c]))), dd, o[r][c]); \
+                }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < ROWS; r++) {                                                                            \
             const int64_t m = m0 + r;                                                                               \
-            if (g < G) e[r] = q8_block_##SUFFIX(w + g * QK, j->xq + m * j->K + g * QK, j->dx[m * G + g], e[r]);   \
-            j->y[m * j->N + row] = f32_to_bf16(hsum8(_mm256_add_ps(e[r], o[r])) * j->d[row]);                      \
+            for (int c = 0; c < COLS; c++) {                                                                        \
+                __m256 acc = e[r][c];                                                                               \
+                if (g < G) acc = q8_block_##SUFFIX(wc[c] + g * QK, xr[r] + g * QK, dr[r][g], acc);                  \
+                j->y[m * j->N + n + c] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r][c])) * j->d[n + c]);            \
+            }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
+    /* one column at a time: interleaving several columns read from memory was up to 2x slower    \
+       (AMD EPYC; 20 % faster from L2 only) */                                                                      \
     __attribute__((target(TARGET))) static void q4_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
         for (int c = 0; c < cols; c++) {                                                                            \
             int64_t m = 0;                                                                                          \
-            for (; m + 4 <= j->M; m += 4) q4_rows_##SUFFIX(j, n + c, m, 4);                                         \
-            switch (j->M - m) {                                                                                     \
-            case 3: q4_rows_##SUFFIX(j, n + c, m, 3); break;                                                        \
-            case 2: q4_rows_##SUFFIX(j, n + c, m, 2); break;                                                        \
-            case 1: q4_rows_##SUFFIX(j, n + c, m, 1); break;                                                        \
-            }                                                                                                       \
+            for (; m + 4 <= j->M; m += 4) q4_tile_##SUFFIX(j, n + c, m, 4, 1);                                      \
+            for (; m + 2 <= j->M; m += 2) q4_tile_##SUFFIX(j, n + c, m, 2, 1);                                      \
+            for (; m < j->M; m++) q4_tile_##SUFFIX(j, n + c, m, 1, 1);                                              \
         }                                                                                                           \
     }                                                                                                               \
+    /* int8 rows are read one column at a time: interleaving several of them read from memory was   \
+       3x slower for SmolLM2's 49,152 x 576 head (AMD EPYC)  */                                                      \
     __attribute__((target(TARGET))) static void q8_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
         for (int c = 0; c < cols; c++) {                                                                            \
             int64_t m = 0;                                                                                          \
-            for (; m + 4 <= j->M; m += 4) q8_rows_##SUFFIX(j, n + c, m, 4);                                         \
-            switch (j->M - m) {                                                                                     \
-            case 3: q8_rows_##SUFFIX(j, n + c, m, 3); break;                                                        \
-            case 2: q8_rows_##SUFFIX(j, n + c, m, 2); break;                                                        \
-            case 1: q8_rows_##SUFFIX(j, n + c, m, 1); break;                                                        \
-            }                                                                                                       \
+            for (; m + 4 <= j->M; m += 4) q8_tile_##SUFFIX(j, n + c, m, 4, 1);                                      \
+            for (; m + 2 <= j->M; m += 2) q8_tile_##SUFFIX(j, n + c, m, 2, 1);                                      \
+            for (; m < j->M; m++) q8_tile_##SUFFIX(j, n + c, m, 1, 1);                                              \
         }                                                                                                           \
     }
 
@@ -230,7 +251,7 @@ typedef struct {
 
 static void run_task(const Task *t) {
     int64_t n = t->job.n0;
-    for (; n + COLS <= t->job.n1; n += COLS) t->fn(&t->job, n, COLS);
+    for (; n + MC <= t->job.n1; n += MC) t->fn(&t->job, n, MC);
     for (; n < t->job.n1; n++) t->fn(&t->job, n, 1);
 }
 
@@ -252,7 +273,7 @@ static void run(Job job, ColsFn fn, int threads) {
     Task tasks[MAX_THREADS];
     pthread_t ids[MAX_THREADS];
     int started[MAX_THREADS] = {0};
-    const int64_t per = ((job.N / threads + COLS - 1) / COLS) * COLS;
+    const int64_t per = ((job.N / threads + MC - 1) / MC) * MC;
     for (int i = 0; i < threads; i++) {
         tasks[i].job = job, tasks[i].fn = fn;
         tasks[i].job.n0 = i * per < job.N ? i * per : job.N;
@@ -266,7 +287,8 @@ static void run(Job job, ColsFn fn, int threads) {
     }
 }
 
-/* Python: q4_mm / q8_mm(x, M, K, w, d, m, N, y, threads, vnni), the pointers as integers. */
+/* Python: q4_mm(x, M, K, rows, 0, 0, N, y, threads, vnni) and q8_mm(x, M, K, w, s, 0, N, y, threads,
+ * vnni), the pointers as integers. */
 static int args_i64(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, int64_t *out) {
     if (nargs != want) {
         PyErr_Format(PyExc_TypeError, "expected %zd arguments, got %zd", want, nargs);
@@ -295,7 +317,7 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
     Py_BEGIN_ALLOW_THREADS;
     quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
     Job job = {xq, dx, xs, M, K, (const uint8_t *)(uintptr_t)a[3], (const float *)(uintptr_t)a[4],
-               (const float *)(uintptr_t)a[5], 0, N, (uint16_t *)(uintptr_t)a[7], N};
+               0, N, (uint16_t *)(uintptr_t)a[7], N};
     ColsFn fn = int4 ? (a[9] ? q4_cols_vnni : q4_cols_avx2) : (a[9] ? q8_cols_vnni : q8_cols_avx2);
     run(job, fn, (int)a[8]);
     Py_END_ALLOW_THREADS;
@@ -305,6 +327,57 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
 
 static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 1); }
 static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 0); }
+
+/* rms_norm(x, rows, H, w, eps, y): per row of bf16 x [rows, H], y = bf16(w * bf16(x * r)) with
+ * r = 1 / sqrt(mean(x²) + eps) in fp32, the square sum in 8 partial sums combined in one fixed
+ * order: Llama's RMSNorm formula (fp32 variance, the weight times the input-dtype result), the
+ * same bits for a row whatever else is in the call. */
+static void rms_rows(const uint16_t *x, int64_t rows, int64_t H, const uint16_t *w, float eps, uint16_t *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * H;
+        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t i = 0;
+        for (; i + 8 <= H; i += 8)
+            for (int l = 0; l < 8; l++) {
+                const float v = bf16_to_f32(xr[i + l]);
+                s[l] = s[l] + v * v;
+            }
+        for (; i < H; i++) {
+            const float v = bf16_to_f32(xr[i]);
+            s[0] = s[0] + v * v;
+        }
+        const float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        const float inv = 1.0f / sqrtf(sum / (float)H + eps);
+        for (int64_t k = 0; k < H; k++) {
+            const float t = bf16_to_f32(f32_to_bf16(bf16_to_f32(xr[k]) * inv));
+            y[r * H + k] = f32_to_bf16(bf16_to_f32(w[k]) * t);
+        }
+    }
+}
+
+static PyObject *rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "rms_norm expects 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    int64_t a[6];
+    for (int i = 0; i < 6; i++) {
+        if (i == 4) continue;
+        a[i] = PyLong_AsLongLong(args[i]);
+        if (a[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    const double eps = PyFloat_AsDouble(args[4]);
+    if (eps == -1.0 && PyErr_Occurred()) return NULL;
+    if (a[1] < 0 || a[2] <= 0) {
+        PyErr_SetString(PyExc_ValueError, "bad shape");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    rms_rows((const uint16_t *)(uintptr_t)a[0], a[1], a[2], (const uint16_t *)(uintptr_t)a[3], (float)eps,
+             (uint16_t *)(uintptr_t)a[5]);
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
 
 static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU runs */
     __builtin_cpu_init();
@@ -317,6 +390,7 @@ static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU
 static PyMethodDef methods[] = {
     {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights x bf16 rows (int8 activations)"},
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights x bf16 rows (int8 activations)"},
+    {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {NULL, NULL, 0, NULL},
 };
