@@ -25,7 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-LLAMA_BIN = Path.home() / ".cache/specchat/llama.cpp-11434/build/bin"
+# where scripts/build-llama-cpp.sh builds (its $SPECCHAT_LLAMA_CPP_DIR, else the cache folder of its version)
+LLAMA_BIN = (
+    Path(os.environ["SPECCHAT_LLAMA_CPP_DIR"]) / "build/bin"
+    if os.environ.get("SPECCHAT_LLAMA_CPP_DIR")
+    else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specchat/llama.cpp-11434.0.0/build/bin"
+)
 PROMPTS = [
     "What is the capital of France?",
     "Write a Python function that reverses a string.",
