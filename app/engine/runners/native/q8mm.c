@@ -150,32 +150,32 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
         const float *dr[MR];                                                                                        \
         const uint8_t *wc[MC];                                                                                      \
         const float *dc[MC];                                                                                        \
-        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2);  \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                            \
+        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2); \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps();           \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
         }                                                                                                           \
         for (int64_t p = 0; p < P; p++) {                                                                           \
             __m256i we[MC], wo[MC];                                                                                 \
             __m256 se[MC], so[MC];                                                                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(wc[c] + p * 32));                          \
                 we[c] = _mm256_and_si256(raw, low), wo[c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);       \
                 se[c] = _mm256_broadcast_ss(dc[c] + 2 * p), so[c] = _mm256_broadcast_ss(dc[c] + 2 * p + 1);         \
             }                                                                                                       \
-            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64 + 32));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + 2 * p), dd = _mm256_broadcast_ss(dr[r] + 2 * p + 1);  \
-                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                    \
+                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                            \
                     e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(we[c], xe)), _mm256_mul_ps(se[c], de), e[r][c]); \
                     o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(wo[c], xo)), _mm256_mul_ps(so[c], dd), o[r][c]); \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                            \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
                 const int64_t row = n + c;                                                                          \
                 __m256 acc = e[r][c];                                                                               \
                 if (G % 2) acc = q4_tail_##SUFFIX(wc[c] + P * 32, xr[r] + P * 64, dc[c][G - 1] * dr[r][G - 1], acc); \
@@ -191,61 +191,59 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
         const int8_t *wc[MC];                                                                                       \
-        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;                              \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                            \
+        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;       \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps();           \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
         }                                                                                                           \
         int64_t g = 0;                                                                                              \
         for (; g + 2 <= G; g += 2) {                                                                                \
             __m256i we[MC], wo[MC], ae[MC], ao[MC];                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
                 we[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK));                                      \
                 wo[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK + QK));                                 \
                 ae[c] = _mm256_sign_epi8(we[c], we[c]), ao[c] = _mm256_sign_epi8(wo[c], wo[c]);                     \
             }                                                                                                       \
-            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK + QK));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + g), dd = _mm256_broadcast_ss(dr[r] + g + 1);          \
-                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                    \
+                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                            \
                     e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ae[c], _mm256_sign_epi8(xe, we[c]))), de, e[r][c]); \
                     o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ao[c], _mm256_sign_epi8(xo, wo[c]))), dd, o[r][c]); \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                                            \
+        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                                        \
+            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
                 __m256 acc = e[r][c];                                                                               \
                 if (g < G) acc = q8_block_##SUFFIX(wc[c] + g * QK, xr[r] + g * QK, dr[r][g], acc);                  \
                 j->y[m * j->N + n + c] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r][c])) * j->d[n + c]);            \
             }                                                                                                       \
         }                                                                                                           \
-    }                                                                                                               \
-    /* one column at a time: interleaving several columns read from memory was up to 2x slower    \
-       (AMD EPYC; 20 % faster from L2 only) */                                                                      \
-    __attribute__((target(TARGET))) static void q4_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
-        for (int c = 0; c < cols; c++) {                                                                            \
-            int64_t m = 0;                                                                                          \
-            for (; m + 4 <= j->M; m += 4) q4_tile_##SUFFIX(j, n + c, m, 4, 1);                                      \
-            for (; m + 2 <= j->M; m += 2) q4_tile_##SUFFIX(j, n + c, m, 2, 1);                                      \
-            for (; m < j->M; m++) q4_tile_##SUFFIX(j, n + c, m, 1, 1);                                              \
-        }                                                                                                           \
-    }                                                                                                               \
-    /* int8 rows are read one column at a time: interleaving several of them read from memory was   \
-       3x slower for SmolLM2's 49,152 x 576 head (AMD EPYC)  */                                                      \
-    __attribute__((target(TARGET))) static void q8_cols_##SUFFIX(const Job *j, int64_t n, int cols) {              \
-        for (int c = 0; c < cols; c++) {                                                                            \
-            int64_t m = 0;                                                                                          \
-            for (; m + 4 <= j->M; m += 4) q8_tile_##SUFFIX(j, n + c, m, 4, 1);                                      \
-            for (; m + 2 <= j->M; m += 2) q8_tile_##SUFFIX(j, n + c, m, 2, 1);                                      \
-            for (; m < j->M; m++) q8_tile_##SUFFIX(j, n + c, m, 1, 1);                                              \
-        }                                                                                                           \
     }
 
 DEFINE_COLUMN(avx2, "avx2,fma", DOT_AVX2)
 DEFINE_COLUMN(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
+
+/* One column at a time, its rows in tiles of 4, 2, 1: interleaving several columns read from
+ * memory was up to 2x slower for int4 (AMD EPYC; 20 % faster from L2 only) and 3x slower for
+ * SmolLM2's 49,152 x 576 int8 head. */
+#define DEFINE_COLS(KIND, SUFFIX, TARGET)                                                                           \
+    __attribute__((target(TARGET))) static void KIND##_cols_##SUFFIX(const Job *j, int64_t n, int cols) {          \
+        for (int c = 0; c < cols; c++) {                                                                            \
+            int64_t m = 0;                                                                                          \
+            for (; m + 4 <= j->M; m += 4) KIND##_tile_##SUFFIX(j, n + c, m, 4, 1);                                  \
+            for (; m + 2 <= j->M; m += 2) KIND##_tile_##SUFFIX(j, n + c, m, 2, 1);                                  \
+            for (; m < j->M; m++) KIND##_tile_##SUFFIX(j, n + c, m, 1, 1);                                          \
+        }                                                                                                           \
+    }
+
+DEFINE_COLS(q4, avx2, "avx2,fma")
+DEFINE_COLS(q4, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
+DEFINE_COLS(q8, avx2, "avx2,fma")
+DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
 
 typedef void (*ColsFn)(const Job *, int64_t, int);
 typedef struct {
