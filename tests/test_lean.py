@@ -10,7 +10,7 @@ from transformers import AutoModelForCausalLM
 
 from app.engine import Engine, GenerationConfig
 from app.engine.models.loading import load_model
-from app.engine.runners import cpu_probe
+from app.engine.runners import cpu_probe, native
 from app.engine.runners.cpu_kernels import ROWWISE_MAX_ROWS
 from app.engine.runners.cpu_probe import force_probe, probe
 from app.engine.runners.kv import CachedModel
@@ -104,7 +104,11 @@ def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, 
 
     monkeypatch.setattr(LeanPass, "__call__", counting)
     ids = _ids(80, loaded.vocab_size, seed=5)
-    lean = _passes(CachedModel(loaded.model, loaded.vocab_size), ids)
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    if form in ("int4", "int8") and native.kernels() is not None:  # the side-by-side calls are what is checked
+        assert runner.lean is not None
+        assert all(layer.qkv is not None and layer.gate_up is not None for layer in runner.lean.layers)
+    lean = _passes(runner, ids)
     assert taken == [1, 5, 1, ROWWISE_MAX_ROWS, 3, 1, 8]  # every pass after the prompt's
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
     assert len(taken) == 7  # the reference never took it

@@ -22,6 +22,7 @@ from app.engine.runners.quant import (
     int4_layout,
     pack_native,
     quantize_int4,
+    side_by_side,
     unpack_native,
 )
 
@@ -150,6 +151,45 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
     threaded = _call(args[0], x, *args[1:], n, 2, paths[0])  # over the threads' threshold (M·N·K ≥ 4M)
     assert torch.equal(threaded, torch.stack(alone))
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", ["int4", "int8"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_layers_side_by_side_give_each_layers_own_bits(form, bias):
+    """q | k | v in one call (the rows quantized once): each part equals its layer's own call bit
+    for bit, for every row count and on both paths, biases included (Qwen2's q, k, v)."""
+    gen = torch.Generator().manual_seed(21)
+    make = Int4Linear.from_float if form == "int4" else Int8Linear.from_float
+    k = 96
+    layers = [
+        make(torch.randn(n, k, generator=gen) * 0.05, torch.randn(n, generator=gen) if bias else None)
+        for n in (64, 32, 704)  # 704: 64 rows of it are over the threads' threshold (M·N·K ≥ 4M)
+    ]
+    x = (torch.randn(9, k, generator=gen) * 2).to(torch.bfloat16)
+    fused = side_by_side(layers)
+    assert fused is not None
+    for m in (1, 2, 3, 4, 9):
+        want = torch.cat([layer.rows_fn()(x[:m]) for layer in layers], dim=1)
+        assert torch.equal(fused(x[:m]).view(torch.int16), want.view(torch.int16)), m
+    threaded = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        big = (torch.randn(64, k, generator=gen)).to(torch.bfloat16)
+        want = torch.cat([layer.rows_fn()(big) for layer in layers], dim=1)
+        assert torch.equal(fused(big).view(torch.int16), want.view(torch.int16))
+    finally:
+        torch.set_num_threads(threaded)
+
+
+@needs_kernels
+def test_layers_that_cannot_share_a_call_stay_apart():
+    gen = torch.Generator().manual_seed(22)
+    w = torch.randn(32, 64, generator=gen)
+    assert side_by_side([Int4Linear.from_float(w), Int8Linear.from_float(w)]) is None  # two forms
+    assert side_by_side([Int4Linear.from_float(w), Int4Linear.from_float(torch.randn(32, 96, generator=gen))]) is None
+    assert side_by_side([Int4Linear.from_float(w, torch.ones(32)), Int4Linear.from_float(w)]) is None  # one bias
+    assert side_by_side([Int4Linear.from_float(w)]) is None
 
 
 @needs_kernels

@@ -282,6 +282,8 @@ AGAINST = {
     "bf16-rows": "one-row attention computed in bf16 (before it was computed in fp32 on the CPU)",
     "transformers": "every pass through transformers' model code (the lean pass off)",
     "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
+    "separate-calls": "the lean pass calling q, k, v and gate, up one layer at a time (each quantizing its "
+    "own copy of the input), not side by side in one kernel call",
     "torch-kernels": "a second copy of the model whose int4 / int8 layers run torch's kernels (bf16 activations), "
     "not SpecChat's (int8 activations)",
 }
@@ -328,6 +330,11 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         finally:
             native._loaded = saved_loaded
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "separate-calls":
+        apart = CachedModel(current.model, current.vocab_size)
+        for layer in apart.lean.layers if apart.lean is not None else ():
+            layer.qkv = layer.gate_up = None
+        made.append(Variant(args.against, current, apart))
     elif args.against == "transformers":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size, lean=False)))
     elif args.against == "before":

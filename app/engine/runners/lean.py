@@ -38,7 +38,7 @@ from app.engine.runners.cpu_kernels import (
     _one_row_at_a_time,
     rows_sdpa,
 )
-from app.engine.runners.quant import WeightOnlyLinear
+from app.engine.runners.quant import WeightOnlyLinear, side_by_side
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
 # on q and k, no extra norms or scalings (the class names transformers gives them)
@@ -102,6 +102,13 @@ class _Layer:
         self.input_norm, self.post_norm = _norm(layer.input_layernorm), _norm(layer.post_attention_layernorm)
         self.q, self.k, self.v, self.o = (_linear(attn.get_submodule(n), dtype) for n in ATTENTION_LINEARS)
         self.gate, self.up, self.down = (_linear(mlp.get_submodule(n), dtype) for n in MLP_LINEARS)
+        # q | k | v and gate | up in one kernel call each where the layers are SpecChat's kernels:
+        # the input quantized once, one call instead of three and two, the same bits per part
+        fused = dtype == torch.bfloat16
+        self.qkv = side_by_side([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]]) if fused else None
+        self.gate_up = side_by_side([mlp.get_submodule(n) for n in MLP_LINEARS[:2]]) if fused else None
+        self.qk_width = int(attn.q_proj.out_features) + int(attn.k_proj.out_features)
+        self.intermediate = int(mlp.gate_proj.out_features)
         # transformers' SiLU module is ``F.silu``: called straight, without a module call
         self.act = F.silu if type(mlp.act_fn).__name__ == "SiLUActivation" else mlp.act_fn
         self.head_dim = int(attn.head_dim)
@@ -165,14 +172,24 @@ class LeanPass:
         kv_layers: list[Any] = cache.layers  # ``GrowingLayer``s (``takes``)
         for layer, kv in zip(self.layers, kv_layers, strict=True):
             x = layer.input_norm(h)
+            if layer.qkv is not None:  # [T, q | k | v]: q and k side by side already
+                qkv = layer.qkv(x)
+                qk_rows, v_rows = qkv[:, : layer.qk_width], qkv[:, layer.qk_width :]
+            else:
+                qk_rows, v_rows = torch.cat((layer.q(x), layer.k(x)), dim=-1), layer.v(x)
             # q and k rotated together: [1, T, Hq + Hkv, D] → [1, Hq + Hkv, T, D]
-            qk = _rotary(torch.cat((layer.q(x), layer.k(x)), dim=-1).view(1, rows, -1, layer.head_dim), cos, signed_sin)
+            qk = _rotary(qk_rows.view(1, rows, -1, layer.head_dim), cos, signed_sin)
             q, k = qk.transpose(1, 2).split_with_sizes(layer.heads, dim=1)
-            v = layer.v(x).view(1, rows, -1, layer.head_dim).transpose(1, 2)  # [1, Hkv, T, D]
+            v = v_rows.view(1, rows, -1, layer.head_dim).transpose(1, 2)  # [1, Hkv, T, D]
             keys, values = kv.update(k, v)
             h.add_(layer.o(layer.attend(q, keys, values)))  # h is the pass's own tensor: add in place
             x = layer.post_norm(h)
-            h.add_(layer.down(layer.act(layer.gate(x)).mul_(layer.up(x))))
+            if layer.gate_up is not None:
+                gate_up = layer.gate_up(x)
+                gate, up = gate_up[:, : layer.intermediate], gate_up[:, layer.intermediate :]
+            else:
+                gate, up = layer.gate(x), layer.up(x)
+            h.add_(layer.down(layer.act(gate).mul_(up)))
         h = self.norm(h[-keep:] if keep else h)
         logits = self.head(h)
         return logits[None]

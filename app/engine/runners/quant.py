@@ -24,7 +24,7 @@ absmax per row for int8). ``quantize_model`` swaps every eligible ``nn.Linear`` 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -355,6 +355,56 @@ def _native_call(
         if x.shape[0]:
             call(x.data_ptr(), x.shape[0], k, *pointers, out_features, y.data_ptr(), threads(), vnni)
         return y
+
+    run.kept = kept  # type: ignore[attr-defined]
+    return run
+
+
+def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """One call for several native layers over the same input (q | k | v, gate | up): bf16 rows
+    [M, K] → [M, N0 + N1 + …] bf16, the layers' outputs side by side. The rows are quantized once
+    and the kernel runs each layer's columns as its own call would, so each part is bit-identical
+    to that layer's ``rows_fn`` (tests/test_native_kernels.py); one call, one quantization and
+    one output tensor instead of one each. None when the layers are not all SpecChat's kernels of
+    one form over one input size."""
+    if len(layers) < 2 or not all(isinstance(layer, WeightOnlyLinear) and layer.native for layer in layers):
+        return None
+    weight_only = [layer for layer in layers if isinstance(layer, WeightOnlyLinear)]
+    first = weight_only[0]
+    if any(type(layer) is not type(first) or layer.in_features != first.in_features for layer in weight_only):
+        return None
+    module = native.kernels()
+    int4 = isinstance(first, Int4Linear)
+    parts: list[int] = []
+    kept: list[torch.Tensor] = []
+    for layer in weight_only:
+        if isinstance(layer, Int4Linear):
+            weight, scales = layer.packed, None
+        else:
+            assert isinstance(layer, Int8Linear)
+            weight, scales = layer.q, layer.scale.float().contiguous()
+        _native_call("q4_mm" if int4 else "q8_mm", weight, scales, layer.in_features, layer.out_features)  # checks
+        kept += [weight] + ([scales] if scales is not None else [])
+        parts += [weight.data_ptr(), 0 if scales is None else scales.data_ptr(), layer.out_features]
+    call = module.q4_mm_cat if int4 else module.q8_mm_cat
+    k, width = first.in_features, sum(layer.out_features for layer in weight_only)
+    biases = [layer.bias for layer in weight_only]
+    if any(b is None for b in biases) and any(b is not None for b in biases):
+        return None  # y + 0 is not y for a -0.0: mixed biases stay separate calls
+    given = [b for b in biases if b is not None]
+    bias = torch.cat(given) if given else None  # each part's bias on its own columns: the same adds
+    vnni = int(native.vnni())
+    threads = torch.get_num_threads
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:
+            raise ValueError(f"side-by-side layers want bf16 rows [M, {k}]; got {x.dtype} {tuple(x.shape)}")
+        if not x.is_contiguous():
+            x = x.contiguous()
+        y = torch.empty((x.shape[0], width), dtype=ACTIVATIONS)
+        if x.shape[0]:
+            call(x.data_ptr(), x.shape[0], k, y.data_ptr(), threads(), vnni, *parts)
+        return y if bias is None else y + bias
 
     run.kept = kept  # type: ignore[attr-defined]
     return run

@@ -265,9 +265,10 @@ static void *thread_main(void *arg) {
 #define MAX_THREADS 64
 #define THREAD_WORK (1 << 22) /* multiply-adds below which one thread does the whole call */
 
-static void run(Job job, ColsFn fn, int threads) {
+static void run(Job job, ColsFn fn, int threads) { /* the columns [job.n0, job.n1) */
+    const int64_t cols = job.n1 - job.n0;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads < 2 || job.M * job.N * job.K < THREAD_WORK) {
+    if (threads < 2 || job.M * cols * job.K < THREAD_WORK) {
         Task t = {job, fn};
         run_task(&t);
         return;
@@ -275,11 +276,11 @@ static void run(Job job, ColsFn fn, int threads) {
     Task tasks[MAX_THREADS];
     pthread_t ids[MAX_THREADS];
     int started[MAX_THREADS] = {0};
-    const int64_t per = ((job.N / threads + MC - 1) / MC) * MC;
+    const int64_t per = ((cols / threads + MC - 1) / MC) * MC;
     for (int i = 0; i < threads; i++) {
         tasks[i].job = job, tasks[i].fn = fn;
-        tasks[i].job.n0 = i * per < job.N ? i * per : job.N;
-        tasks[i].job.n1 = (i + 1) * per < job.N && i + 1 < threads ? (i + 1) * per : job.N;
+        tasks[i].job.n0 = job.n0 + (i * per < cols ? i * per : cols);
+        tasks[i].job.n1 = job.n0 + ((i + 1) * per < cols && i + 1 < threads ? (i + 1) * per : cols);
     }
     for (int i = 1; i < threads; i++) started[i] = pthread_create(&ids[i], NULL, thread_main, &tasks[i]) == 0;
     run_task(&tasks[0]);
@@ -290,12 +291,11 @@ static void run(Job job, ColsFn fn, int threads) {
 }
 
 /* Python: q4_mm(x, M, K, rows, 0, 0, N, y, threads, vnni) and q8_mm(x, M, K, w, s, 0, N, y, threads,
- * vnni), the pointers as integers. */
-static int args_i64(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, int64_t *out) {
-    if (nargs != want) {
-        PyErr_Format(PyExc_TypeError, "expected %zd arguments, got %zd", want, nargs);
-        return -1;
-    }
+ * vnni), the pointers as integers; and q4_mm_cat / q8_mm_cat(x, M, K, y, threads, vnni, then w, s, N
+ * for each of up to MAX_PARTS weights over the same K): the rows quantized once and the parts'
+ * outputs side by side in y [M, N0 + N1 + ...] (q | k | v, gate | up). Every output is computed
+ * as in its own call, so a part's columns are bit-identical to that part's q4_mm / q8_mm. */
+static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     for (Py_ssize_t i = 0; i < nargs; i++) {
         out[i] = PyLong_AsLongLong(args[i]);
         if (out[i] == -1 && PyErr_Occurred()) return -1;
@@ -303,12 +303,25 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, in
     return 0;
 }
 
-static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
-    int64_t a[10];
-    if (args_i64(args, nargs, 10, a) < 0) return NULL;
-    const int64_t M = a[1], K = a[2], N = a[6];
-    if (M <= 0 || N <= 0 || K <= 0 || K % QK) {
-        PyErr_Format(PyExc_ValueError, "bad shape M=%lld K=%lld N=%lld", (long long)M, (long long)K, (long long)N);
+#define MAX_PARTS 8
+typedef struct {
+    const uint8_t *w;
+    const float *s;
+    int64_t N;
+} Part;
+
+static PyObject *mm_parts(int64_t xp, int64_t M, int64_t K, int64_t yp, int threads, int vnni, int int4,
+                          const Part *parts, int nparts) {
+    int64_t total = 0;
+    for (int i = 0; i < nparts; i++) {
+        if (parts[i].N <= 0) {
+            PyErr_Format(PyExc_ValueError, "bad shape N=%lld", (long long)parts[i].N);
+            return NULL;
+        }
+        total += parts[i].N;
+    }
+    if (M <= 0 || K <= 0 || K % QK) {
+        PyErr_Format(PyExc_ValueError, "bad shape M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
     const int64_t G = K / QK;
@@ -317,18 +330,49 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
     float *xs = dx + M * G;
     Py_BEGIN_ALLOW_THREADS;
-    quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
-    Job job = {xq, dx, xs, M, K, (const uint8_t *)(uintptr_t)a[3], (const float *)(uintptr_t)a[4],
-               0, N, (uint16_t *)(uintptr_t)a[7], N};
-    ColsFn fn = int4 ? (a[9] ? q4_cols_vnni : q4_cols_avx2) : (a[9] ? q8_cols_vnni : q8_cols_avx2);
-    run(job, fn, (int)a[8]);
+    quantize_rows((const uint16_t *)(uintptr_t)xp, M, K, xq, dx, xs);
+    ColsFn fn = int4 ? (vnni ? q4_cols_vnni : q4_cols_avx2) : (vnni ? q8_cols_vnni : q8_cols_avx2);
+    uint16_t *y = (uint16_t *)(uintptr_t)yp;
+    for (int i = 0; i < nparts; i++) {
+        Job job = {xq, dx, xs, M, K, parts[i].w, parts[i].s, 0, parts[i].N, y, total};
+        run(job, fn, threads);
+        y += parts[i].N; /* the next part's first column */
+    }
     Py_END_ALLOW_THREADS;
     free(xq);
     Py_RETURN_NONE;
 }
 
+static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
+    int64_t a[10];
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "expected 10 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (args_i64(args, nargs, a) < 0) return NULL;
+    const Part part = {(const uint8_t *)(uintptr_t)a[3], (const float *)(uintptr_t)a[4], a[6]};
+    return mm_parts(a[0], a[1], a[2], a[7], (int)a[8], (int)a[9], int4, &part, 1);
+}
+
+static PyObject *mm_cat(PyObject *const *args, Py_ssize_t nargs, int int4) {
+    int64_t a[6 + 3 * MAX_PARTS];
+    if (nargs < 9 || nargs > 6 + 3 * MAX_PARTS || (nargs - 6) % 3) {
+        PyErr_Format(PyExc_TypeError, "expected 6 arguments and 1 to %d (w, s, N) parts, got %zd arguments",
+                     MAX_PARTS, nargs);
+        return NULL;
+    }
+    if (args_i64(args, nargs, a) < 0) return NULL;
+    Part parts[MAX_PARTS];
+    const int nparts = (int)((nargs - 6) / 3);
+    for (int i = 0; i < nparts; i++)
+        parts[i] = (Part){(const uint8_t *)(uintptr_t)a[6 + 3 * i], (const float *)(uintptr_t)a[7 + 3 * i], a[8 + 3 * i]};
+    return mm_parts(a[0], a[1], a[2], a[3], (int)a[4], (int)a[5], int4, parts, nparts);
+}
+
 static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 1); }
 static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 0); }
+static PyObject *q4_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 1); }
+static PyObject *q8_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 0); }
 
 /* rms_norm(x, rows, H, w, eps, y): per row of bf16 x [rows, H], y = bf16(w * bf16(x * r)) with
  * r = 1 / sqrt(mean(x²) + eps) in fp32, the square sum in 8 partial sums combined in one fixed
@@ -392,6 +436,8 @@ static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU
 static PyMethodDef methods[] = {
     {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights x bf16 rows (int8 activations)"},
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights x bf16 rows (int8 activations)"},
+    {"q4_mm_cat", (PyCFunction)(void (*)(void))q4_mm_cat, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
+    {"q8_mm_cat", (PyCFunction)(void (*)(void))q8_mm_cat, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {NULL, NULL, 0, NULL},
