@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from app.engine.runners import native
+from app.engine.runners.cpu_kernels import native_attention, rows_sdpa
 from app.engine.runners.quant import (
     NATIVE_LAYOUT,
     Int4Linear,
@@ -190,6 +191,60 @@ def test_layers_that_cannot_share_a_call_stay_apart():
     assert side_by_side([Int4Linear.from_float(w), Int4Linear.from_float(torch.randn(32, 96, generator=gen))]) is None
     assert side_by_side([Int4Linear.from_float(w, torch.ones(32)), Int4Linear.from_float(w)]) is None  # one bias
     assert side_by_side([Int4Linear.from_float(w)]) is None
+
+
+def _attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """Each row of q over its own causal prefix, in fp64.  q [1, H, T, D], k / v [1, Hkv, L, D]"""
+    heads, rows, kv_len = q.shape[1], q.shape[2], k.shape[2]
+    group = heads // k.shape[1]
+    out = torch.empty(q.shape, dtype=torch.float64)
+    for h in range(heads):
+        for i in range(rows):
+            end = kv_len - rows + i + 1
+            keys, values = k[0, h // group, :end].double(), v[0, h // group, :end].double()
+            weights = torch.softmax(keys @ q[0, h, i].double() * scale, dim=0)
+            out[0, h, i] = weights @ values
+    return out
+
+
+@needs_kernels
+@pytest.mark.parametrize("kv_len", [1, 5, 9, 64, 300])
+def test_one_row_attention_is_softmax_over_each_rows_own_prefix(kv_len):
+    """SpecChat's attend: every query row over its own causal prefix, GQA heads shared as
+    ``enable_gqa`` shares them, read from a cache buffer with room to spare; within a bf16 step
+    of the fp64 softmax, large logits included (the max is subtracted first)."""
+    gen = torch.Generator().manual_seed(kv_len)
+    rows = min(kv_len, 4)
+    q = (torch.randn(1, 6, rows, 64, generator=gen) * 4).to(torch.bfloat16)
+    q[0, 1] *= 40  # scores in the hundreds: exp would overflow without the max taken out
+    buffer_k = torch.randn(1, 2, 2 * kv_len + 3, 64, generator=gen).to(torch.bfloat16)
+    buffer_v = torch.randn(1, 2, 2 * kv_len + 3, 64, generator=gen).to(torch.bfloat16)
+    k, v = buffer_k[:, :, :kv_len], buffer_v[:, :, :kv_len]  # the cache's views: heads 2·L+3 rows apart
+    assert native_attention(q, k, v, True)
+    got = rows_sdpa(q, k, v, 0.125, True)
+    want = _attention_reference(q, k, v, 0.125)
+    assert got.dtype == torch.bfloat16 and torch.isfinite(got).all()
+    assert ((got.double() - want).abs() <= bf16_step(want)).all()
+    for i in range(rows):  # a block's rows are the rows decoded one at a time, bit for bit
+        end = kv_len - rows + i + 1
+        alone = rows_sdpa(q[:, :, i : i + 1], k[:, :, :end], v[:, :, :end], 0.125, True)
+        assert torch.equal(alone[:, :, 0].view(torch.int16), got[:, :, i].view(torch.int16)), i
+
+
+@needs_kernels
+def test_attention_the_kernel_cannot_take_is_atens():
+    gen = torch.Generator().manual_seed(2)
+    def bf16(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen).to(torch.bfloat16)
+
+    q, k = bf16(1, 2, 1, 12), bf16(1, 2, 7, 12)
+    assert not native_attention(q, k, k, False)  # head dim 12: not a multiple of 8
+    assert not native_attention(q.float(), k.float(), k.float(), False)  # fp32 rows: ATen's
+    assert not native_attention(q, k.transpose(2, 3).contiguous().transpose(2, 3), k, False)  # rows not contiguous
+    q64, k64 = bf16(1, 4, 1, 64), bf16(1, 2, 7, 64)
+    assert native_attention(q64, k64, k64, True) and not native_attention(q64, k64, k64, False)
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), k.float()).to(torch.bfloat16)
+    assert torch.equal(rows_sdpa(q, k, k, None, False), want)
 
 
 @needs_kernels

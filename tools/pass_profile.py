@@ -261,6 +261,17 @@ def bf16_rows() -> Iterator[None]:
 
 
 @contextmanager
+def aten_rows() -> Iterator[None]:
+    """One-row attention by ATen's SDPA in fp32 (``rows_sdpa`` before SpecChat's ``attend``)."""
+    saved = cpu_kernels.native_attention
+    cpu_kernels.native_attention = lambda *args: False
+    try:
+        yield
+    finally:
+        cpu_kernels.native_attention = saved
+
+
+@contextmanager
 def dynamic() -> Iterator[None]:
     """Caches made meanwhile are transformers' own ``DynamicCache`` (the cache before GrowingLayer)."""
     from transformers import DynamicCache
@@ -282,6 +293,8 @@ AGAINST = {
     "bf16-rows": "one-row attention computed in bf16 (before it was computed in fp32 on the CPU)",
     "transformers": "every pass through transformers' model code (the lean pass off)",
     "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
+    "aten-rows": "one-row attention by ATen's SDPA in fp32, the keys and values cast each pass (before "
+    "SpecChat's attend kernel)",
     "separate-calls": "the lean pass calling q, k, v and gate, up one layer at a time (each quantizing its "
     "own copy of the input), not side by side in one kernel call",
     "torch-kernels": "a second copy of the model whose int4 / int8 layers run torch's kernels (bf16 activations), "
@@ -330,6 +343,8 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         finally:
             native._loaded = saved_loaded
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
+    elif args.against == "aten-rows":
+        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), aten_rows))
     elif args.against == "separate-calls":
         apart = CachedModel(current.model, current.vocab_size)
         for layer in apart.lean.layers if apart.lean is not None else ():

@@ -425,6 +425,114 @@ static PyObject *rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
+/* attend(q, H, T, D, k, v, Hkv, L, k_head_stride, v_head_stride, scale, out): one-row attention for
+ * each of T query rows, row i over its own causal prefix (the first L - T + i + 1 keys), the call
+ * single-token decoding makes for that position. q [H, T, D] and out [H, T, D] bf16, contiguous;
+ * k and v bf16 [Hkv, L, D] with rows of D and heads ks / vs elements apart (the cache's buffers);
+ * query head h reads kv head h / (H / Hkv). In fp32, in one fixed order for every row:
+ *   s_j = (q · k_j, 8 partial sums, hsum8) · scale;   m = max_j s_j;   p_j = exp(s_j − m), 8 at a
+ *   time from j = 0 (exp8 below; past the prefix a lane is exp(−inf) = 0);   l = sum of the p in 8
+ *   partial sums, hsum8;   out = (sum_j p_j · v_j, j in order) / l, rounded to bf16.
+ * A row's arithmetic depends on its own prefix only, so a block's rows are bit-identical to
+ * the rows decoded one at a time; one code path on every CPU (AVX2 + FMA). */
+__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) { /* Cephes' expf, 8 lanes, x <= 88 */
+    const __m256 kept = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); /* below: 0 (exp < 1.7e-38) */
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(0.693359375f)));
+    x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(-2.12194440e-4f)));
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), kept);
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 bf16x8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+#define ATTEND_MAX_D 256
+__attribute__((target("avx2,fma"))) static void attend_rows(const uint16_t *q, int64_t H, int64_t T, int64_t D,
+                                                            const uint16_t *k, const uint16_t *v, int64_t Hkv,
+                                                            int64_t L, int64_t ks, int64_t vs, float scale,
+                                                            uint16_t *out, float *p) {
+    const int64_t group = H / Hkv, chunks = D / 8;
+    for (int64_t h = 0; h < H; h++) {
+        const uint16_t *kh = k + (h / group) * ks, *vh = v + (h / group) * vs;
+        for (int64_t i = 0; i < T; i++) {
+            const int64_t n = L - T + i + 1, padded = (n + 7) / 8 * 8;
+            __m256 qf[ATTEND_MAX_D / 8];
+            for (int64_t c = 0; c < chunks; c++) qf[c] = bf16x8(q + (h * T + i) * D + 8 * c);
+            float m = -INFINITY;
+            for (int64_t j = 0; j < n; j++) {
+                const uint16_t *kj = kh + j * D;
+                __m256 acc = _mm256_setzero_ps();
+                for (int64_t c = 0; c < chunks; c++) acc = _mm256_fmadd_ps(qf[c], bf16x8(kj + 8 * c), acc);
+                const float sj = hsum8(acc) * scale;
+                p[j] = sj;
+                m = sj > m ? sj : m;
+            }
+            for (int64_t j = n; j < padded; j++) p[j] = -INFINITY;
+            const __m256 mv = _mm256_set1_ps(m);
+            __m256 lv = _mm256_setzero_ps();
+            for (int64_t j = 0; j < padded; j += 8) {
+                const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p + j), mv));
+                _mm256_storeu_ps(p + j, e);
+                lv = _mm256_add_ps(lv, e);
+            }
+            const __m256 l = _mm256_set1_ps(hsum8(lv));
+            __m256 o[ATTEND_MAX_D / 8];
+            for (int64_t c = 0; c < chunks; c++) o[c] = _mm256_setzero_ps();
+            for (int64_t j = 0; j < n; j++) {
+                const __m256 pj = _mm256_set1_ps(p[j]);
+                const uint16_t *vj = vh + j * D;
+                for (int64_t c = 0; c < chunks; c++) o[c] = _mm256_fmadd_ps(pj, bf16x8(vj + 8 * c), o[c]);
+            }
+            uint16_t *dst = out + (h * T + i) * D;
+            for (int64_t c = 0; c < chunks; c++) {
+                float r[8];
+                _mm256_storeu_ps(r, _mm256_div_ps(o[c], l));
+                for (int t = 0; t < 8; t++) dst[8 * c + t] = f32_to_bf16(r[t]);
+            }
+        }
+    }
+}
+
+static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "attend expects 12 arguments, got %zd", nargs);
+        return NULL;
+    }
+    int64_t a[12];
+    for (int i = 0; i < 12; i++) {
+        if (i == 10) continue;
+        a[i] = PyLong_AsLongLong(args[i]);
+        if (a[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    const double scale = PyFloat_AsDouble(args[10]);
+    if (scale == -1.0 && PyErr_Occurred()) return NULL;
+    const int64_t H = a[1], T = a[2], D = a[3], Hkv = a[6], L = a[7];
+    if (H <= 0 || T <= 0 || D <= 0 || D % 8 || D > ATTEND_MAX_D || Hkv <= 0 || H % Hkv || L < T) {
+        PyErr_Format(PyExc_ValueError, "attend: bad shape H=%lld T=%lld D=%lld Hkv=%lld L=%lld", (long long)H,
+                     (long long)T, (long long)D, (long long)Hkv, (long long)L);
+        return NULL;
+    }
+    float *p = (float *)malloc(sizeof(float) * (size_t)(L + 8));
+    if (!p) return PyErr_NoMemory();
+    Py_BEGIN_ALLOW_THREADS;
+    attend_rows((const uint16_t *)(uintptr_t)a[0], H, T, D, (const uint16_t *)(uintptr_t)a[4],
+                (const uint16_t *)(uintptr_t)a[5], Hkv, L, a[8], a[9], (float)scale, (uint16_t *)(uintptr_t)a[11], p);
+    Py_END_ALLOW_THREADS;
+    free(p);
+    Py_RETURN_NONE;
+}
+
 static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU runs */
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -438,6 +546,7 @@ static PyMethodDef methods[] = {
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights x bf16 rows (int8 activations)"},
     {"q4_mm_cat", (PyCFunction)(void (*)(void))q4_mm_cat, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
     {"q8_mm_cat", (PyCFunction)(void (*)(void))q8_mm_cat, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
+    {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {NULL, NULL, 0, NULL},
