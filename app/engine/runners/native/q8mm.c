@@ -138,7 +138,7 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
  * arrays in memory and stored four of them to the stack on every pass of the inner loop (one
  * 256-bit store a cycle on Zen 4), which made a second row cost ~0.5 of the first; unrolled,
  * the 135M model's linears went 11.5 / 16.9 / 24.4 -> 9.0 / 12.1 / 14.8 ms at 1 / 2 / 4 rows. */
-#define MR 4
+#define MR 8
 #define MC 4
 #define DEFINE_COLUMN(SUFFIX, TARGET, DOT)                                                                          \
     __attribute__((target(TARGET), always_inline)) static inline void q4_tile_##SUFFIX(                           \
@@ -150,32 +150,32 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
         const float *dr[MR];                                                                                        \
         const uint8_t *wc[MC];                                                                                      \
         const float *dc[MC];                                                                                        \
-        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2); \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2); \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
         }                                                                                                           \
         for (int64_t p = 0; p < P; p++) {                                                                           \
             __m256i we[MC], wo[MC];                                                                                 \
             __m256 se[MC], so[MC];                                                                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(wc[c] + p * 32));                          \
                 we[c] = _mm256_and_si256(raw, low), wo[c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);       \
                 se[c] = _mm256_broadcast_ss(dc[c] + 2 * p), so[c] = _mm256_broadcast_ss(dc[c] + 2 * p + 1);         \
             }                                                                                                       \
-            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64 + 32));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + 2 * p), dd = _mm256_broadcast_ss(dr[r] + 2 * p + 1);  \
-                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                            \
+                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                            \
                     e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(we[c], xe)), _mm256_mul_ps(se[c], de), e[r][c]); \
                     o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(wo[c], xo)), _mm256_mul_ps(so[c], dd), o[r][c]); \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
                 const int64_t row = n + c;                                                                          \
                 __m256 acc = e[r][c];                                                                               \
                 if (G % 2) acc = q4_tail_##SUFFIX(wc[c] + P * 32, xr[r] + P * 64, dc[c][G - 1] * dr[r][G - 1], acc); \
@@ -191,32 +191,32 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
         const int8_t *wc[MC];                                                                                       \
-        _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;       \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
         }                                                                                                           \
         int64_t g = 0;                                                                                              \
         for (; g + 2 <= G; g += 2) {                                                                                \
             __m256i we[MC], wo[MC], ae[MC], ao[MC];                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
                 we[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK));                                      \
                 wo[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK + QK));                                 \
                 ae[c] = _mm256_sign_epi8(we[c], we[c]), ao[c] = _mm256_sign_epi8(wo[c], wo[c]);                     \
             }                                                                                                       \
-            _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK + QK));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + g), dd = _mm256_broadcast_ss(dr[r] + g + 1);          \
-                _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                            \
+                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                            \
                     e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ae[c], _mm256_sign_epi8(xe, we[c]))), de, e[r][c]); \
                     o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ao[c], _mm256_sign_epi8(xo, wo[c]))), dd, o[r][c]); \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
-        _Pragma("GCC unroll 4") for (int r = 0; r < ROWS; r++) {                                                    \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 4") for (int c = 0; c < COLS; c++) {                                                \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
                 __m256 acc = e[r][c];                                                                               \
                 if (g < G) acc = q8_block_##SUFFIX(wc[c] + g * QK, xr[r] + g * QK, dr[r][g], acc);                  \
                 j->y[m * j->N + n + c] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r][c])) * j->d[n + c]);            \
@@ -227,23 +227,34 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 DEFINE_COLUMN(avx2, "avx2,fma", DOT_AVX2)
 DEFINE_COLUMN(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 
-/* One column at a time, its rows in tiles of 4, 2, 1: interleaving several columns read from
- * memory was up to 2x slower for int4 (AMD EPYC; 20 % faster from L2 only) and 3x slower for
- * SmolLM2's 49,152 x 576 int8 head. */
-#define DEFINE_COLS(KIND, SUFFIX, TARGET)                                                                           \
+/* One column at a time, its rows in tiles of MAXR (8 under AVX-512's 32 vector registers, 4 under
+ * AVX2's 16) and one tile for the rest: each tile unpacks the column's weights once, and that
+ * costs about half of a one-row pass even from L1 (tiles of 4, 2, 1 made 3 rows cost 1.60 one-row
+ * steps and 2 rows 1.13). Interleaving several columns read from memory was up to 2x slower for
+ * int4 (AMD EPYC; 20 % faster from L2 only) and 3x slower for SmolLM2's 49,152 x 576 int8 head. */
+#define TILE_REST(KIND, SUFFIX, MAXR, j, n, m, rest)                                          \
+    do {                                                                                      \
+        if (MAXR > 7 && (rest) == 7) KIND##_tile_##SUFFIX(j, n, m, 7 % MAXR, 1);              \
+        else if (MAXR > 6 && (rest) == 6) KIND##_tile_##SUFFIX(j, n, m, 6 % MAXR, 1);         \
+        else if (MAXR > 5 && (rest) == 5) KIND##_tile_##SUFFIX(j, n, m, 5 % MAXR, 1);         \
+        else if (MAXR > 4 && (rest) == 4) KIND##_tile_##SUFFIX(j, n, m, 4 % MAXR, 1);         \
+        else if ((rest) == 3) KIND##_tile_##SUFFIX(j, n, m, 3, 1);                            \
+        else if ((rest) == 2) KIND##_tile_##SUFFIX(j, n, m, 2, 1);                            \
+        else if ((rest) == 1) KIND##_tile_##SUFFIX(j, n, m, 1, 1);                            \
+    } while (0)
+#define DEFINE_COLS(KIND, SUFFIX, TARGET, MAXR)                                                                     \
     __attribute__((target(TARGET))) static void KIND##_cols_##SUFFIX(const Job *j, int64_t n, int cols) {          \
         for (int c = 0; c < cols; c++) {                                                                            \
             int64_t m = 0;                                                                                          \
-            for (; m + 4 <= j->M; m += 4) KIND##_tile_##SUFFIX(j, n + c, m, 4, 1);                                  \
-            for (; m + 2 <= j->M; m += 2) KIND##_tile_##SUFFIX(j, n + c, m, 2, 1);                                  \
-            for (; m < j->M; m++) KIND##_tile_##SUFFIX(j, n + c, m, 1, 1);                                          \
+            for (; m + MAXR <= j->M; m += MAXR) KIND##_tile_##SUFFIX(j, n + c, m, MAXR, 1);                         \
+            TILE_REST(KIND, SUFFIX, MAXR, j, n + c, m, j->M - m);                                                   \
         }                                                                                                           \
     }
 
-DEFINE_COLS(q4, avx2, "avx2,fma")
-DEFINE_COLS(q4, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
-DEFINE_COLS(q8, avx2, "avx2,fma")
-DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
+DEFINE_COLS(q4, avx2, "avx2,fma", 4)
+DEFINE_COLS(q4, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
+DEFINE_COLS(q8, avx2, "avx2,fma", 4)
+DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
 typedef void (*ColsFn)(const Job *, int64_t, int);
 typedef struct {
