@@ -107,7 +107,8 @@ def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, 
     runner = CachedModel(loaded.model, loaded.vocab_size)
     if form in ("int4", "int8") and native.kernels() is not None:  # the side-by-side calls are what is checked
         assert runner.lean is not None
-        assert all(layer.qkv is not None and layer.gate_up is not None for layer in runner.lean.layers)
+        for layer in runner.lean.layers:
+            assert layer.qkv is not None and layer.gate_up is not None and layer.one_call
     lean = _passes(runner, ids)
     assert taken == [1, 5, 1, ROWWISE_MAX_ROWS, 3, 1, 8]  # every pass after the prompt's
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)

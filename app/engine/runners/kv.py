@@ -83,6 +83,19 @@ class GrowingLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transforme
         self._view = self.keys
         return self.keys, self.values
 
+    def extend(self, rows: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Room for ``rows`` more positions, for a caller that writes them itself (SpecChat's
+        ``attend_layer``): the key and value buffers [..., capacity, D] and the first new position.
+        ``keys`` / ``values`` already cover the new positions (what ``update`` leaves them as);
+        the caller fills them before anything reads them. Only on an initialized layer."""
+        assert self.is_initialized and self.keys is not None and self.values is not None
+        start = self.get_seq_length()
+        end = start + rows
+        key_buffer, value_buffer = self._room(self.keys, self.values, end)  # the current views as the shapes' models
+        self.keys, self.values = key_buffer[..., :end, :], value_buffer[..., :end, :]
+        self._view = self.keys
+        return key_buffer, value_buffer, start
+
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)  # views of the first positions: the buffers stay
         if not (self.is_initialized and self._buffers is not None and tokens_to_remove):

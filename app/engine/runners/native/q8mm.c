@@ -472,7 +472,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 bf16x8(const uint16_t *
 __attribute__((target("avx2,fma"))) static void attend_rows(const uint16_t *q, int64_t H, int64_t T, int64_t D,
                                                             const uint16_t *k, const uint16_t *v, int64_t Hkv,
                                                             int64_t L, int64_t ks, int64_t vs, float scale,
-                                                            uint16_t *out, float *p) {
+                                                            uint16_t *out, int64_t oh, int64_t ot, float *p) {
     const int64_t group = H / Hkv, chunks = D / 8;
     for (int64_t h = 0; h < H; h++) {
         const uint16_t *kh = k + (h / group) * ks, *vh = v + (h / group) * vs;
@@ -505,7 +505,7 @@ __attribute__((target("avx2,fma"))) static void attend_rows(const uint16_t *q, i
                 const uint16_t *vj = vh + j * D;
                 for (int64_t c = 0; c < chunks; c++) o[c] = _mm256_fmadd_ps(pj, bf16x8(vj + 8 * c), o[c]);
             }
-            uint16_t *dst = out + (h * T + i) * D;
+            uint16_t *dst = out + h * oh + i * ot; /* row i of head h: [H, T, D] or [T, H, D] */
             for (int64_t c = 0; c < chunks; c++) {
                 float r[8];
                 _mm256_storeu_ps(r, _mm256_div_ps(o[c], l));
@@ -538,9 +538,72 @@ static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!p) return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS;
     attend_rows((const uint16_t *)(uintptr_t)a[0], H, T, D, (const uint16_t *)(uintptr_t)a[4],
-                (const uint16_t *)(uintptr_t)a[5], Hkv, L, a[8], a[9], (float)scale, (uint16_t *)(uintptr_t)a[11], p);
+                (const uint16_t *)(uintptr_t)a[5], Hkv, L, a[8], a[9], (float)scale, (uint16_t *)(uintptr_t)a[11], T * D,
+                D, p);
     Py_END_ALLOW_THREADS;
     free(p);
+    Py_RETURN_NONE;
+}
+
+/* attend_layer(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, scale, out): a decoder layer's
+ * attention for T new rows in one call, as transformers computes it op for op in bf16:
+ *   q, k rotated: x·cos + rotate_half(x)·sin, each product and the sum rounded to bf16 (rotate_half(x)
+ *   is (−x[half:], x[:half]));  the rotated k and the v of row t written at position start + t of
+ *   the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements apart); then each
+ *   row's attention over its own prefix (attend_rows), out [T, H·D] (the o projection's rows).
+ * qkv [T, (H + 2·Hkv)·D] bf16 (q | k | v, each head's D values together); cos, sin [T, D] bf16. */
+static inline uint16_t bf16_mul(uint16_t a, uint16_t b) { return f32_to_bf16(bf16_to_f32(a) * bf16_to_f32(b)); }
+
+static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin, int64_t D, uint16_t *out) {
+    const int64_t half = D / 2;
+    for (int64_t d = 0; d < D; d++) {
+        const uint16_t rot = d < half ? (uint16_t)(x[d + half] ^ 0x8000u) : x[d - half]; /* −x: the sign bit */
+        const float sum = bf16_to_f32(bf16_mul(x[d], cos[d])) + bf16_to_f32(bf16_mul(rot, sin[d]));
+        out[d] = f32_to_bf16(sum);
+    }
+}
+
+static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 14) {
+        PyErr_Format(PyExc_TypeError, "attend_layer expects 14 arguments, got %zd", nargs);
+        return NULL;
+    }
+    int64_t a[14];
+    for (int i = 0; i < 14; i++) {
+        if (i == 12) continue;
+        a[i] = PyLong_AsLongLong(args[i]);
+        if (a[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    const double scale = PyFloat_AsDouble(args[12]);
+    if (scale == -1.0 && PyErr_Occurred()) return NULL;
+    const int64_t T = a[1], H = a[2], Hkv = a[3], D = a[4], ks = a[9], vs = a[10], start = a[11];
+    if (T <= 0 || H <= 0 || Hkv <= 0 || H % Hkv || D <= 0 || D % 8 || D > ATTEND_MAX_D || start < 0) {
+        PyErr_Format(PyExc_ValueError, "attend_layer: bad shape T=%lld H=%lld Hkv=%lld D=%lld start=%lld",
+                     (long long)T, (long long)H, (long long)Hkv, (long long)D, (long long)start);
+        return NULL;
+    }
+    const uint16_t *qkv = (const uint16_t *)(uintptr_t)a[0], *cos = (const uint16_t *)(uintptr_t)a[5],
+                   *sin = (const uint16_t *)(uintptr_t)a[6];
+    uint16_t *kbuf = (uint16_t *)(uintptr_t)a[7], *vbuf = (uint16_t *)(uintptr_t)a[8], *out = (uint16_t *)(uintptr_t)a[13];
+    const int64_t L = start + T, width = (H + 2 * Hkv) * D;
+    uint16_t *q = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(H * T * D));
+    float *p = (float *)malloc(sizeof(float) * (size_t)(L + 8));
+    if (!q || !p) {
+        free(q), free(p);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t t = 0; t < T; t++) {
+        const uint16_t *row = qkv + t * width, *c = cos + t * D, *sn = sin + t * D;
+        for (int64_t h = 0; h < H; h++) rope_row(row + h * D, c, sn, D, q + (h * T + t) * D);
+        for (int64_t h = 0; h < Hkv; h++) {
+            rope_row(row + (H + h) * D, c, sn, D, kbuf + h * ks + (start + t) * D);
+            memcpy(vbuf + h * vs + (start + t) * D, row + (H + Hkv + h) * D, sizeof(uint16_t) * (size_t)D);
+        }
+    }
+    attend_rows(q, H, T, D, kbuf, vbuf, Hkv, L, ks, vs, (float)scale, out, D, H * D, p);
+    Py_END_ALLOW_THREADS;
+    free(q), free(p);
     Py_RETURN_NONE;
 }
 
@@ -558,6 +621,7 @@ static PyMethodDef methods[] = {
     {"q4_mm_cat", (PyCFunction)(void (*)(void))q4_mm_cat, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
     {"q8_mm_cat", (PyCFunction)(void (*)(void))q8_mm_cat, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
+    {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {NULL, NULL, 0, NULL},
