@@ -295,8 +295,10 @@ AGAINST = {
     "small-pages": "a second copy of the model whose weights stay in 4 KiB pages (no huge pages)",
     "aten-rows": "one-row attention by ATen's SDPA in fp32, the keys and values cast each pass (before "
     "SpecChat's attend kernel)",
+    "attention-ops": "the lean pass's attention as torch ops (rotary, cache update, then the attend kernel's rows), "
+    "not one attend_layer call",
     "separate-calls": "the lean pass calling q, k, v and gate, up one layer at a time (each quantizing its "
-    "own copy of the input), not side by side in one kernel call",
+    "own copy of the input), not side by side in one kernel call (and so its attention as torch ops too)",
     "torch-kernels": "a second copy of the model whose int4 / int8 layers run torch's kernels (bf16 activations), "
     "not SpecChat's (int8 activations)",
 }
@@ -345,6 +347,11 @@ def variants(args: argparse.Namespace) -> list[Variant]:
         made.append(Variant(args.against, other, CachedModel(other.model, other.vocab_size)))
     elif args.against == "aten-rows":
         made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size), aten_rows))
+    elif args.against == "attention-ops":
+        ops = CachedModel(current.model, current.vocab_size)
+        for layer in ops.lean.layers if ops.lean is not None else ():
+            layer.one_call = False
+        made.append(Variant(args.against, current, ops))
     elif args.against == "separate-calls":
         apart = CachedModel(current.model, current.vocab_size)
         for layer in apart.lean.layers if apart.lean is not None else ():
