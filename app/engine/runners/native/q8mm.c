@@ -91,17 +91,23 @@ typedef struct {
 
 /* Each output's float arithmetic, on every path: two 8-lane accumulators, E over the even blocks
  * and O over the odd ones (a lone last block goes to E), lane l of a block holding the integer sum
- * of its bytes 4l..4l+3; acc += float(lane) * (weight scale * dx); then hsum8(E + O). The AVX-512
- * path keeps [E | O] in one 16-lane register, which is the same lane-wise arithmetic. */
+ * of its bytes 4l..4l+3; acc += float(lane) * (weight scale * dx); then hsum8(E + O) (int4:
+ * hsum8((E + O) + M), M the zero term's 8 lanes, min_lanes). Both paths use 8-lane registers;
+ * only the instruction that makes a block's integers differs. */
 
-/* sum_g mn[g] * xs[g]: 8 lanes at a time, then the rest in order */
-__attribute__((target("avx2,fma"))) static inline float min_term(const float *mn, const float *xs, int64_t G) {
+/* the int4 zero term sum_g mn[g] * xs[g] as 8 lanes (lane l: the groups g = l mod 8, in order; a
+ * last partial 8 read through a mask), added to E + O before the one horizontal sum: a second
+ * horizontal sum and a scalar tail per output cost ~10 % of a K = 576 call */
+__attribute__((target("avx2,fma"))) static inline __m256 min_lanes(const float *mn, const float *xs, int64_t G) {
     __m256 acc = _mm256_setzero_ps();
     int64_t g = 0;
     for (; g + 8 <= G; g += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(mn + g), _mm256_loadu_ps(xs + g), acc);
-    float t = hsum8(acc);
-    for (; g < G; g++) t = t + mn[g] * xs[g];
-    return t;
+    if (g < G) {
+        static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+        const __m256i mask = _mm256_loadu_si256((const __m256i *)(ones + 8 - (G - g)));
+        acc = _mm256_fmadd_ps(_mm256_maskload_ps(mn + g, mask), _mm256_maskload_ps(xs + g, mask), acc);
+    }
+    return acc;
 }
 
 /* int4 weight block layout: a pair of blocks (2p, 2p+1) is 32 bytes, byte j holding weight j of
@@ -179,7 +185,7 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
                 const int64_t row = n + c;                                                                          \
                 __m256 acc = e[r][c];                                                                               \
                 if (G % 2) acc = q4_tail_##SUFFIX(wc[c] + P * 32, xr[r] + P * 64, dc[c][G - 1] * dr[r][G - 1], acc); \
-                const float t = hsum8(_mm256_add_ps(acc, o[r][c])) + min_term(dc[c] + G, j->xs + m * G, G);        \
+                const float t = hsum8(_mm256_add_ps(_mm256_add_ps(acc, o[r][c]), min_lanes(dc[c] + G, j->xs + m * G, G))); \
                 j->y[m * j->N + row] = f32_to_bf16(t);                                                              \
             }                                                                                                       \
         }                                                                                                           \
