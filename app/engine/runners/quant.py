@@ -325,6 +325,13 @@ def native_rows(nibbles: torch.Tensor, scales_zeros: torch.Tensor) -> torch.Tens
     return torch.cat((nibbles, d.view(torch.uint8).reshape(n, -1), mn.view(torch.uint8).reshape(n, -1)), 1)
 
 
+def _kernel_rows(x: torch.Tensor, k: int, what: str) -> torch.Tensor:
+    """``x`` as the kernels read it: contiguous bf16 rows [M, k] (ValueError otherwise)."""
+    if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:
+        raise ValueError(f"{what} wants bf16 rows [M, {k}]; got {x.dtype} {tuple(x.shape)}")
+    return x if x.is_contiguous() else x.contiguous()
+
+
 def _native_call(
     name: str, weight: torch.Tensor, scales: torch.Tensor | None, in_features: int, out_features: int
 ) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -347,10 +354,7 @@ def _native_call(
     kept = (weight, scales)
 
     def run(x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:
-            raise ValueError(f"{name} wants bf16 rows [M, {k}]; got {x.dtype} {tuple(x.shape)}")
-        if not x.is_contiguous():
-            x = x.contiguous()
+        x = _kernel_rows(x, k, name)
         y = torch.empty((x.shape[0], out_features), dtype=ACTIVATIONS)
         if x.shape[0]:
             call(x.data_ptr(), x.shape[0], k, *pointers, out_features, y.data_ptr(), threads(), vnni)
@@ -397,10 +401,7 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     threads = torch.get_num_threads
 
     def run(x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:
-            raise ValueError(f"side-by-side layers want bf16 rows [M, {k}]; got {x.dtype} {tuple(x.shape)}")
-        if not x.is_contiguous():
-            x = x.contiguous()
+        x = _kernel_rows(x, k, "side-by-side layers")
         y = torch.empty((x.shape[0], width), dtype=ACTIVATIONS)
         if x.shape[0]:
             call(x.data_ptr(), x.shape[0], k, y.data_ptr(), threads(), vnni, *parts)

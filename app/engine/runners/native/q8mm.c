@@ -391,6 +391,23 @@ static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 static PyObject *q4_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 1); }
 static PyObject *q8_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 0); }
 
+/* A call's arguments: `want` integers (pointers and sizes) with one float at index `at`; 0, or -1
+ * with the Python error set. */
+static int ints_and_float(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, Py_ssize_t at, const char *name,
+                          int64_t *ints, double *f) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s expects %zd arguments, got %zd", name, want, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < want; i++) {
+        if (i == at) continue;
+        ints[i] = PyLong_AsLongLong(args[i]);
+        if (ints[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    *f = PyFloat_AsDouble(args[at]);
+    return *f == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* rms_norm(x, rows, H, w, eps, y): per row of bf16 x [rows, H], y = bf16(w * bf16(x * r)) with
  * r = 1 / sqrt(mean(x²) + eps) in fp32, the square sum in 8 partial sums combined in one fixed
  * order: Llama's RMSNorm formula (fp32 variance, the weight times the input-dtype result), the
@@ -419,18 +436,9 @@ static void rms_rows(const uint16_t *x, int64_t rows, int64_t H, const uint16_t 
 }
 
 static PyObject *rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "rms_norm expects 6 arguments, got %zd", nargs);
-        return NULL;
-    }
     int64_t a[6];
-    for (int i = 0; i < 6; i++) {
-        if (i == 4) continue;
-        a[i] = PyLong_AsLongLong(args[i]);
-        if (a[i] == -1 && PyErr_Occurred()) return NULL;
-    }
-    const double eps = PyFloat_AsDouble(args[4]);
-    if (eps == -1.0 && PyErr_Occurred()) return NULL;
+    double eps;
+    if (ints_and_float(args, nargs, 6, 4, "rms_norm", a, &eps) < 0) return NULL;
     if (a[1] < 0 || a[2] <= 0) {
         PyErr_SetString(PyExc_ValueError, "bad shape");
         return NULL;
@@ -522,18 +530,9 @@ __attribute__((target("avx2,fma"))) static void attend_rows(const uint16_t *q, i
 }
 
 static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_Format(PyExc_TypeError, "attend expects 12 arguments, got %zd", nargs);
-        return NULL;
-    }
     int64_t a[12];
-    for (int i = 0; i < 12; i++) {
-        if (i == 10) continue;
-        a[i] = PyLong_AsLongLong(args[i]);
-        if (a[i] == -1 && PyErr_Occurred()) return NULL;
-    }
-    const double scale = PyFloat_AsDouble(args[10]);
-    if (scale == -1.0 && PyErr_Occurred()) return NULL;
+    double scale;
+    if (ints_and_float(args, nargs, 12, 10, "attend", a, &scale) < 0) return NULL;
     const int64_t H = a[1], T = a[2], D = a[3], Hkv = a[6], L = a[7];
     if (H <= 0 || T <= 0 || D <= 0 || D % 8 || D > ATTEND_MAX_D || Hkv <= 0 || H % Hkv || L < T) {
         PyErr_Format(PyExc_ValueError, "attend: bad shape H=%lld T=%lld D=%lld Hkv=%lld L=%lld", (long long)H,
@@ -570,18 +569,9 @@ static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin
 }
 
 static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 14) {
-        PyErr_Format(PyExc_TypeError, "attend_layer expects 14 arguments, got %zd", nargs);
-        return NULL;
-    }
     int64_t a[14];
-    for (int i = 0; i < 14; i++) {
-        if (i == 12) continue;
-        a[i] = PyLong_AsLongLong(args[i]);
-        if (a[i] == -1 && PyErr_Occurred()) return NULL;
-    }
-    const double scale = PyFloat_AsDouble(args[12]);
-    if (scale == -1.0 && PyErr_Occurred()) return NULL;
+    double scale;
+    if (ints_and_float(args, nargs, 14, 12, "attend_layer", a, &scale) < 0) return NULL;
     const int64_t T = a[1], H = a[2], Hkv = a[3], D = a[4], ks = a[9], vs = a[10], start = a[11];
     if (T <= 0 || H <= 0 || Hkv <= 0 || H % Hkv || D <= 0 || D % 8 || D > ATTEND_MAX_D || start < 0) {
         PyErr_Format(PyExc_ValueError, "attend_layer: bad shape T=%lld H=%lld Hkv=%lld D=%lld start=%lld",
