@@ -305,11 +305,20 @@ def native_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
         return False
     heads, rows, dim = query.shape[1], query.shape[2], query.shape[3]
     kv_heads, kv_len = key.shape[1], key.shape[2]
-    if dim % 8 or dim > ATTEND_MAX_HEAD_DIM or key.shape[3] != dim or value.shape[1:] != key.shape[1:]:
+    if key.shape[3] != dim or value.shape[1:] != key.shape[1:] or kv_len < rows:
         return False
-    if kv_len < rows or heads % kv_heads or (not gqa and heads != kv_heads):
+    if not attend_takes(heads, kv_heads, dim, gqa):
         return False
     return all(t.stride(3) == 1 and t.stride(2) == dim for t in (key, value))
+
+
+def attend_takes(heads: int, kv_heads: int, dim: int, gqa: bool) -> bool:
+    """The heads SpecChat's ``attend`` computes (also ``attend_layer``, runners/lean.py): head dims a
+    multiple of 8, at most ATTEND_MAX_HEAD_DIM, query heads a whole multiple of the kv heads and
+    equal to them unless the SDPA call would share them (``gqa``)."""
+    if dim % 8 or dim > ATTEND_MAX_HEAD_DIM or heads % kv_heads:
+        return False
+    return gqa or heads == kv_heads
 
 
 def _native_rows(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float | None) -> torch.Tensor:

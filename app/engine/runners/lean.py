@@ -39,12 +39,12 @@ from transformers import DynamicCache, PreTrainedModel
 from app.engine.runners import native
 from app.engine.runners.cpu_kernels import (
     ASK,
-    ATTEND_MAX_HEAD_DIM,
     ROWWISE,
     ROWWISE_MAX_ROWS,
     NativeRMSNorm,
     _direct_gqa,
     _one_row_at_a_time,
+    attend_takes,
     rows_sdpa,
 )
 from app.engine.runners.quant import WeightOnlyLinear, side_by_side
@@ -126,15 +126,8 @@ class _Layer:
         self.scaling = float(attn.scaling)
         self.gqa: object = ASK  # ``_direct_gqa``'s answer, asked on the first pass
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
-        # with q | k | v from one call, bf16 rows and heads the attention kernel takes
-        kv_heads = int(attn.k_proj.out_features) // self.head_dim
-        self.one_call = (
-            self.qkv is not None
-            and native.kernels() is not None
-            and self.head_dim % 8 == 0
-            and self.head_dim <= ATTEND_MAX_HEAD_DIM
-            and self.q_heads % kv_heads == 0
-        )
+        # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
+        self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
 
     def in_one_call(self, kv: Any) -> bool:
         """Whether this pass's attention runs as ``attend_layer``: the rows ``rows_sdpa`` would give
@@ -143,7 +136,7 @@ class _Layer:
             return False
         if self.gqa is ASK:
             self.gqa = _direct_gqa(self.attn, kv.keys, kv.values, {})
-        return self.gqa is not None and (bool(self.gqa) or self.q_heads == self.heads[1])
+        return self.gqa is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, bool(self.gqa))
 
     def attend_in_one_call(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, kv: Any) -> torch.Tensor:
         """q | k | v rows [T, W] → the attention rows [T, Hq·D]: rotary, cache write, attention."""
@@ -213,7 +206,7 @@ class LeanPass:
         rows_cos = rows_sin = None  # [T, D] each, for ``attend_layer``
         for layer, kv in zip(self.layers, kv_layers, strict=True):
             x = layer.input_norm(h)
-            if layer.qkv is not None and cos.dtype == torch.bfloat16 and layer.in_one_call(kv):
+            if layer.qkv is not None and layer.in_one_call(kv):  # ``qkv``: bf16 rows, so cos and sin are too
                 if rows_cos is None or rows_sin is None:
                     rows_cos, rows_sin = cos[0, :, 0].contiguous(), sin[0].contiguous()
                 attended = layer.attend_in_one_call(layer.qkv(x), rows_cos, rows_sin, kv)

@@ -337,7 +337,8 @@ def _native_call(
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """SpecChat's kernel over these tensors as a function of bf16 rows [M, K] → [M, N] bf16:
     ``q4_mm`` over ``native_rows``, ``q8_mm`` over int8 [N, K] and its fp32 row scales. The
-    closure holds the tensors, so their memory outlives any swap of the layer's buffers."""
+    closure holds the tensors (``run.kept``: weight, scales), so their memory outlives any swap of the
+    layer's buffers, and ``side_by_side`` reads the same ones."""
     module = native.kernels()
     call = getattr(module, name)
     k = in_features
@@ -382,12 +383,7 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     parts: list[int] = []
     kept: list[torch.Tensor] = []
     for layer in weight_only:
-        if isinstance(layer, Int4Linear):
-            weight, scales = layer.packed, None
-        else:
-            assert isinstance(layer, Int8Linear)
-            weight, scales = layer.q, layer.scale.float().contiguous()
-        _native_call("q4_mm" if int4 else "q8_mm", weight, scales, layer.in_features, layer.out_features)  # checks
+        weight, scales = layer._kernel().kept  # type: ignore[attr-defined]  # the tensors its own call reads, checked there
         kept += [weight] + ([scales] if scales is not None else [])
         parts += [weight.data_ptr(), 0 if scales is None else scales.data_ptr(), layer.out_features]
     call = module.q4_mm_cat if int4 else module.q8_mm_cat
