@@ -130,8 +130,8 @@ def test_sliding_window_and_conv1d_models_are_exact_too(wide_models, arch, path)
 
 
 def test_a_window_shorter_than_the_context_is_honoured(tokenizer):
-    """Where the window cuts, plain SDPA runs with the sliding mask: the same logits (to
-    rounding) as the stock model, not row-wise attention over keys the window hides."""
+    """Where the window cuts, each row attends to its window's keys alone: the same logits (to
+    rounding) as the stock model with its sliding mask, not attention over keys the window hides."""
     config = tiny_config("mistral", len(tokenizer), layers=2, hidden=64, eos_id=2)
     config.sliding_window = 8
     torch.manual_seed(5)
@@ -168,10 +168,10 @@ def test_an_eager_model_that_cannot_switch_is_named_in_the_load_note():
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-@pytest.mark.parametrize("dtype", ["float32", "int4", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int4", "int8"])
 def test_prompt_pass_with_folded_drafts_equals_prompt_then_single_steps(wide_models, arch, dtype):
-    """Also for the weight-only forms: their rows do not change with a prompt's 34 rows either
-    (oneDNN's prepacked bf16 does on an AVX-512 + AMX CPU; ``forms.offered_forms`` asks)."""
+    """For every form: a row does not change with a prompt's 34 rows (oneDNN's bf16 GEMM would on
+    an AVX-512 + AMX CPU above 32 rows a call: ``PrepackedLinear`` feeds it 32 at a time)."""
     loaded = load_model(wide_models[arch], device="cpu", dtype=dtype)
     ids = _random_ids(34, loaded.vocab_size, seed=11)
     prompt, drafts = ids[:30], ids[30:]
@@ -190,8 +190,8 @@ def test_one_token_decoding_is_unchanged_by_rowwise_attention(wide_models):
     runs = []
     for loaded in (plain_attention, rowwise):
         runner = CachedModel(loaded.model, loaded.vocab_size)
-        runner.forward(ids[:20], keep=0)  # keep all: no row singled out, plain SDPA prefill
-        runs.append(torch.cat([runner.forward([t], keep=1) for t in ids[20:]]))
+        # one token a pass from the start: the call plain SDPA makes for one row, in both models
+        runs.append(torch.cat([runner.forward([t], keep=1) for t in ids]))
     assert torch.equal(*runs)
 
 
@@ -347,14 +347,17 @@ def test_a_probe_answer_can_be_passed_in():
 
 @pytest.mark.parametrize("groups", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_each_row_called_directly_equals_transformers_sdpa_call_for_that_row(groups, dtype):
-    """Row-wise attention makes each row's SDPA call itself (no per-row Python of transformers'
-    ``sdpa_attention_forward``): every row, and one-token decoding, keeps the bits of that call;
-    a bf16 block is computed in fp32 (ATen's bf16 SDPA for one row is 2-8x slower on the CPU),
-    so its rows are that call's on the fp32 inputs, rounded to bf16."""
+def test_each_row_called_directly_equals_the_one_row_call_of_its_path(groups, dtype):
+    """Row-wise attention makes each row's one-row call itself (no per-row Python of transformers'
+    ``sdpa_attention_forward``), and every row of a block keeps the bits of that row's call made
+    alone. Which call depends on the path, asserted here: bf16 rows on the CPU with SpecChat's
+    kernels built run their ``attend`` (its own fixed fp32 order: within one bf16 step of ATen's
+    fp32 SDPA, not equal to it on every CPU — an AMX Xeon differs in a few values); everything
+    else is ATen's one-row SDPA, a bf16 block computed on fp32 inputs and rounded back."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from app.engine.runners.cpu_kernels import _one_row_at_a_time
+    from app.engine.runners import native
+    from app.engine.runners.cpu_kernels import _one_row_at_a_time, native_attention
 
     module = nn.Module()
     module.num_key_value_groups, module.is_causal = groups, True
@@ -362,12 +365,42 @@ def test_each_row_called_directly_equals_transformers_sdpa_call_for_that_row(gro
     query = torch.randn(1, 3 * groups, 5, 64, generator=gen).to(dtype)
     key, value = (torch.randn(1, 3, 37, 64, generator=gen).to(dtype) for _ in range(2))
     k32, v32 = key.float(), value.float()
+    kernel = native_attention(query, key, value, gqa=groups > 1)
+    assert kernel == (dtype == torch.bfloat16 and native.kernels() is not None)  # the path this CPU takes
     for rows in (1, 2, 5):
         q = query[:, :, -rows:]
-        stock = [
+        got = _one_row_at_a_time(module, q, key, value, scaling=0.125)
+        stock = torch.cat([
             sdpa_attention_forward(module, q[:, :, i : i + 1].float(), k32[:, :, : 37 - rows + i + 1],
                                    v32[:, :, : 37 - rows + i + 1], None, scaling=0.125)[0].to(dtype)
             for i in range(rows)
-        ]  # fmt: skip
-        got = _one_row_at_a_time(module, q, key, value, scaling=0.125)
-        assert got.dtype == dtype and torch.equal(got, torch.cat(stock, dim=1))
+        ], dim=1)  # fmt: skip
+        alone = torch.cat([
+            _one_row_at_a_time(module, q[:, :, i : i + 1], key[:, :, : 37 - rows + i + 1],
+                               value[:, :, : 37 - rows + i + 1], scaling=0.125)
+            for i in range(rows)
+        ], dim=1)  # fmt: skip
+        assert got.dtype == dtype and torch.equal(got, alone)  # each row as if it were decoded alone
+        if kernel:  # SpecChat's order: within one bf16 step (2^-8 relative) of ATen's fp32 call
+            assert torch.allclose(got.float(), stock.float(), rtol=2**-7, atol=1e-6)
+        else:
+            assert torch.equal(got, stock)
+
+
+@pytest.mark.parametrize("compute", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("in_features", [576, 2048])
+def test_a_prepacked_linears_rows_do_not_depend_on_how_many_are_fed_together(compute, in_features):
+    """Up to a long prompt's rows: each row equals the row fed alone (K = 576 is where oneDNN's bf16
+    GEMM took another kernel above 32 rows on an AMX Xeon; the chunks of ``PACK_MAX_ROWS`` keep
+    every row on the small-M kernel)."""
+    from app.engine.runners.cpu_kernels import PACK_MAX_ROWS
+
+    if not probe().can_pack(compute):
+        pytest.skip(f"this CPU cannot prepack {compute}")
+    gen = torch.Generator().manual_seed(in_features)
+    layer = PrepackedLinear(torch.randn(384, in_features, generator=gen).to(compute), None, compute)
+    x = torch.randn(3 * PACK_MAX_ROWS + 5, in_features, generator=gen).to(compute)
+    with torch.inference_mode():
+        alone = torch.cat([layer(x[i : i + 1]) for i in range(len(x))])
+        for m in (2, PACK_MAX_ROWS, PACK_MAX_ROWS + 1, 2 * PACK_MAX_ROWS + 1, len(x)):
+            assert torch.equal(layer(x[:m]), alone[:m]), f"{m} rows"

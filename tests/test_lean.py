@@ -11,7 +11,6 @@ from transformers import AutoModelForCausalLM
 from app.engine import Engine, GenerationConfig
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_probe, native
-from app.engine.runners.cpu_kernels import ROWWISE_MAX_ROWS
 from app.engine.runners.cpu_probe import force_probe, probe
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.lean import LeanPass, why_not
@@ -80,10 +79,11 @@ def _ids(n: int, vocab: int, seed: int) -> list[int]:
 
 def _passes(runner: CachedModel, ids: list[int]) -> list[torch.Tensor]:
     """A prompt, then decoding and verification as the loop makes them: single tokens, blocks
-    of 2..16, rollbacks into the block just fed."""
+    of 2..16, a longer block (a follow-up turn's prompt after a cached conversation), rollbacks into
+    the block just fed."""
     out = [runner.forward(ids[:30], keep=1)]
     position = 30
-    for size, keep_back in ((1, 0), (5, 2), (1, 0), (ROWWISE_MAX_ROWS, 7), (3, 3), (1, 0), (8, 0)):
+    for size, keep_back in ((1, 0), (5, 2), (1, 0), (16, 7), (3, 3), (1, 0), (8, 0), (21, 4)):
         block = ids[position : position + size]
         logits = runner.feed_at(position, block)
         assert logits is not None
@@ -110,9 +110,9 @@ def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, 
         for layer in runner.lean.layers:
             assert layer.qkv is not None and layer.gate_up is not None and layer.one_call
     lean = _passes(runner, ids)
-    assert taken == [1, 5, 1, ROWWISE_MAX_ROWS, 3, 1, 8]  # every pass after the prompt's
+    assert taken == [1, 5, 1, 16, 3, 1, 8, 21]  # every pass after the prompt's
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
-    assert len(taken) == 7  # the reference never took it
+    assert len(taken) == 8  # the reference never took it
     for mine, theirs in zip(lean, plain, strict=True):
         assert mine.dtype == theirs.dtype and torch.equal(mine, theirs)
 
@@ -136,7 +136,7 @@ def test_models_whose_pass_it_does_not_reproduce_keep_transformers_path(lean_mod
     assert why_not(stock) == "its attention is not row-wise"
 
 
-def test_a_sliding_window_cache_or_a_long_block_is_left_to_transformers(lean_models):
+def test_a_sliding_window_cache_is_left_to_transformers_and_any_block_on_a_full_cache_is_taken(lean_models):
     windowed = load_model(lean_models["mistral"], device="cpu", dtype="float32")
     runner = CachedModel(windowed.model, windowed.vocab_size)
     assert runner.lean is not None  # Mistral's layers, but its cache layers slide
@@ -146,5 +146,5 @@ def test_a_sliding_window_cache_or_a_long_block_is_left_to_transformers(lean_mod
     runner = CachedModel(full.model, full.vocab_size)
     runner.forward(_ids(20, full.vocab_size, seed=1), keep=1)
     assert runner._cache is not None
-    assert runner.lean is not None and runner.lean.takes(runner._cache, ROWWISE_MAX_ROWS)
-    assert not runner.lean.takes(runner._cache, ROWWISE_MAX_ROWS + 1)
+    assert runner.lean is not None and runner.lean.takes(runner._cache, 1) and runner.lean.takes(runner._cache, 500)
+    assert not runner.lean.takes(runner._cache, 0)

@@ -12,6 +12,7 @@ from transformers import AutoModelForCausalLM, MistralConfig
 
 from app.engine import Engine, GenerationConfig
 from app.engine.models.loading import load_model
+from app.engine.runners.kv import CachedModel
 
 WINDOW = 16
 GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
@@ -76,23 +77,44 @@ def test_a_rejection_past_the_window_rolls_back_instead_of_re_prefilling(mistral
     assert all(layer.keys.shape[-2] <= WINDOW - 1 for layer in runner._cache.layers)
 
 
-def test_a_window_shorter_than_the_context_is_not_called_exact_past_it(mistral):
-    """Past its window plain attention runs (the load note says so): main still said
-    ``exact``. Exact up to the window; a run's provenance records that bound."""
+def test_a_window_shorter_than_the_context_is_called_exact_past_it(mistral):
+    """Each row attends to its window's keys as one row (the call decoding makes), so the model is
+    exact at every context it holds, and a run's provenance says so past the window too."""
     kernels = mistral.kernels
     assert kernels is not None and kernels.window == WINDOW and kernels.max_context == 512
-    assert not kernels.exact and kernels.exact_up_to() == WINDOW
+    assert kernels.exact and kernels.exact_up_to() == 512 and not kernels.notes
     made_by = Engine(mistral, lookup=True).made_by(GREEDY)
-    assert made_by.exact_context == WINDOW
-    assert made_by.exact_at(WINDOW) and not made_by.exact_at(WINDOW + 1)
+    assert made_by.exact_context == 512
+    assert made_by.exact_at(WINDOW + 1) and made_by.exact_at(512)
 
 
 @pytest.mark.parametrize("form", ["int4", "int8", "bfloat16"])
 def test_greedy_speculation_past_the_window_is_lossless_in_every_weights_form(mistral_folder, form):
-    """Issue 18 §3: the weight-only forms keep a sliding-window target's speculation exact too."""
+    """The weight-only forms keep a sliding-window target's speculation exact past the window too."""
     target = replace(load_model(str(mistral_folder), device="cpu", dtype=form), eos_token_ids=())
     engine = Engine(target, lookup=True)
     assert len(engine.prompt_ids(PROMPT)) > WINDOW
     spec = engine.generate(PROMPT, GREEDY)
     assert spec.stats.proposed > 0
     assert spec.token_ids == engine.generate(PROMPT, replace(GREEDY, speculative=False)).token_ids
+
+
+@pytest.mark.parametrize("form", ["float32", "bfloat16", "int4", "int8"])
+def test_past_the_window_a_block_gives_the_logits_of_one_token_at_a_time(mistral_folder, form):
+    """Each row attends to exactly its window's keys as one row, the call decoding makes, so a
+    verified block past the window is exact too, in every form; and its logits are the stock
+    model's to rounding (the window is honoured, not widened)."""
+    loaded = load_model(str(mistral_folder), device="cpu", dtype=form)
+    ids = torch.randint(3, loaded.vocab_size, (3 * WINDOW,), generator=torch.Generator().manual_seed(2)).tolist()
+    together, alone = CachedModel(loaded.model, loaded.vocab_size), CachedModel(loaded.model, loaded.vocab_size)
+    prompt = 2 * WINDOW
+    together.forward(ids[:prompt], keep=1)
+    block = together.forward(ids[prompt:], keep=len(ids) - prompt)
+    alone.forward(ids[:1], keep=1)
+    singles = torch.cat([alone.forward([t], keep=1) for t in ids[1:]])[prompt - 1 :]
+    assert torch.equal(block, singles)
+    if form == "float32":
+        stock = AutoModelForCausalLM.from_pretrained(str(mistral_folder), attn_implementation="sdpa").eval()
+        with torch.inference_mode():
+            reference = stock(torch.tensor([ids])).logits[0, prompt:]
+        assert torch.allclose(block, reference, atol=1e-4)

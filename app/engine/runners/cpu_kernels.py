@@ -8,15 +8,18 @@ Two swaps, applied once at load to an fp32 or bf16 model on the CPU (``apply_cpu
   Stock ``F.linear`` (MKL) blocks small M badly — a pass over 5 tokens cost 2.5–3× a pass over
   one — and its rows change by ~1e-6 with M; the prepacked rows are bit-identical for any M.
 - ``rowwise_attention``: an attention function registered with transformers'
-  ``AttentionInterface``. A short query block on a KV cache (≤ ``ROWWISE_MAX_ROWS`` rows) is
-  computed one row at a time, each row as the very call single-token decoding makes (one query
-  row, the keys of its causal prefix, no mask). The rows whose logits the caller keeps
-  (``logits_to_keep``) are computed the same way inside a long block, so the prompt's pass gives
-  the same logits whether it also verifies the first drafts or not.
+  ``AttentionInterface``. Every query row of every pass — a prompt's, a verified block's, one
+  decoded token's — is computed as the very call single-token decoding makes (one query row, the
+  keys of its causal prefix, no mask; ``rows_sdpa``). So a row's numbers depend only on the
+  tokens before it: not on how a prompt was split into passes, on a prefix reused from an
+  earlier conversation's cache, or on how many drafts are verified with it.
+- Linears are fed at most ``PACK_MAX_ROWS`` rows a call (``PrepackedLinear``): oneDNN's bf16
+  GEMM takes another kernel above 32 rows on an AVX-512 + AMX CPU (rows differ from the same rows
+  fed alone); in chunks every row is computed by the small-M kernel whatever the prompt's length.
 
 Together, a position's logits are bit-identical whether verified in a block or decoded alone.
-Sliding-window layers stay row-wise while their window covers the keys; where it cuts, and for
-batches > 1, plain SDPA runs (not exact, never worse than before). GPT-2's ``Conv1D`` layers are
+A sliding-window layer's row attends to its window's keys alone, as decoding that row does;
+batches > 1 run plain SDPA (not exact, never worse than before). GPT-2's ``Conv1D`` layers are
 packed like linears; an eager model with an SDPA form is switched to row-wise attention.
 
 What the CPU can pack is asked once (``cpu_probe.probe``): bf16 weights on a CPU that cannot
@@ -29,7 +32,6 @@ minus one): oversubscribed OpenMP threads collapse speed on a busy machine.
 
 from __future__ import annotations
 
-import contextvars
 import math
 import os
 import re
@@ -55,12 +57,12 @@ from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 
 ROWWISE = "specchat_rowwise"
-ROWWISE_MAX_ROWS = 16  # longer blocks (a prompt) run as one SDPA call
+# rows per oneDNN call: a prepacked linear's rows are bit-identical for M = 1 (fed as 2) .. 32 on
+# every CPU measured; bf16 on an AVX-512 + AMX CPU takes another kernel from M = 33 (a prompt)
+PACK_MAX_ROWS = 32
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
 HALF_DTYPES = (torch.bfloat16, torch.float16)
 
-# rows at the end of the block being run whose logits the caller keeps (0: none singled out)
-_kept_rows: contextvars.ContextVar[int] = contextvars.ContextVar("specchat_kept_rows", default=0)
 
 
 # ---------------------------------------------------------------- linears
@@ -90,15 +92,22 @@ class PrepackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
-        x = x.to(self.compute)
-        if x.numel() == self.in_features:
-            # oneDNN takes a GEMV path for one row that sums K (> ~1k) in another order than its
-            # GEMM; fed as two equal rows, a single token gets the GEMM's bits (~2% slower)
-            pair = x.reshape(1, -1).expand(2, -1).contiguous()  # [2, in]
-            y: torch.Tensor = torch.ops.mkldnn._linear_pointwise(pair, self.packed_weight, self.bias, "none", [], "")
-            return y[:1].reshape(*x.shape[:-1], self.out_features).to(dtype)
+        rows = x.to(self.compute).reshape(-1, self.in_features)  # [M, in]
+        chunks = torch.split(rows, PACK_MAX_ROWS) if rows.shape[0] > PACK_MAX_ROWS else (rows,)
+        out = torch.cat([self._rows(chunk) for chunk in chunks]) if len(chunks) > 1 else self._rows(rows)
+        return out.reshape(*x.shape[:-1], self.out_features).to(dtype)
+
+    def _rows(self, x: torch.Tensor) -> torch.Tensor:
+        """One oneDNN call over at most ``PACK_MAX_ROWS`` rows.  [M, in] → [M, out]
+
+        oneDNN takes a GEMV path for one row that sums K (> ~1k) in another order than its GEMM;
+        fed as two equal rows, a lone row (a token, or a prompt's last chunk) gets the GEMM's bits
+        (~2% slower)."""
+        alone = x.shape[0] == 1
+        if alone:
+            x = x.expand(2, -1).contiguous()  # [2, in]
         out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
-        return out.to(dtype)
+        return out[:1] if alone else out
 
     def extra_repr(self) -> str:
         compute = str(self.compute).removeprefix("torch.")
@@ -223,37 +232,42 @@ def _own_remaining_weights(model: PreTrainedModel) -> None:
 # ---------------------------------------------------------------- attention
 
 
-def _set_kept_rows(module: nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-    keep = kwargs.get("logits_to_keep", 0)
-    _kept_rows.set(keep if isinstance(keep, int) else 0)
-
-
 ASK = object()  # ``_one_row_at_a_time``'s ``gqa`` when the caller has not asked ``_direct_gqa``
 
 
 def _one_row_at_a_time(
     module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: object = ASK, **kwargs: Any
 ) -> torch.Tensor:
-    """Each of q's rows over its own causal prefix, as single-token decoding computes it.
+    """Each of q's rows over its own causal prefix — the last ``window`` keys of it on a
+    sliding-window layer — as single-token decoding computes it.
     query [1, H, q, D], key/value [1, Hkv, kv, D] (the last q keys are the rows' own) → [1, q, H, D]
 
     Each row is the SDPA call transformers' ``sdpa_attention_forward`` makes for one row with no
     mask, made directly (its Python costs 18 µs a row; a pass over 8 tokens makes 8 per layer),
     and the rows are put together once. ``gqa``: ``_direct_gqa``'s answer when the caller
-    already has it (it reads the environment on every call)."""
+    already has it (it reads the environment on every call). A row whose window starts after the
+    first key is one call over exactly the keys it may see, as decoding that row makes it."""
     q_len, kv_len = query.shape[2], key.shape[2]
     if gqa is ASK:
         gqa = _direct_gqa(module, key, value, kwargs)
+    window = _window(module, kwargs)
+    spans = [(max(0, end - window) if window else 0, end) for end in range(kv_len - q_len + 1, kv_len + 1)]
     if gqa is None:  # a case transformers' function treats otherwise: let it
         rows = []
-        for i in range(q_len):
-            end = kv_len - q_len + i + 1
+        for i, (start, end) in enumerate(spans):
             out, _ = sdpa_attention_forward(
-                module, query[:, :, i : i + 1], key[:, :, :end], value[:, :, :end], None, **kwargs
+                module, query[:, :, i : i + 1], key[:, :, start:end], value[:, :, start:end], None, **kwargs
             )
             rows.append(out)  # [1, 1, H, D]
         return torch.cat(rows, dim=1)
-    return rows_sdpa(query, key, value, kwargs.get("scaling"), bool(gqa)).transpose(1, 2).contiguous()
+    scale = kwargs.get("scaling")
+    if spans[-1][0] == 0:  # every row sees its whole prefix
+        return rows_sdpa(query, key, value, scale, bool(gqa)).transpose(1, 2).contiguous()
+    rows = [
+        rows_sdpa(query[:, :, i : i + 1], key[:, :, start:end], value[:, :, start:end], scale, bool(gqa))
+        for i, (start, end) in enumerate(spans)
+    ]  # [1, H, 1, D] each
+    return torch.cat(rows, dim=2).transpose(1, 2).contiguous()
 
 
 def rows_sdpa(
@@ -345,36 +359,6 @@ def _direct_gqa(module: nn.Module, key: torch.Tensor, value: torch.Tensor, kwarg
     return True if use_gqa_in_sdpa(None, key, value) else None
 
 
-def _attend(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    tail: int,
-    **kwargs: Any,
-) -> torch.Tensor:
-    """Attention over a block whose last ``tail`` rows are computed one row at a time and whose
-    head is computed exactly as a block of that length alone would be.  → [1, q, H, D]"""
-    q_len, kv_len = query.shape[2], key.shape[2]
-    tail = min(tail, q_len)
-    if q_len == 1:
-        attention_mask = None  # a one-row head: its whole causal prefix, as decoding sees it
-    if q_len <= ROWWISE_MAX_ROWS and (kv_len > q_len or tail == q_len):
-        tail = q_len  # a single row too: the call decoding makes
-    if tail <= 0:
-        out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-        return out
-    head = q_len - tail
-    tail_out = _one_row_at_a_time(module, query[:, :, head:], key, value, **kwargs)
-    if head == 0:
-        return tail_out
-    mask = attention_mask[:, :, :head, : kv_len - tail] if attention_mask is not None else None
-    k, v = key[:, :, : kv_len - tail], value[:, :, : kv_len - tail]
-    head_out = _attend(module, query[:, :, :head], k, v, mask, 0, **kwargs)
-    return torch.cat([head_out, tail_out], dim=1)
-
-
 def rowwise_attention(
     module: nn.Module,
     query: torch.Tensor,
@@ -385,23 +369,22 @@ def rowwise_attention(
     scaling: float | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """transformers attention interface.  query [B, H, q, D], key/value [B, Hkv, kv, D] → [B, q, H, D]"""
-    plain = query.shape[0] != 1 or dropout or _window_cuts(module, key.shape[2], kwargs)
-    if plain or (query.shape[2] == 1 and attention_mask is not None):
+    """transformers attention interface.  query [B, H, q, D], key/value [B, Hkv, kv, D] → [B, q, H, D]
+
+    Batch 1 (SpecChat's caches): every row over its own causal prefix (its window's part of it on
+    a sliding-window layer), one row at a time — a prompt's rows too, so a row's bits never depend
+    on the pass that computed it. The mask transformers builds for such a pass is the causal (or
+    sliding causal) one, which the rows' spans are. A batch or a dropout runs plain SDPA (not exact)."""
+    if query.shape[0] != 1 or dropout:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    if query.shape[2] == 1:  # one token decoding: the same call, made directly
-        return _one_row_at_a_time(module, query, key, value, scaling=scaling, **kwargs), None
-    out = _attend(module, query, key, value, attention_mask, _kept_rows.get(), scaling=scaling, **kwargs)
-    return out, None
+    return _one_row_at_a_time(module, query, key, value, scaling=scaling, **kwargs), None
 
 
-def _window_cuts(module: nn.Module, kv_len: int, kwargs: dict[str, Any]) -> bool:
-    """Whether a sliding window hides some of these ``kv_len`` keys from some row. Mistral-style
-    layers pass their window as a keyword on every layer, older ones as an attribute; a window
-    at least as long as the keys hides nothing (row i reaches back i - j < kv_len ≤ window), so
-    those layers stay row-wise and exact."""
+def _window(module: nn.Module, kwargs: dict[str, Any]) -> int | None:
+    """A sliding-window layer's window (None: the layer sees its whole prefix). Mistral-style
+    layers pass it as a keyword on every layer, older ones as an attribute."""
     window = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
-    return isinstance(window, int) and 0 < window < kv_len
+    return window if isinstance(window, int) and window > 0 else None
 
 
 def _register_rowwise() -> None:
@@ -429,7 +412,6 @@ def _use_rowwise_attention(model: PreTrainedModel) -> tuple[str, str | None]:
         model.set_attn_implementation(ROWWISE)
     except (ValueError, ImportError) as exc:
         return current, f"its {current} attention is kept ({_first_line(exc)})"
-    model.register_forward_pre_hook(_set_kept_rows, with_kwargs=True)
     return ROWWISE, None
 
 
@@ -455,7 +437,7 @@ class CpuKernels:
     attention: str  # what the attention layers run: "specchat_rowwise", "sdpa", "eager", ...
     notes: tuple[str, ...] = ()  # plain sentences: what fell back or was left out, and why
     cpu: str = ""  # CpuProbe.describe() of the CPU that decided
-    window: int | None = None  # the attention's sliding window (None: it sees the whole context)
+    window: int | None = None  # the attention's sliding window (None: it sees the whole context); exact too
     max_context: int = 0  # the longest context the model holds (0: not known)
     quantized: int = 0  # linear layers with weight-only int4 / int8 weights (runners/quant.py)
     form: str = ""  # the weight-only forms among them: "int4", "int8", "int4+int8" ("" when none)
@@ -467,18 +449,17 @@ class CpuKernels:
     @property
     def exact(self) -> bool:
         """Block logits = one-at-a-time at every context the model holds: every linear
-        prepacked or weight-only, the attention row-wise, and no sliding window shorter than the
-        context (past a window plain attention runs: ``exact_up_to``)."""
-        return self.exact_up_to() > 0 and (self.window is None or self.window >= self.max_context > 0)
+        prepacked or weight-only and the attention row-wise (a sliding window too: each row attends
+        to its window's keys as one row, the call decoding makes)."""
+        return self.exact_up_to() > 0
 
     def exact_up_to(self) -> int:
         """The longest context at which a verified block's logits equal one-token decoding's:
-        0 when no context is exact; the window for a sliding-window model; else the model's
-        whole context (``max_context``; a large number when that is not known)."""
+        0 when no context is exact; else the model's whole context (``max_context``; a large
+        number when that is not known)."""
         if self.packed + self.quantized != self.linears or self.attention != ROWWISE:
             return 0
-        whole = self.max_context or UNBOUNDED_CONTEXT
-        return whole if self.window is None else min(self.window, whole)
+        return self.max_context or UNBOUNDED_CONTEXT
 
     @property
     def path(self) -> str:
@@ -548,11 +529,6 @@ def apply_cpu_kernels(
             attention, why_not = _use_rowwise_attention(model)
             if why_not:
                 notes.append(f"Attention is not row-wise: {why_not}, so a verified block is not exact.")
-            elif isinstance(getattr(model.config.get_text_config(), "sliding_window", None), int):
-                window = model.config.get_text_config().sliding_window
-                notes.append(
-                    f"Sliding-window attention is exact up to {window} tokens of context; beyond, plain attention runs."
-                )
     text = model.config.get_text_config()
     window = getattr(text, "sliding_window", None) if attention == ROWWISE else None
     report = CpuKernels(

@@ -134,7 +134,7 @@ class CachedModel:
         self, model: PreTrainedModel, vocab_size: int, isolate_first_token: bool = False, lean: bool = True
     ) -> None:
         self.model = model
-        # short blocks on a cache (decoding, verification) skip transformers' generic model code,
+        # passes on a cache (decoding, verification, a follow-up prompt) skip transformers' generic model code,
         # bit-identical to it (runners/lean.py); None: every pass is ``model(...)``
         self.lean = LeanPass.of(model) if lean else None
         # Dynamic int8 scales activations per tensor, and the first token of a sequence (the

@@ -1,6 +1,6 @@
-"""A decoding pass over a short block without transformers' generic model code, bit-identical
-to it, for the llama family (Llama, Qwen2, Mistral): the verification pass and one-token
-decoding, where the cost per token is the model's own work plus the Python around it.
+"""A pass on a cache without transformers' generic model code, bit-identical to it, for the
+llama family (Llama, Qwen2, Mistral): the verification pass, one-token decoding and a follow-up
+turn's prompt, where the cost per token is the model's own work plus the Python around it.
 
 With int4 weights the linears of the bundled model take ~11 ms of a ~25 ms pass, and what
 transformers runs around them — module calls, keyword plumbing, the causal-mask builder,
@@ -20,10 +20,11 @@ bf16 roundings as transformers' ops (each product and sum rounded to bf16) and t
 formula as ``rows_sdpa``'s kernel; ``pass_profile``-style interleaved timing: 0.82-0.92x the
 pass with those ops in torch at 80 and 380 positions of context.
 
-It takes a pass only when transformers' path would compute every row one row at a time: batch
-1, row-wise attention applied (``cpu_kernels``), at most ``ROWWISE_MAX_ROWS`` new rows after at
-least one cached position, and no sliding-window cache layer. Everything else (a prompt, a
-model of another architecture, a sliding window) runs ``model(...)`` as before.
+It takes a pass when transformers' path computes every row one row at a time — batch 1 with
+row-wise attention applied (``cpu_kernels``: then every row of every pass is) — after at least one
+cached position (a cache's layers exist only once a pass made them) and with no sliding-window
+cache layer. Everything else (a first pass on an empty cache, a model of another architecture, a
+sliding window) runs ``model(...)`` as before.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from app.engine.runners import native
 from app.engine.runners.cpu_kernels import (
     ASK,
     ROWWISE,
-    ROWWISE_MAX_ROWS,
     NativeRMSNorm,
     _direct_gqa,
     _one_row_at_a_time,
@@ -162,7 +162,7 @@ class _Layer:
 
 
 class LeanPass:
-    """``model(input_ids, cache, logits_to_keep)`` for a short block on a cache, in one function."""
+    """``model(input_ids, cache, logits_to_keep)`` for a block on a cache, in one function."""
 
     def __init__(self, model: PreTrainedModel) -> None:
         inner: Any = model.model
@@ -182,7 +182,7 @@ class LeanPass:
         """Whether a pass of ``rows`` new tokens on ``cache`` is one transformers' path computes
         one row at a time (so this pass gives its bits)."""
         return (
-            0 < rows <= ROWWISE_MAX_ROWS
+            rows > 0
             and len(cache.layers) == len(self.layers)
             and cache.get_seq_length() > 0
             and all(type(layer).__name__ == "GrowingLayer" for layer in cache.layers)

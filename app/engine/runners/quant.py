@@ -506,7 +506,9 @@ def quantized_layers(model: nn.Module) -> list[WeightOnlyLinear]:
 # ---------------------------------------------------------------- exactness on this CPU
 
 
-INVARIANCE_ROWS = (5, 34)  # block sizes asked: a verified block, a prompt's pass with drafts folded in
+# block sizes asked: a verified block, a prompt's pass with drafts folded in, a prompt of several
+# chunks (a prepacked linear is fed at most ``cpu_kernels.PACK_MAX_ROWS`` rows a call)
+INVARIANCE_ROWS = (5, 34, 70)
 
 
 @functools.cache
@@ -514,8 +516,9 @@ def batch_invariant(form: str, in_features: int = 1024) -> bool:
     """Whether a ``form`` layer over ``in_features`` inputs gives bit-identical rows fed together
     (M in ``INVARIANCE_ROWS``) or alone, on this CPU with the kernels torch picked: asked once
     per process and K on a small random layer. ``form``: "int4", "int8", or "prepacked-bf16" /
-    "prepacked-fp32" (oneDNN). Measured on an AVX-512 + AMX CPU: prepacked bf16 with K = 576 is
-    not (34 rows), with K = 512 or 1024 it is; int4 / int8 and fp32 are."""
+    "prepacked-fp32" (oneDNN). Measured on an AVX-512 + AMX CPU: oneDNN's bf16 GEMM with K = 576
+    changes a row's bits from 33 rows a call (so ``PrepackedLinear`` feeds at most 32); int4 /
+    int8 and fp32 are invariant at any M measured (up to 200)."""
     gen = torch.Generator().manual_seed(0)
     weight = torch.randn(512, in_features, generator=gen)
     x = torch.randn(max(INVARIANCE_ROWS), in_features, generator=gen)
