@@ -155,3 +155,24 @@ def test_the_cli_and_the_window_say_when_quantized_layers_run_torchs_kernels(
     notes = [line for line in err.splitlines() if line.startswith("specchat: note: ")]
     assert len(notes) == 1 and notes[0].endswith(said), err
     assert "Traceback" not in err
+
+
+@checkout_kernels
+def test_an_install_whose_folder_is_read_only_builds_in_the_users_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system-wide install cannot write beside its source: the module is built (once) under
+    ``$XDG_CACHE_HOME/specchat/native`` and loaded from there; the package's folder stays as it was."""
+    package = tmp_path / "site" / NATIVE
+    package.mkdir(parents=True)
+    shutil.copy2(native.SOURCE, package / "q8mm.c")
+    monkeypatch.setattr(native, "SOURCE", package / "q8mm.c")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    writable = os.access
+    monkeypatch.setattr(native.os, "access", lambda path, mode: Path(path) != package and writable(path, mode))
+
+    module, why = native._loaded.__wrapped__()
+    assert module is not None, why
+    assert Path(module.__file__).is_relative_to(tmp_path / "cache" / "specchat" / "native")
+    assert native.build() == Path(module.__file__)  # found there again, not rebuilt elsewhere
+    assert sorted(p.name for p in package.iterdir()) == ["q8mm.c"]
