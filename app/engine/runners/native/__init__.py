@@ -11,7 +11,8 @@ batch invariant by construction (what exact block verification needs), and the V
 paths give the same bits.
 
 The module is compiled once with the system C compiler (``python -m app.engine.runners.native``;
-``scripts/bootstrap.sh`` does it) into ``build/`` beside the source; where it cannot be (no
+``scripts/bootstrap.sh`` does it; an installed copy on first use) into ``build/`` beside the
+source, or the user's cache where that folder is read-only; where it cannot be (no source, no
 compiler, not x86-64, no AVX2) or is switched off (``SPECCHAT_KERNELS=torch``), the layers run
 torch's kernels and ``why_not()`` says why.
 """
