@@ -65,11 +65,11 @@ def installed(wheel: Path) -> Path:
     return target
 
 
-def run_installed(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_installed(site: Path, *args: str, kernels: str = "") -> subprocess.CompletedProcess[str]:
     """This venv's Python on ``site`` alone: not the checkout (``-P``, a cwd outside it), not
-    the user's site-packages (``-s``)."""
+    the user's site-packages (``-s``); ``kernels``: SPECCHAT_KERNELS ("": SpecChat's, wherever it runs)."""
     env = {**os.environ, "PYTHONPATH": str(site), "XDG_CACHE_HOME": str(site.parent / "cache")}
-    env.pop(native.KERNELS_ENV, None)  # test.sh's torch pass sets it; these runs ask for SpecChat's kernels
+    env[native.KERNELS_ENV] = kernels
     command = [sys.executable, "-P", "-s", *args]
     return subprocess.run(command, cwd=site.parent, env=env, capture_output=True, text=True, timeout=300, check=False)
 
@@ -95,6 +95,12 @@ def test_an_installed_copy_builds_and_runs_specchats_kernels(installed: Path) ->
     assert Path(module).is_relative_to(installed / NATIVE / "build"), module  # built beside its source
     assert described == native.describe()  # "int8 activations (SpecChat's AVX2 kernels)", as in the checkout
     assert described.startswith("int8 activations (SpecChat's ")
+
+    done = run_installed(installed, "-m", "app.engine.runners.native")
+    assert (done.returncode, done.stdout, done.stderr) == (0, module + "\n", "")  # built: its path, nothing else
+    done = run_installed(installed, "-m", "app.engine.runners.native", kernels="torch")
+    said = "specchat: bf16 activations (torch's kernels: SPECCHAT_KERNELS=torch)\n"  # built, and said not to run
+    assert (done.stdout, done.stderr) == (module + "\n", said)
 
 
 def test_an_installed_copy_without_the_source_says_so_in_one_line(installed: Path, tmp_path: Path) -> None:
