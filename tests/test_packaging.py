@@ -77,3 +77,16 @@ def test_gui_smoke_test_option_is_taken_out_of_qt_arguments() -> None:
 
     assert _split_smoke_prompt(["-style", "fusion"]) == (["-style", "fusion"], None)
     assert _split_smoke_prompt(["--smoke-test", "Hi?", "-style", "x"]) == (["-style", "x"], "Hi?")
+
+
+def test_bundle_ships_the_kernels_source_and_build_where_the_package_looks() -> None:
+    """Issue 31: the bundle carries q8mm.c (an installed copy builds from it) and this machine's
+    build, in the folder ``native._built_path()`` names inside the bundle."""
+    from app.engine.runners import native
+
+    folder = re.search(r'native_dir = "([^"]+)"', SPEC)
+    assert folder is not None and ROOT / folder.group(1) / "q8mm.c" == native.SOURCE
+    assert 'datas.append((str(root / native_dir / "q8mm.c"), native_dir))' in SPEC
+    built = native._built_path()
+    assert built.parent.parent == native.SOURCE.parent / "build"  # what the spec's build/<digest> mirrors
+    assert 'datas.append((built, f"{native_dir}/build/{Path(built).parent.name}"))' in SPEC

@@ -104,11 +104,17 @@ def test_compare_shows_the_servers_own_acceptance(servers, pair):
     for arm in ("speculative", "baseline"):
         row = next(r for r in report["rounds"] if r["arm"] == arm)
         assert row["decode_tokens_per_s"] > 0 and row["time_to_first_token_s"] > 0
+    # Greedy, fixed length, the same model, form and build on both endpoints: both servers accept a
+    # draft only where it is the target's argmax, so the answers part only where verifying a block
+    # flips a near tie. This answer (the days, twice) has none: measured identical over 128 tokens
+    # on both servers (README, "What each server tells"), of which these are the first. Not
+    # "near_tie" for vLLM either: it does not say its dtype, so the comparison takes the finest
+    # (float32) and any flip of its bf16 logits would read "divergence", a finding to look at.
+    assert report["verdict"] == "identical", report["first_difference"]
     if spec_name.startswith("llama"):
-        assert report["verdict"] == "identical"  # llama.cpp's speculation is exact here
         assert all(r["server_decode_tokens_per_s"] > 0 for r in report["rounds"])
-    else:
-        assert report["verdict"] in ("identical", "near_tie", "divergence")
+    else:  # vLLM reports no generation time per request: the client's clock only, never a guess
+        assert all(r["server_decode_tokens_per_s"] is None for r in report["rounds"])
 
 
 def test_compare_text_shows_answers_speeds_and_draft_counts(servers, capsys):

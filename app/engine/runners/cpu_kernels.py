@@ -522,6 +522,9 @@ def apply_cpu_kernels(
                 f"{SHORT[dtype]} weights computed in {SHORT[compute]}: "
                 f"this CPU has no {SHORT[dtype]} matrix instructions."
             )
+        if weight_only and native.kernels() is None:  # 3-4x slower: never silently (issue 31)
+            why = native.why_not()
+            notes.append(f"Its {forms} layers run torch's kernels (bf16 activations), not SpecChat's: {why}.")
         if packed + len(weight_only) < linears:
             missing = linears - packed - len(weight_only)
             notes.append(f"{missing} of {linears} linear layers are not prepacked (not exact in a block).")

@@ -11,7 +11,8 @@ batch invariant by construction (what exact block verification needs), and the V
 paths give the same bits.
 
 The module is compiled once with the system C compiler (``python -m app.engine.runners.native``;
-``scripts/bootstrap.sh`` does it) into ``build/`` beside the source; where it cannot be (no
+``scripts/bootstrap.sh`` does it; an installed copy on first use) into ``build/`` beside the
+source, or the user's cache where that folder is read-only; where it cannot be (no source, no
 compiler, not x86-64, no AVX2) or is switched off (``SPECCHAT_KERNELS=torch``), the layers run
 torch's kernels and ``why_not()`` says why.
 """
@@ -39,7 +40,10 @@ BUILD_SECONDS = 120
 
 
 def _built_path(root: Path | None = None) -> Path:
-    """Where this source, for this Python, is built: a new source builds a new file."""
+    """Where this source, for this Python, is built: a new source builds a new file.
+    RuntimeError when the source is not there (a copy installed without it)."""
+    if not SOURCE.is_file():
+        raise RuntimeError(f"their source {SOURCE.name} is not in {SOURCE.parent}")
     digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode()).hexdigest()[:12]
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     return (root or SOURCE.parent / "build") / f"{MODULE}-{digest}" / f"{MODULE}{suffix}"
@@ -51,10 +55,19 @@ def compiler() -> str | None:
     return next((found for name in names if name and (found := shutil.which(name))), None)
 
 
+def _build_target() -> Path:
+    """Where this process finds or builds the module: beside the source, or in the user's cache
+    when the package's folder is read-only (an installed copy) and holds no build of it."""
+    beside = _built_path()
+    if beside.exists() or os.access(SOURCE.parent, os.W_OK):
+        return beside
+    return _built_path(_user_build_root())
+
+
 def build(target: Path | None = None) -> Path:
     """Compile ``q8mm.c`` (once per source): the built module's path; RuntimeError with the
-    compiler's message when it fails."""
-    target = target or _built_path()
+    compiler's message when it fails or the source is missing."""
+    target = target or _build_target()
     if target.exists():
         return target
     cc = compiler()
@@ -94,10 +107,7 @@ def _loaded() -> tuple[Any, str]:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None, f"they are written for x86-64 (this is {platform.machine()})"
     try:
-        path = _built_path()
-        if not path.exists():
-            path = build(path) if os.access(SOURCE.parent, os.W_OK) else build(_built_path(_user_build_root()))
-        module = _load(path)
+        module = _load(build())
     except (OSError, RuntimeError, ImportError) as e:
         return None, f"they could not be built: {e}"
     avx2, _ = module.cpu()
@@ -149,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         path = build()
-    except RuntimeError as e:
-        print(f"specchat: the native kernels were not built: {e}; torch's kernels will be used", file=sys.stderr)
+    except (OSError, RuntimeError) as e:  # OSError: a folder it may not write, a disk full
+        print(f"specchat: SpecChat's kernels were not built: {e}; torch's kernels run (bf16 activations)",
+              file=sys.stderr)
         return 0  # not an error: the app runs without them
     print(path)
+    if kernels() is None:  # built, but this CPU or SPECCHAT_KERNELS says no (run.sh stays quiet when they run)
+        print(f"specchat: {describe()}", file=sys.stderr)
     return 0
