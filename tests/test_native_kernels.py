@@ -16,6 +16,7 @@ import torch
 
 from app.engine.runners import native
 from app.engine.runners.cpu_kernels import native_attention, rows_sdpa
+from app.engine.runners.native import calls
 from app.engine.runners.quant import (
     NATIVE_LAYOUT,
     Int4Linear,
@@ -120,38 +121,30 @@ def test_pack_native_round_trips_every_group_count():
     assert int(pack_native(q)[0, 3]) == (q[0, 3] | (q[0, 35] << 4))
 
 
-def _call(name: str, x: torch.Tensor, weight: torch.Tensor, scales, n: int, threads: int, vnni: int):
-    y = torch.empty((x.shape[0], n), dtype=torch.bfloat16)
-    k = x.shape[1]
-    getattr(native.kernels(), name)(
-        x.data_ptr(), x.shape[0], k, weight.data_ptr(), scales.data_ptr(), 0, n, y.data_ptr(), threads, vnni
-    )
-    return y
-
-
 @needs_kernels
 @pytest.mark.parametrize("form", ["int4", "int8"])
 def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
     gen = torch.Generator().manual_seed(3)
-    k, n = 96, 1040  # n: not a multiple of the column groups or of the thread split
+    k, n = 96, 1040  # n: not a multiple of the thread split's chunks
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
-    if form == "int4":
-        args = ("q4_mm", layer.packed, torch.zeros(1))  # the rows hold d and mn
-    else:
-        args = ("q8_mm", layer.q, layer.scale.float().contiguous())
+    paths = [True, False] if native.kernels().cpu()[1] else [False]
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
     x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
-    paths = [1, 0] if native.kernels().cpu()[1] else [0]
-    alone = [_call(args[0], x[i : i + 1], *args[1:], n, 1, paths[0])[0] for i in range(len(x))]
+    kernels = {vnni: _matmul(layer, vnni) for vnni in paths}
+    alone = [kernels[paths[0]](x[i : i + 1], threads=1)[0] for i in range(len(x))]
     for vnni in paths:
         for m in (1, 2, 3, 4, 5, 8, 9, 16, 40):
-            block = _call(args[0], x[:m], *args[1:], n, 1, vnni)
+            block = kernels[vnni](x[:m], threads=1)
             for i in range(m):
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
-    threaded = _call(args[0], x, *args[1:], n, 2, paths[0])  # over the threads' threshold (M·N·K ≥ 4M)
-    assert torch.equal(threaded, torch.stack(alone))
+
+
+def _matmul(layer: Int4Linear | Int8Linear, vnni: bool) -> calls.Matmul:
+    if isinstance(layer, Int4Linear):
+        return calls.q4_mm([layer.packed], layer.in_features, vnni=vnni)
+    return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
 
 
 @needs_kernels
@@ -234,6 +227,7 @@ def test_one_row_attention_is_softmax_over_each_rows_own_prefix(kv_len):
 @needs_kernels
 def test_attention_the_kernel_cannot_take_is_atens():
     gen = torch.Generator().manual_seed(2)
+
     def bf16(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=gen).to(torch.bfloat16)
 

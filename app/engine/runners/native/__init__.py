@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,10 @@ def compiler() -> str | None:
     return next((found for name in names if name and (found := shutil.which(name))), None)
 
 
-def build(target: Path | None = None) -> Path:
+def build(target: Path | None = None, defines: Sequence[str] = ()) -> Path:
     """Compile ``q8mm.c`` (once per source): the built module's path; RuntimeError with the
-    compiler's message when it fails."""
+    compiler's message when it fails. ``defines`` (``NAME`` or ``NAME=VALUE``, each a ``-D``) are
+    for a measurement or a test's mutant, built to a ``target`` of its own."""
     target = target or _built_path()
     if target.exists():
         return target
@@ -65,7 +67,7 @@ def build(target: Path | None = None) -> Path:
         raise RuntimeError(f"Python's headers are missing ({include}/Python.h)")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + f".{os.getpid()}.tmp")
-    command = [cc, *FLAGS, f"-I{include}", str(SOURCE), "-o", str(partial)]
+    command = [cc, *FLAGS, *(f"-D{name}" for name in defines), f"-I{include}", str(SOURCE), "-o", str(partial)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
