@@ -498,10 +498,9 @@ static int ints_and_float(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wa
     return *f == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* rms_norm(x, rows, H, w, eps, y): per row of bf16 x [rows, H], y = bf16(w * bf16(x * r)) with
- * r = 1 / sqrt(mean(x²) + eps) in fp32, the square sum in 8 partial sums combined in one fixed
- * order: Llama's RMSNorm formula (fp32 variance, the weight times the input-dtype result), the
- * same bits for a row whatever else is in the call. */
+/* rms_norm(x, rows, H, w, eps, y): Llama's RMSNorm over bf16 rows x [rows, H] with a bf16 weight
+ * w [H], into y [rows, H]; its float order is stated beside its test
+ * (test_rms_norm_is_llamas_formula_and_replaces_the_norms_of_a_bf16_model). */
 static void rms_rows(const uint16_t *x, int64_t rows, int64_t H, const uint16_t *w, float eps, uint16_t *y) {
     for (int64_t r = 0; r < rows; r++) {
         const uint16_t *xr = x + r * H;
@@ -544,12 +543,8 @@ static PyObject *rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t narg
  * each of T query rows, row i over its own causal prefix (the first L - T + i + 1 keys), the call
  * single-token decoding makes for that position. q [H, T, D] and out [H, T, D] bf16, contiguous;
  * k and v bf16 [Hkv, L, D] with rows of D and heads ks / vs elements apart (the cache's buffers);
- * query head h reads kv head h / (H / Hkv). In fp32, in one fixed order for every row:
- *   s_j = (q · k_j, 8 partial sums, hsum8) · scale;   m = max_j s_j;   p_j = exp(s_j − m), 8 at a
- *   time from j = 0 (exp8 below; past the prefix a lane is exp(−inf) = 0);   l = sum of the p in 8
- *   partial sums, hsum8;   out = (sum_j p_j · v_j, j in order) / l, rounded to bf16.
- * A row's arithmetic depends on its own prefix only, so a block's rows are bit-identical to
- * the rows decoded one at a time; one code path on every CPU (AVX2 + FMA). */
+ * query head h reads kv head h / (H / Hkv). In fp32, in the one fixed order stated beside its test
+ * (test_one_row_attention_is_softmax_over_each_rows_own_prefix); one code path on every CPU. */
 __attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) { /* Cephes' expf, 8 lanes, x <= 88 */
     const __m256 kept = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); /* below: 0 (exp < 1.7e-38) */
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
@@ -641,12 +636,12 @@ static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* attend_layer(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, scale, out): a decoder layer's
- * attention for T new rows in one call, as transformers computes it op for op in bf16:
- *   q, k rotated: x·cos + rotate_half(x)·sin, each product and the sum rounded to bf16 (rotate_half(x)
- *   is (−x[half:], x[:half]));  the rotated k and the v of row t written at position start + t of
- *   the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements apart); then each
- *   row's attention over its own prefix (attend_rows), out [T, H·D] (the o projection's rows).
- * qkv [T, (H + 2·Hkv)·D] bf16 (q | k | v, each head's D values together); cos, sin [T, D] bf16. */
+ * attention for T new rows in one call: q and k rotated, the rotated k and the v of row t written at
+ * position start + t of the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements
+ * apart), then each row's attention over its own prefix (attend_rows), out [T, H·D] (the o
+ * projection's rows). qkv [T, (H + 2·Hkv)·D] bf16 (q | k | v, each head's D values together); cos,
+ * sin [T, D] bf16. The rotary's roundings are stated beside its test
+ * (test_attend_layer_is_the_rotary_the_cache_write_and_attend). */
 static inline uint16_t bf16_mul(uint16_t a, uint16_t b) { return f32_to_bf16(bf16_to_f32(a) * bf16_to_f32(b)); }
 
 static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin, int64_t D, uint16_t *out) {
