@@ -13,7 +13,9 @@ paths give the same bits.
 The module is compiled once with the system C compiler (``python -m app.engine.runners.native``;
 ``scripts/bootstrap.sh`` does it) into ``build/`` beside the source; where it cannot be (no
 compiler, not x86-64, no AVX2) or is switched off (``SPECCHAT_KERNELS=torch``), the layers run
-torch's kernels and ``why_not()`` says why.
+torch's kernels and ``why_not()`` says why. Everything calls them through ``calls`` (one typed
+wrapper per kernel, tensors in, checked before a pointer is taken); their threads come from one
+pool that lives with the process (``q8mm.c``, "the threads").
 """
 
 from __future__ import annotations
