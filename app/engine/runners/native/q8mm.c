@@ -284,7 +284,9 @@ static void run_columns(const Job *j, int64_t c0, int64_t c1) {
 #define THREAD_WORK (1 << 19) /* multiply-adds below which one thread does the whole call (measured) */
 #endif
 #define CHUNKS_PER_THREAD 4
-#define SPIN_NS 50000
+#ifndef SPIN_NS
+#define SPIN_NS 50000 /* how long a worker spins before it sleeps (measured) */
+#endif
 
 static struct {
     pthread_mutex_t busy; /* held by the call that has the pool */
