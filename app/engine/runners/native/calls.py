@@ -67,15 +67,22 @@ class Matmul:
     def __call__(self, x: torch.Tensor, threads: int | None = None) -> torch.Tensor:
         """bf16 rows [M, K] (a non-contiguous view is copied) → [M, N]; ``threads``: torch's
         intra-op thread count unless given."""
-        if not isinstance(x, torch.Tensor) or x.dtype != BF16 or x.dim() != 2 or x.shape[1] != self.k or not x.is_cpu:
+        if (
+            not isinstance(x, torch.Tensor)
+            or x.dtype is not BF16
+            or x.ndim != 2
+            or x.shape[1] != self.k
+            or not x.is_cpu
+        ):
             got = f"{x.dtype} {tuple(x.shape)} on {x.device}" if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f"this linear wants CPU bf16 rows [M, {self.k}]; got {got}")
         if not x.is_contiguous():
             x = x.contiguous()
-        y = torch.empty((x.shape[0], self.n), dtype=BF16)
-        if x.shape[0]:
+        rows = x.shape[0]
+        y = torch.empty((rows, self.n), dtype=BF16)
+        if rows:
             use = torch.get_num_threads() if threads is None else threads
-            self.call(x.data_ptr(), x.shape[0], self.k, y.data_ptr(), use, self.vnni, *self.parts)
+            self.call(x.data_ptr(), rows, self.k, y.data_ptr(), use, self.vnni, *self.parts)
         return y
 
 
