@@ -195,13 +195,6 @@ def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
 
 
 @needs_kernels
-def test_a_small_call_runs_on_one_thread():
-    kernel = _matmul(Int8Linear.from_float(torch.randn(64, 96)), native.vnni())
-    kernel(torch.randn(4, 96).to(torch.bfloat16), threads=2)  # 4·64·96 multiply-adds: under the threshold
-    assert calls.threads_used() == 1
-
-
-@needs_kernels
 @pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
 @pytest.mark.parametrize("form", ["int4", "int8"])
 def test_a_worker_that_computes_nothing_is_caught(form, tmp_path, monkeypatch):
