@@ -227,15 +227,15 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
  * costs about half of a one-row pass even from L1 (tiles of 4, 2, 1 made 3 rows cost 1.60 one-row
  * steps and 2 rows 1.13). Interleaving several columns read from memory was up to 2x slower for
  * int4 (AMD EPYC; 20 % faster from L2 only) and 3x slower for SmolLM2's 49,152 x 576 int8 head. */
-#define TILE_REST(KIND, SUFFIX, MAXR, j, part, y, n, m, rest)                   \
-    do {                                                                        \
-        if (MAXR > 7 && (rest) == 7) KIND##_tile_##SUFFIX(j, part, y, n, m, 7 % MAXR); \
+#define TILE_REST(KIND, SUFFIX, MAXR, j, part, y, n, m, rest)                               \
+    do {                                                                                    \
+        if (MAXR > 7 && (rest) == 7) KIND##_tile_##SUFFIX(j, part, y, n, m, 7 % MAXR);      \
         else if (MAXR > 6 && (rest) == 6) KIND##_tile_##SUFFIX(j, part, y, n, m, 6 % MAXR); \
         else if (MAXR > 5 && (rest) == 5) KIND##_tile_##SUFFIX(j, part, y, n, m, 5 % MAXR); \
         else if (MAXR > 4 && (rest) == 4) KIND##_tile_##SUFFIX(j, part, y, n, m, 4 % MAXR); \
-        else if ((rest) == 3) KIND##_tile_##SUFFIX(j, part, y, n, m, 3);         \
-        else if ((rest) == 2) KIND##_tile_##SUFFIX(j, part, y, n, m, 2);         \
-        else if ((rest) == 1) KIND##_tile_##SUFFIX(j, part, y, n, m, 1);         \
+        else if ((rest) == 3) KIND##_tile_##SUFFIX(j, part, y, n, m, 3);                    \
+        else if ((rest) == 2) KIND##_tile_##SUFFIX(j, part, y, n, m, 2);                    \
+        else if ((rest) == 1) KIND##_tile_##SUFFIX(j, part, y, n, m, 1);                    \
     } while (0)
 #define DEFINE_COLS(KIND, SUFFIX, TARGET, MAXR)                                                                    \
     __attribute__((target(TARGET))) static void KIND##_cols_##SUFFIX(const Job *j, const Part *part, uint16_t *y,  \
