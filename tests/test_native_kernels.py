@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
 import torch
 
 from app.engine.runners import native
 from app.engine.runners.cpu_kernels import native_attention, rows_sdpa
+from app.engine.runners.native import calls
 from app.engine.runners.quant import (
     NATIVE_LAYOUT,
     Int4Linear,
@@ -52,6 +56,15 @@ def bf16_step(values: torch.Tensor) -> torch.Tensor:
     return values.abs() * 2.0**-7 + 1e-3
 
 
+LINEAR_ORDER = """Each output's float order, on every path, row count, column and thread: two 8-lane
+accumulators, E over the even blocks and O over the odd ones (a lone last block goes to E), lane l
+of a block holding the exact integer sum of its bytes 4l..4l+3; per block acc += float(lane) ·
+(weight scale · dx) (int4: the block's d times dx; int8: dx, the row scale s after the sum); then
+one horizontal sum hsum8 (the two 128-bit halves added, then the upper pair onto the lower, then
+lane 1 onto lane 0) of E + O for int8, times s, and of (E + O) + Z for int4, Z the zero term
+sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); rounded to bf16 once."""
+
+
 def test_the_kernels_are_built_on_an_x86_cpu_with_a_compiler():
     if not X86 or native.compiler() is None:
         pytest.skip("not an x86-64 machine with a C compiler")
@@ -63,6 +76,8 @@ def test_the_kernels_are_built_on_an_x86_cpu_with_a_compiler():
 @needs_kernels
 @pytest.mark.parametrize("k", [64, 96, 576])  # 96: an odd number of groups (a lone last group)
 def test_int4_computes_int8_rows_times_d_q_plus_mn(k):
+    """int4: y = sum_g (d·dx)_g · I_g + sum_g mn_g · (dx·S)_g in ``LINEAR_ORDER``, within a bf16
+    step of the fp64 sum over the same int8 rows."""
     gen = torch.Generator().manual_seed(k)
     weight = torch.randn(48, k, generator=gen) * 0.05
     q, scale, zero = quantize_int4(weight)
@@ -85,6 +100,7 @@ def test_int4_computes_int8_rows_times_d_q_plus_mn(k):
 @needs_kernels
 @pytest.mark.parametrize("k", [32, 96, 576])
 def test_int8_computes_int8_rows_times_q_scale(k):
+    """int8: y = s · sum_g dx_g · I_g in ``LINEAR_ORDER``, within a bf16 step of the fp64 sum."""
     gen = torch.Generator().manual_seed(k)
     layer = Int8Linear.from_float(torch.randn(40, k, generator=gen) * 0.05)
     assert layer.native
@@ -120,38 +136,243 @@ def test_pack_native_round_trips_every_group_count():
     assert int(pack_native(q)[0, 3]) == (q[0, 3] | (q[0, 35] << 4))
 
 
-def _call(name: str, x: torch.Tensor, weight: torch.Tensor, scales, n: int, threads: int, vnni: int):
-    y = torch.empty((x.shape[0], n), dtype=torch.bfloat16)
-    k = x.shape[1]
-    getattr(native.kernels(), name)(
-        x.data_ptr(), x.shape[0], k, weight.data_ptr(), scales.data_ptr(), 0, n, y.data_ptr(), threads, vnni
-    )
-    return y
-
-
 @needs_kernels
 @pytest.mark.parametrize("form", ["int4", "int8"])
 def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
     gen = torch.Generator().manual_seed(3)
-    k, n = 96, 1040  # n: not a multiple of the column groups or of the thread split
+    k, n = 96, 1040  # n: not a multiple of the thread split's chunks
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
-    if form == "int4":
-        args = ("q4_mm", layer.packed, torch.zeros(1))  # the rows hold d and mn
-    else:
-        args = ("q8_mm", layer.q, layer.scale.float().contiguous())
+    paths = [True, False] if native.kernels().cpu()[1] else [False]
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
     x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
-    paths = [1, 0] if native.kernels().cpu()[1] else [0]
-    alone = [_call(args[0], x[i : i + 1], *args[1:], n, 1, paths[0])[0] for i in range(len(x))]
+    kernels = {vnni: _matmul(layer, vnni) for vnni in paths}
+    alone = [kernels[paths[0]](x[i : i + 1], threads=1)[0] for i in range(len(x))]
     for vnni in paths:
         for m in (1, 2, 3, 4, 5, 8, 9, 16, 40):
-            block = _call(args[0], x[:m], *args[1:], n, 1, vnni)
+            block = kernels[vnni](x[:m], threads=1)
             for i in range(m):
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
-    threaded = _call(args[0], x, *args[1:], n, 2, paths[0])  # over the threads' threshold (M·N·K ≥ 4M)
-    assert torch.equal(threaded, torch.stack(alone))
+
+
+def _matmul(layer: Int4Linear | Int8Linear, vnni: bool) -> calls.Matmul:
+    if isinstance(layer, Int4Linear):
+        return calls.q4_mm([layer.packed], layer.in_features, vnni=vnni)
+    return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
+
+
+def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, int]:
+    """(every 2-thread call equals the 1-thread call bit for bit, the most threads one ran on)
+    over calls 8 times the size below which one thread does a call. Each try feeds new rows and
+    makes the 2-thread call first, so no output buffer held the right answer before it (a
+    worker that writes nothing leaves what the allocator last kept there). A worker the
+    scheduler wakes late takes no chunk (one thread did that call; on a machine whose other
+    cores are busy, most calls): the tries go on until three calls ran on two threads, or for
+    ``seconds`` at most."""
+    gen = torch.Generator().manual_seed(31)
+    k, m = 256, 4
+    n = 8 * calls.thread_work() // (m * k) + (48 if form == "int4" else 44)  # 44: a short last chunk
+    weight = torch.randn(n, k, generator=gen) * 0.05
+    kernel = _matmul(Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight), native.vnni())
+    same, most, split_calls = True, 0, 0
+    deadline = time.monotonic() + seconds
+    while split_calls < 3 and time.monotonic() < deadline:
+        x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+        split = kernel(x, threads=2)
+        used = calls.threads_used()
+        same = same and torch.equal(split, kernel(x, threads=1))
+        most, split_calls = max(most, used), split_calls + (used > 1)
+    return same, most
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", ["int4", "int8"])
+def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
+    same, most = _split_against_one_thread(form)
+    assert most == 2, "no call over the threshold ran on two threads"
+    assert same
+
+
+@needs_kernels
+@pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
+@pytest.mark.parametrize("form", ["int4", "int8"])
+def test_a_worker_that_computes_nothing_is_caught(form, tmp_path, monkeypatch):
+    """The thread-split check fails on a kernel whose worker threads take their columns and
+    compute none (q8mm.c built with Q8MM_IDLE_WORKER)."""
+    mutant = native._load(native.build(tmp_path / "mutant" / "_q8mm.so", ["Q8MM_IDLE_WORKER"]))
+    monkeypatch.setattr(native, "_loaded", lambda: (mutant, ""))
+    same, most = _split_against_one_thread(form)
+    assert most == 2 and not same
+
+
+@needs_kernels
+def test_a_child_after_fork_makes_its_own_threads():
+    """A child forked after the pool was made has none of its workers: its calls neither hang
+    nor lose columns, and it makes a pool of its own (SIGALRM turns a deadlock into a failure)."""
+    code = """if True:
+        import os, signal, torch
+        from app.engine.runners.native import calls
+        from app.engine.runners.quant import Int8Linear
+        torch.set_num_threads(1)
+        layer = Int8Linear.from_float(torch.randn(2 * calls.thread_work() // 1024 + 40, 256))
+        kernel = calls.q8_mm([(layer.q, layer.scale.float().contiguous())], 256)
+        x = torch.randn(4, 256).to(torch.bfloat16)
+        want = kernel(x, threads=1)
+        for _ in range(20):
+            kernel(x, threads=2)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)
+            used, same = 1, True
+            for _ in range(200):
+                same = same and torch.equal(kernel(x, threads=2), want)
+                used = max(used, calls.threads_used())
+                if used == 2:
+                    break
+            os._exit(0 if same and used == 2 else 3)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.strip() == "0", done.stdout + done.stderr
+
+
+def test_the_seams_constants_are_the_kernels():
+    if native.kernels() is None:
+        pytest.skip(native.why_not())
+    module = native.kernels()
+    assert (calls.QK, calls.MAX_PARTS, calls.ATTEND_MAX_HEAD_DIM) == (module.QK, module.MAX_PARTS, module.ATTEND_MAX_D)
+
+
+def _bf16(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape).to(torch.bfloat16)
+
+
+def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]]]:
+    """name → (the error, a part of its message, a call that must raise it, not reach C)."""
+    int8 = Int8Linear.from_float(torch.randn(32, 64))
+    int4 = Int4Linear.from_float(torch.randn(32, 64))
+    q, s = int8.q, int8.scale.float().contiguous()
+    matmul = calls.q8_mm([(q, s)], 64)
+    rows, weight = _bf16(2, 64), _bf16(64)
+    buf = _bf16(1, 2, 16, 64)  # a cache's buffer: 2 heads, 16 positions of 64
+    strided_rows = buf.transpose(2, 3).contiguous().transpose(2, 3)
+    overlapping = buf.as_strided((1, 2, 16, 64), (2048, 64, 64, 1))  # the heads 1 row apart
+    qkv, cos = _bf16(3, 6 * 64), _bf16(3, 64)
+    attend, layer = calls.attend, calls.attend_layer
+    return {
+        "q8_mm: q and scales swapped": (ValueError, "int8 weight 0", lambda: calls.q8_mm([(s, q)], 64)),
+        "q8_mm: short scales": (ValueError, "scales", lambda: calls.q8_mm([(q, s[:31])], 64)),
+        "q8_mm: K not its weight's": (ValueError, "over 96 inputs", lambda: calls.q8_mm([(q, s)], 96)),
+        "q8_mm: K not a multiple of 32": (ValueError, "multiple of 32", lambda: calls.q8_mm([(q[:, :48], s)], 48)),
+        "q8_mm: transposed weight": (ValueError, "not contiguous", lambda: calls.q8_mm([(q.t(), s)], 32)),
+        "q8_mm: no weights": (ValueError, "1 to 8", lambda: calls.q8_mm([], 64)),
+        "q8_mm: a pointer for a weight": (TypeError, "tensor", lambda: calls.q8_mm([(q.data_ptr(), s)], 64)),
+        "q4_mm: int8 bytes for int4 rows": (ValueError, "torch.uint8", lambda: calls.q4_mm([q], 64)),
+        "q4_mm: rows of another K": (ValueError, "int4 weight 0", lambda: calls.q4_mm([int4.packed], 96)),
+        "q4_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4_mm([int4.packed] * 9, 64)),
+        "a linear's fp32 rows": (ValueError, "bf16 rows", lambda: matmul(rows.float())),
+        "a linear's rows of another K": (ValueError, "bf16 rows", lambda: matmul(_bf16(2, 32))),
+        "a linear's 1-D row": (ValueError, "bf16 rows", lambda: matmul(rows[0])),
+        "a linear's rows on the meta device": (ValueError, "bf16 rows", lambda: matmul(rows.to("meta"))),
+        "rms_norm: a short weight": (ValueError, "one value per column", lambda: calls.rms_norm(rows, weight[:63], 1)),
+        "rms_norm: an fp32 weight": (ValueError, "torch.bfloat16", lambda: calls.rms_norm(rows, weight.float(), 1)),
+        "rms_norm: weight and rows swapped": (ValueError, "2 dimensions", lambda: calls.rms_norm(weight, rows, 1)),
+        "rms_norm: non-contiguous rows": (ValueError, "not contiguous", lambda: calls.rms_norm(rows.t(), weight, 1)),
+        "attend: key and query swapped": (
+            ValueError,
+            "attention heads",
+            lambda: attend(buf, _bf16(1, 4, 2, 64), buf, 1),
+        ),
+        "attend: heads that do not share": (
+            ValueError,
+            "whole multiple",
+            lambda: attend(_bf16(1, 3, 2, 64), buf, buf, 1),
+        ),
+        "attend: head dim 12": (ValueError, "multiple of 8", lambda: attend(_bf16(1, 2, 1, 12), buf[..., :12], buf, 1)),
+        "attend: keys shorter than the rows": (
+            ValueError,
+            "at least 3",
+            lambda: attend(_bf16(1, 4, 3, 64), buf[:, :, :2], buf, 1),
+        ),
+        "attend: rows not contiguous": (
+            ValueError,
+            "contiguous rows",
+            lambda: attend(_bf16(1, 4, 1, 64), strided_rows, buf, 1),
+        ),
+        "attend: value shorter than key": (
+            ValueError,
+            "at least 16",
+            lambda: attend(_bf16(1, 4, 1, 64), buf, buf[:, :, :8], 1),
+        ),
+        "attend_layer: no room in the cache": (
+            ValueError,
+            "at least 17",
+            lambda: layer(qkv, cos, cos, buf, buf, 14, (2, 2), 1),
+        ),
+        "attend_layer: qkv of other heads": (ValueError, "qkv", lambda: layer(qkv, cos, cos, buf, buf, 0, (4, 2), 1)),
+        "attend_layer: sin of other rows": (
+            ValueError,
+            "cos, sin",
+            lambda: layer(qkv, cos, cos[:2], buf, buf, 0, (2, 2), 1),
+        ),
+        "attend_layer: heads that overlap": (
+            ValueError,
+            "contiguous rows",
+            lambda: layer(qkv, cos, cos, buf, overlapping, 0, (2, 2), 1),
+        ),
+        "attend_layer: a value buffer of 1 head": (
+            ValueError,
+            "[1, 2, L, D]",
+            lambda: layer(qkv, cos, cos, buf, buf[:, :1], 0, (2, 2), 1),
+        ),
+        "attend_layer: a negative start": (ValueError, "≥ 0", lambda: layer(qkv, cos, cos, buf, buf, -1, (2, 2), 1)),
+    }
+
+
+WRONG_CALLS = list(_wrong_calls()) if native.kernels() is not None else []
+
+
+@needs_kernels
+@pytest.mark.parametrize("wrong", WRONG_CALLS)
+def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
+    error, message, call = _wrong_calls()[wrong]
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+@needs_kernels
+def test_every_wrapper_has_its_wrong_calls():
+    wrappers = {"q4_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
+    assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
+
+
+@needs_kernels
+@pytest.mark.parametrize("rows", [1, 3])
+def test_attend_layer_is_the_rotary_the_cache_write_and_attend(rows):
+    """attend_layer = transformers' rotary in bf16 ops, the new keys and values written into the
+    cache's buffers, then ``attend`` over them, bit for bit. The rotary's roundings: x·cos +
+    rotate_half(x)·sin with each product and the sum rounded to bf16, rotate_half(x) =
+    (−x[half:], x[:half])."""
+    gen = torch.Generator().manual_seed(rows)
+    heads, kv_heads, dim, start = 4, 2, 64, 5
+    qkv = torch.randn(rows, (heads + 2 * kv_heads) * dim, generator=gen).to(torch.bfloat16)
+    cos, sin = (torch.randn(rows, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    keys, values = (torch.randn(1, kv_heads, 16, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    mine_k, mine_v = keys.clone(), values.clone()
+    got = calls.attend_layer(qkv, cos, sin, mine_k, mine_v, start, (heads, kv_heads), 0.125)
+
+    def rotated(x: torch.Tensor) -> torch.Tensor:  # [1, h, T, D]
+        half = dim // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    q, k, v = qkv.view(rows, -1, dim).transpose(0, 1)[None].split_with_sizes([heads, kv_heads, kv_heads], dim=1)
+    keys[:, :, start : start + rows], values[:, :, start : start + rows] = rotated(k), v
+    end = start + rows
+    want = calls.attend(rotated(q).contiguous(), keys[:, :, :end], values[:, :, :end], 0.125)
+    assert torch.equal(mine_k.view(torch.int16), keys.view(torch.int16))
+    assert torch.equal(mine_v.view(torch.int16), values.view(torch.int16))
+    assert torch.equal(got.view(torch.int16), want[0].transpose(0, 1).reshape(rows, -1).view(torch.int16))
 
 
 @needs_kernels
@@ -212,7 +433,13 @@ def _attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scal
 def test_one_row_attention_is_softmax_over_each_rows_own_prefix(kv_len):
     """SpecChat's attend: every query row over its own causal prefix, GQA heads shared as
     ``enable_gqa`` shares them, read from a cache buffer with room to spare; within a bf16 step
-    of the fp64 softmax, large logits included (the max is subtracted first)."""
+    of the fp64 softmax, large logits included (the max is subtracted first).
+
+    Its float order, in fp32, the same for every row: s_j = (q · k_j in 8 partial sums, hsum8) ·
+    scale; m = max_j s_j; p_j = exp(s_j − m), 8 at a time from j = 0 (Cephes' expf; past the
+    prefix a lane is exp(−inf) = 0); l = the p in 8 partial sums, hsum8; out = (sum_j p_j · v_j,
+    j in order) / l, rounded to bf16. A row's arithmetic depends on its own prefix only, so a
+    block's rows are the rows decoded one at a time."""
     gen = torch.Generator().manual_seed(kv_len)
     rows = min(kv_len, 4)
     q = (torch.randn(1, 6, rows, 64, generator=gen) * 4).to(torch.bfloat16)
@@ -234,6 +461,7 @@ def test_one_row_attention_is_softmax_over_each_rows_own_prefix(kv_len):
 @needs_kernels
 def test_attention_the_kernel_cannot_take_is_atens():
     gen = torch.Generator().manual_seed(2)
+
     def bf16(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=gen).to(torch.bfloat16)
 
@@ -287,6 +515,10 @@ def test_a_failed_build_is_a_message_not_a_crash(tmp_path, monkeypatch):
 
 @needs_kernels
 def test_rms_norm_is_llamas_formula_and_replaces_the_norms_of_a_bf16_model(load_tiny):
+    """Its float order, per row: y = bf16(w · bf16(x · r)), r = 1 / sqrt(mean(x²) + eps) in fp32,
+    the squares summed in 8 partial sums (element i into sum i mod 8, a tail into sum 0) combined as
+    ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)): Llama's formula (fp32 variance, the weight
+    times the input-dtype result), the same bits for a row whatever else is in the call."""
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
     from app.engine.runners.cpu_kernels import NativeRMSNorm

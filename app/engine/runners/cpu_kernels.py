@@ -54,6 +54,8 @@ from app.engine.config import cap_threads
 from app.engine.errors import InvalidSettingError
 from app.engine.runners import native
 from app.engine.runners.cpu_probe import CpuProbe, probe
+from app.engine.runners.native import calls
+from app.engine.runners.native.calls import ATTEND_MAX_HEAD_DIM
 from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 
 ROWWISE = "specchat_rowwise"
@@ -139,10 +141,7 @@ class NativeRMSNorm(nn.Module):
 
     def rows(self, x: torch.Tensor) -> torch.Tensor:
         """bf16 rows [T, H], contiguous (the lean pass's residual stream) → [T, H]"""
-        y = torch.empty_like(x)
-        eps, weight = self.variance_epsilon, self.weight
-        native.kernels().rms_norm(x.data_ptr(), x.shape[0], x.shape[1], weight.data_ptr(), eps, y.data_ptr())
-        return y
+        return calls.rms_norm(x, self.weight, self.variance_epsilon)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = self.weight
@@ -304,9 +303,6 @@ def rows_sdpa(
     return out.to(dtype)
 
 
-ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
-
-
 def native_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: bool) -> bool:
     """Whether ``rows_sdpa`` runs SpecChat's ``attend`` on these rows: bf16 on the CPU, batch 1,
     head dims a multiple of 8 (at most 256), each key and value row contiguous (the cache's
@@ -337,14 +333,8 @@ def attend_takes(heads: int, kv_heads: int, dim: int, gqa: bool) -> bool:
 
 def _native_rows(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float | None) -> torch.Tensor:
     """``rows_sdpa`` by SpecChat's kernel (``native_attention`` said yes).  → [1, H, q, D] bf16"""
-    query = query.contiguous()
-    heads, rows, dim = query.shape[1], query.shape[2], query.shape[3]
-    out = torch.empty_like(query)
-    native.kernels().attend(
-        query.data_ptr(), heads, rows, dim, key.data_ptr(), value.data_ptr(), key.shape[1], key.shape[2],
-        key.stride(1), value.stride(1), float(scale if scale is not None else 1 / math.sqrt(dim)), out.data_ptr(),
-    )  # fmt: skip
-    return out
+    dim = query.shape[3]
+    return calls.attend(query.contiguous(), key, value, scale if scale is not None else 1 / math.sqrt(dim))
 
 
 def _direct_gqa(module: nn.Module, key: torch.Tensor, value: torch.Tensor, kwargs: dict[str, Any]) -> bool | None:

@@ -37,7 +37,6 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import DynamicCache, PreTrainedModel
 
-from app.engine.runners import native
 from app.engine.runners.cpu_kernels import (
     ASK,
     ROWWISE,
@@ -47,6 +46,7 @@ from app.engine.runners.cpu_kernels import (
     attend_takes,
     rows_sdpa,
 )
+from app.engine.runners.native import calls
 from app.engine.runners.quant import WeightOnlyLinear, side_by_side
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -142,13 +142,8 @@ class _Layer:
         """q | k | v rows [T, W] → the attention rows [T, Hq·D]: rotary, cache write, attention."""
         rows = qkv.shape[0]
         key_buffer, value_buffer, start = kv.extend(rows)
-        out = torch.empty((rows, self.q_heads * self.head_dim), dtype=qkv.dtype)
-        native.kernels().attend_layer(
-            qkv.data_ptr(), rows, self.q_heads, self.heads[1], self.head_dim, cos.data_ptr(), sin.data_ptr(),
-            key_buffer.data_ptr(), value_buffer.data_ptr(), key_buffer.stride(1), value_buffer.stride(1), start,
-            self.scaling, out.data_ptr(),
-        )  # fmt: skip
-        return out
+        heads = (self.q_heads, self.heads[1])
+        return calls.attend_layer(qkv, cos, sin, key_buffer, value_buffer, start, heads, self.scaling)
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """The row-wise attention rows, as transformers' path calls them.  → [T, Hq·D]"""

@@ -32,6 +32,7 @@ from torch import nn
 from transformers.pytorch_utils import Conv1D
 
 from app.engine.runners import native
+from app.engine.runners.native import calls
 
 GROUP = 32  # inputs per int4 group (scale, zero)
 INT4_N_MULTIPLE = 16  # the CPU int4 packing wants out_features divisible by 16
@@ -58,6 +59,11 @@ class WeightOnlyLinear(nn.Module):
         raise NotImplementedError
 
     def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        raise NotImplementedError
+
+    def _native_kernel(self) -> calls.Matmul:
+        """SpecChat's kernel over this layer's tensors (a native layer only), made again after a
+        buffer swap: the tensors it holds outlive any later swap, and ``side_by_side`` reads them."""
         raise NotImplementedError
 
     def rows_fn(self) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -112,7 +118,7 @@ class Int4Linear(WeightOnlyLinear):
         else:
             self.register_buffer("packed", packed)
             self.register_buffer("scales_zeros", scales_zeros)  # [in / GROUP, out, 2] bf16
-        self._native_fn: tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] | None = None
+        self._native_fn: tuple[torch.Tensor, calls.Matmul] | None = None
 
     @property
     def native(self) -> bool:
@@ -166,14 +172,18 @@ class Int4Linear(WeightOnlyLinear):
         packed, scales_zeros = self.packed, self.scales_zeros
         assert scales_zeros is not None or self.native
         if self.native:
-            if self._native_fn is None or self._native_fn[0] is not packed:  # made again after a buffer swap
-                self._native_fn = (packed, _native_call("q4_mm", packed, None, self.in_features, self.out_features))
-            return self._native_fn[1]
+            return self._native_kernel()
         if packed.device.type == "cuda":
             cuda = torch.ops.aten._weight_int4pack_mm.default
             return lambda x: cuda(x, packed, GROUP, scales_zeros)
         cpu = torch.ops.aten._weight_int4pack_mm_for_cpu.default
         return lambda x: cpu(x, packed, GROUP, scales_zeros)
+
+    def _native_kernel(self) -> calls.Matmul:
+        packed = self.packed
+        if self._native_fn is None or self._native_fn[0] is not packed:
+            self._native_fn = (packed, calls.q4_mm([packed], self.in_features))
+        return self._native_fn[1]
 
     def _d_mn(self) -> tuple[torch.Tensor, torch.Tensor]:
         """A native layer's d and mn, fp32 [out, in / GROUP] each, read from its rows."""
@@ -204,7 +214,7 @@ class Int8Linear(WeightOnlyLinear):
         self.register_buffer("scale", scale.to(ACTIVATIONS).contiguous())
         # decided once, as an int4 layer's layout is: SpecChat's kernel on the CPU where it is built
         self._native = q.device.type == "cpu" and self.in_features % GROUP == 0 and native.kernels() is not None
-        self._native_fn: tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]] | None = None
+        self._native_fn: tuple[torch.Tensor, calls.Matmul] | None = None
 
     @property
     def native(self) -> bool:
@@ -237,11 +247,14 @@ class Int8Linear(WeightOnlyLinear):
     def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
         q, scale, op = self.q, self.scale, torch.ops.aten._weight_int8pack_mm.default
         if self.native:
-            if self._native_fn is None or self._native_fn[0] is not q:  # made again after a buffer swap
-                scales = self.scale.float().contiguous()
-                self._native_fn = (q, _native_call("q8_mm", q, scales, self.in_features, self.out_features))
-            return self._native_fn[1]
+            return self._native_kernel()
         return lambda x: op(x, q, scale)
+
+    def _native_kernel(self) -> calls.Matmul:
+        q = self.q
+        if self._native_fn is None or self._native_fn[0] is not q:
+            self._native_fn = (q, calls.q8_mm([(q, self.scale.float().contiguous())], self.in_features))
+        return self._native_fn[1]
 
     def dequantized(self) -> torch.Tensor:
         return self.q.float() * self.scale.float()[:, None]
@@ -325,46 +338,6 @@ def native_rows(nibbles: torch.Tensor, scales_zeros: torch.Tensor) -> torch.Tens
     return torch.cat((nibbles, d.view(torch.uint8).reshape(n, -1), mn.view(torch.uint8).reshape(n, -1)), 1)
 
 
-def _kernel_rows(x: torch.Tensor, k: int, what: str) -> torch.Tensor:
-    """``x`` as the kernels read it: contiguous bf16 rows [M, k] (ValueError otherwise)."""
-    if x.dtype != ACTIVATIONS or x.dim() != 2 or x.shape[1] != k:
-        raise ValueError(f"{what} wants bf16 rows [M, {k}]; got {x.dtype} {tuple(x.shape)}")
-    return x if x.is_contiguous() else x.contiguous()
-
-
-def _native_call(
-    name: str, weight: torch.Tensor, scales: torch.Tensor | None, in_features: int, out_features: int
-) -> Callable[[torch.Tensor], torch.Tensor]:
-    """SpecChat's kernel over these tensors as a function of bf16 rows [M, K] → [M, N] bf16:
-    ``q4_mm`` over ``native_rows``, ``q8_mm`` over int8 [N, K] and its fp32 row scales. The
-    closure holds the tensors (``run.kept``: weight, scales), so their memory outlives any swap of the
-    layer's buffers, and ``side_by_side`` reads the same ones."""
-    module = native.kernels()
-    call = getattr(module, name)
-    k = in_features
-    row_bytes = k // 2 + 8 * (k // GROUP) if name == "q4_mm" else k
-    wants = (torch.uint8 if name == "q4_mm" else torch.int8, torch.float32)
-    for tensor, dtype in zip((weight, scales), wants, strict=True):  # the kernel reads raw memory
-        if tensor is not None and (tensor.dtype != dtype or not tensor.is_contiguous() or tensor.device.type != "cpu"):
-            raise ValueError(f"{name} reads contiguous CPU {dtype} tensors; got {tensor.dtype} {tuple(tensor.shape)}")
-    if weight.shape != (out_features, row_bytes) or k % GROUP:
-        raise ValueError(f"{name} over [{out_features}, {row_bytes}] rows; got {tuple(weight.shape)}")
-    pointers = (weight.data_ptr(), 0 if scales is None else scales.data_ptr(), 0)
-    vnni = int(native.vnni())
-    threads = torch.get_num_threads
-    kept = (weight, scales)
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        x = _kernel_rows(x, k, name)
-        y = torch.empty((x.shape[0], out_features), dtype=ACTIVATIONS)
-        if x.shape[0]:
-            call(x.data_ptr(), x.shape[0], k, *pointers, out_features, y.data_ptr(), threads(), vnni)
-        return y
-
-    run.kept = kept  # type: ignore[attr-defined]
-    return run
-
-
 def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """One call for several native layers over the same input (q | k | v, gate | up): bf16 rows
     [M, K] → [M, N0 + N1 + …] bf16, the layers' outputs side by side. The rows are quantized once
@@ -378,33 +351,20 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     first = weight_only[0]
     if any(type(layer) is not type(first) or layer.in_features != first.in_features for layer in weight_only):
         return None
-    module = native.kernels()
-    int4 = isinstance(first, Int4Linear)
-    parts: list[int] = []
-    kept: list[torch.Tensor] = []
-    for layer in weight_only:
-        weight, scales = layer._kernel().kept  # type: ignore[attr-defined]  # the tensors its own call reads, checked there
-        kept += [weight] + ([scales] if scales is not None else [])
-        parts += [weight.data_ptr(), 0 if scales is None else scales.data_ptr(), layer.out_features]
-    call = module.q4_mm_cat if int4 else module.q8_mm_cat
-    k, width = first.in_features, sum(layer.out_features for layer in weight_only)
     biases = [layer.bias for layer in weight_only]
     if any(b is None for b in biases) and any(b is not None for b in biases):
         return None  # y + 0 is not y for a -0.0: mixed biases stay separate calls
     given = [b for b in biases if b is not None]
     bias = torch.cat(given) if given else None  # each part's bias on its own columns: the same adds
-    vnni = int(native.vnni())
-    threads = torch.get_num_threads
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        x = _kernel_rows(x, k, "side-by-side layers")
-        y = torch.empty((x.shape[0], width), dtype=ACTIVATIONS)
-        if x.shape[0]:
-            call(x.data_ptr(), x.shape[0], k, y.data_ptr(), threads(), vnni, *parts)
-        return y if bias is None else y + bias
-
-    run.kept = kept  # type: ignore[attr-defined]
-    return run
+    own = [layer._native_kernel().weights for layer in weight_only]  # what each layer's own call reads
+    k = first.in_features
+    if isinstance(first, Int4Linear):
+        call = calls.q4_mm([weights[0] for weights in own], k)
+    else:
+        call = calls.q8_mm([(weights[0], weights[1]) for weights in own], k)
+    if bias is None:
+        return call
+    return lambda x: call(x) + bias
 
 
 def _pack_int4(q: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,9 @@ The module is compiled once with the system C compiler (``python -m app.engine.r
 ``scripts/bootstrap.sh`` does it; an installed copy on first use) into ``build/`` beside the
 source, or the user's cache where that folder is read-only; where it cannot be (no source, no
 compiler, not x86-64, no AVX2) or is switched off (``SPECCHAT_KERNELS=torch``), the layers run
-torch's kernels and ``why_not()`` says why.
+torch's kernels and ``why_not()`` says why. Everything calls them through ``calls`` (one typed
+wrapper per kernel, tensors in, checked before a pointer is taken); their threads come from one
+pool that lives with the process (``q8mm.c``, "the threads").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +67,11 @@ def _build_target() -> Path:
     return _built_path(_user_build_root())
 
 
-def build(target: Path | None = None) -> Path:
+def build(target: Path | None = None, defines: Sequence[str] = ()) -> Path:
     """Compile ``q8mm.c`` (once per source): the built module's path; RuntimeError with the
-    compiler's message when it fails or the source is missing."""
+    compiler's message when it fails or the source is missing. ``defines`` (``NAME`` or
+    ``NAME=VALUE``, each a ``-D``) are for a measurement or a test's mutant, built to a ``target``
+    of its own."""
     target = target or _build_target()
     if target.exists():
         return target
@@ -78,7 +83,7 @@ def build(target: Path | None = None) -> Path:
         raise RuntimeError(f"Python's headers are missing ({include}/Python.h)")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + f".{os.getpid()}.tmp")
-    command = [cc, *FLAGS, f"-I{include}", str(SOURCE), "-o", str(partial)]
+    command = [cc, *FLAGS, *(f"-D{name}" for name in defines), f"-I{include}", str(SOURCE), "-o", str(partial)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:

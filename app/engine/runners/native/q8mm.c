@@ -23,9 +23,11 @@
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define QK 32
 /* an int4 row: its K / 2 bytes of nibbles, then d [G] and mn [G] in fp32 (G = K / 32): one stream */
@@ -79,21 +81,27 @@ __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) { /* one
 }
 
 typedef struct {
+    const uint8_t *w; /* int4 rows [N, Q4_ROW_BYTES(K)] or int8 [N, K] */
+    const float *s;   /* int8: the row scales [N]; int4: NULL (d and mn are in the rows) */
+    int64_t N;
+} Part;
+
+typedef struct Job Job;
+typedef void (*ColsFn)(const Job *, const Part *, uint16_t *, int64_t, int64_t);
+struct Job {
     const int8_t *xq;
     const float *dx, *xs;
     int64_t M, K;
-    const uint8_t *w; /* int4 rows [N, Q4_ROW_BYTES(K)] or int8 [N, K] */
-    const float *d;   /* int8: the row scales s [N]; int4: unused (in the rows) */
-    int64_t n0, n1;
-    uint16_t *y; /* [M, N] */
-    int64_t N;
-} Job;
+    const Part *parts;
+    int nparts;
+    uint16_t *y; /* [M, N]: the parts' outputs side by side */
+    int64_t N;   /* the parts' columns together */
+    ColsFn fn;   /* the form's and the path's column loop */
+};
 
-/* Each output's float arithmetic, on every path: two 8-lane accumulators, E over the even blocks
- * and O over the odd ones (a lone last block goes to E), lane l of a block holding the integer sum
- * of its bytes 4l..4l+3; acc += float(lane) * (weight scale * dx); then hsum8(E + O) (int4:
- * hsum8((E + O) + M), M the zero term's 8 lanes, min_lanes). Both paths use 8-lane registers;
- * only the instruction that makes a block's integers differs. */
+/* Each output's float arithmetic is the one stated beside its test (tests/test_native_kernels.py,
+ * test_int4_computes_int8_rows_times_d_q_plus_mn / test_int8_computes_int8_rows_times_q_scale): both
+ * paths use 8-lane registers; only the instruction that makes a block's integers differs. */
 
 /* the int4 zero term sum_g mn[g] * xs[g] as 8 lanes (lane l: the groups g = l mod 8, in order; a
  * last partial 8 read through a mask), added to E + O before the one horizontal sum: a second
@@ -136,125 +144,107 @@ __attribute__((target("avx2,fma"))) static inline __m256 min_lanes(const float *
 DEFINE_TAIL(avx2, "avx2,fma", DOT_AVX2)
 DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 
-/* A tile of COLS output columns over ROWS rows (both constants in each expansion, so the
- * accumulators stay in registers): the columns' weights are unpacked once for those rows, and the
- * ROWS x COLS accumulator chains are independent, so their latencies overlap. Every output is
- * still computed by the same sequence of operations, whatever tile it falls in. Every loop over
- * ROWS or COLS is unrolled (the pragmas): with one loop left rolled, GCC kept the accumulator
- * arrays in memory and stored four of them to the stack on every pass of the inner loop (one
- * 256-bit store a cycle on Zen 4), which made a second row cost ~0.5 of the first; unrolled,
- * the 135M model's linears went 11.5 / 16.9 / 24.4 -> 9.0 / 12.1 / 14.8 ms at 1 / 2 / 4 rows. */
+/* A tile of ROWS rows of one output column (ROWS a constant in each expansion, so the accumulators
+ * stay in registers): the column's weights are unpacked once for those rows, and the ROWS
+ * accumulator chains are independent, so their latencies overlap. Every output is still computed
+ * by the same sequence of operations, whatever tile it falls in. Every loop over ROWS is unrolled
+ * (the pragmas): with one loop left rolled, GCC kept the accumulator arrays in memory and stored
+ * four of them to the stack on every pass of the inner loop (one 256-bit store a cycle on Zen 4),
+ * which made a second row cost ~0.5 of the first; unrolled, the 135M model's linears went
+ * 11.5 / 16.9 / 24.4 -> 9.0 / 12.1 / 14.8 ms at 1 / 2 / 4 rows. y: the part's first column. */
 #define MR 8
-#define MC 4
-#define DEFINE_COLUMN(SUFFIX, TARGET, DOT)                                                                          \
+#define DEFINE_TILES(SUFFIX, TARGET, DOT)                                                                           \
     __attribute__((target(TARGET), always_inline)) static inline void q4_tile_##SUFFIX(                           \
-        const Job *j, int64_t n, int64_t m0, const int ROWS, const int COLS) {                                    \
-        const int64_t G = j->K / QK, P = G / 2, rowb = Q4_ROW_BYTES(j->K);                                         \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
+        const int64_t G = j->K / QK, P = G / 2;                                                                     \
         const __m256i low = _mm256_set1_epi8(0x0f);                                                                 \
-        __m256 e[MR][MC], o[MR][MC];                                                                                \
+        __m256 e[MR], o[MR];                                                                                        \
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
-        const uint8_t *wc[MC];                                                                                      \
-        const float *dc[MC];                                                                                        \
-        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) wc[c] = j->w + (n + c) * rowb, dc[c] = (const float *)(wc[c] + j->K / 2); \
+        const uint8_t *wc = part->w + n * Q4_ROW_BYTES(j->K);                                                       \
+        const float *dc = (const float *)(wc + j->K / 2);                                                           \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
+            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
         }                                                                                                           \
         for (int64_t p = 0; p < P; p++) {                                                                           \
-            __m256i we[MC], wo[MC];                                                                                 \
-            __m256 se[MC], so[MC];                                                                                  \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(wc[c] + p * 32));                          \
-                we[c] = _mm256_and_si256(raw, low), wo[c] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);       \
-                se[c] = _mm256_broadcast_ss(dc[c] + 2 * p), so[c] = _mm256_broadcast_ss(dc[c] + 2 * p + 1);         \
-            }                                                                                                       \
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(wc + p * 32));                                 \
+            const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);   \
+            const __m256 se = _mm256_broadcast_ss(dc + 2 * p), so = _mm256_broadcast_ss(dc + 2 * p + 1);            \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + p * 64 + 32));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + 2 * p), dd = _mm256_broadcast_ss(dr[r] + 2 * p + 1);  \
-                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                            \
-                    e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(we[c], xe)), _mm256_mul_ps(se[c], de), e[r][c]); \
-                    o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(wo[c], xo)), _mm256_mul_ps(so[c], dd), o[r][c]); \
-                }                                                                                                   \
+                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(we, xe)), _mm256_mul_ps(se, de), e[r]);               \
+                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(wo, xo)), _mm256_mul_ps(so, dd), o[r]);               \
             }                                                                                                       \
         }                                                                                                           \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
-                const int64_t row = n + c;                                                                          \
-                __m256 acc = e[r][c];                                                                               \
-                if (G % 2) acc = q4_tail_##SUFFIX(wc[c] + P * 32, xr[r] + P * 64, dc[c][G - 1] * dr[r][G - 1], acc); \
-                const float t = hsum8(_mm256_add_ps(_mm256_add_ps(acc, o[r][c]), min_lanes(dc[c] + G, j->xs + m * G, G))); \
-                j->y[m * j->N + row] = f32_to_bf16(t);                                                              \
-            }                                                                                                       \
+            __m256 acc = e[r];                                                                                      \
+            if (G % 2) acc = q4_tail_##SUFFIX(wc + P * 32, xr[r] + P * 64, dc[G - 1] * dr[r][G - 1], acc);          \
+            const float t = hsum8(_mm256_add_ps(_mm256_add_ps(acc, o[r]), min_lanes(dc + G, j->xs + m * G, G)));    \
+            y[m * j->N + n] = f32_to_bf16(t);                                                                       \
         }                                                                                                           \
     }                                                                                                               \
     __attribute__((target(TARGET), always_inline)) static inline void q8_tile_##SUFFIX(                           \
-        const Job *j, int64_t n, int64_t m0, const int ROWS, const int COLS) {                                    \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
         const int64_t G = j->K / QK;                                                                                \
-        __m256 e[MR][MC], o[MR][MC];                                                                                \
+        __m256 e[MR], o[MR];                                                                                        \
         const int8_t *xr[MR];                                                                                       \
         const float *dr[MR];                                                                                        \
-        const int8_t *wc[MC];                                                                                       \
-        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) wc[c] = (const int8_t *)j->w + (n + c) * j->K;       \
+        const int8_t *wc = (const int8_t *)part->w + n * j->K;                                                      \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             xr[r] = j->xq + (m0 + r) * j->K, dr[r] = j->dx + (m0 + r) * G;                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) e[r][c] = _mm256_setzero_ps(), o[r][c] = _mm256_setzero_ps(); \
+            e[r] = _mm256_setzero_ps(), o[r] = _mm256_setzero_ps();                                                 \
         }                                                                                                           \
         int64_t g = 0;                                                                                              \
         for (; g + 2 <= G; g += 2) {                                                                                \
-            __m256i we[MC], wo[MC], ae[MC], ao[MC];                                                                 \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
-                we[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK));                                      \
-                wo[c] = _mm256_loadu_si256((const __m256i *)(wc[c] + g * QK + QK));                                 \
-                ae[c] = _mm256_sign_epi8(we[c], we[c]), ao[c] = _mm256_sign_epi8(wo[c], wo[c]);                     \
-            }                                                                                                       \
+            const __m256i we = _mm256_loadu_si256((const __m256i *)(wc + g * QK));                                  \
+            const __m256i wo = _mm256_loadu_si256((const __m256i *)(wc + g * QK + QK));                             \
+            const __m256i ae = _mm256_sign_epi8(we, we), ao = _mm256_sign_epi8(wo, wo);                             \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                \
                 const __m256i xe = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK));                           \
                 const __m256i xo = _mm256_loadu_si256((const __m256i *)(xr[r] + g * QK + QK));                      \
                 const __m256 de = _mm256_broadcast_ss(dr[r] + g), dd = _mm256_broadcast_ss(dr[r] + g + 1);          \
-                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                            \
-                    e[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ae[c], _mm256_sign_epi8(xe, we[c]))), de, e[r][c]); \
-                    o[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ao[c], _mm256_sign_epi8(xo, wo[c]))), dd, o[r][c]); \
-                }                                                                                                   \
+                e[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ae, _mm256_sign_epi8(xe, we))), de, e[r]);            \
+                o[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ao, _mm256_sign_epi8(xo, wo))), dd, o[r]);            \
             }                                                                                                       \
         }                                                                                                           \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                    \
             const int64_t m = m0 + r;                                                                               \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++) {                                                \
-                __m256 acc = e[r][c];                                                                               \
-                if (g < G) acc = q8_block_##SUFFIX(wc[c] + g * QK, xr[r] + g * QK, dr[r][g], acc);                  \
-                j->y[m * j->N + n + c] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r][c])) * j->d[n + c]);            \
-            }                                                                                                       \
+            __m256 acc = e[r];                                                                                      \
+            if (g < G) acc = q8_block_##SUFFIX(wc + g * QK, xr[r] + g * QK, dr[r][g], acc);                         \
+            y[m * j->N + n] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r])) * part->s[n]);                            \
         }                                                                                                           \
     }
 
-DEFINE_COLUMN(avx2, "avx2,fma", DOT_AVX2)
-DEFINE_COLUMN(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
+DEFINE_TILES(avx2, "avx2,fma", DOT_AVX2)
+DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 
 /* One column at a time, its rows in tiles of MAXR (8 under AVX-512's 32 vector registers, 4 under
  * AVX2's 16) and one tile for the rest: each tile unpacks the column's weights once, and that
  * costs about half of a one-row pass even from L1 (tiles of 4, 2, 1 made 3 rows cost 1.60 one-row
  * steps and 2 rows 1.13). Interleaving several columns read from memory was up to 2x slower for
  * int4 (AMD EPYC; 20 % faster from L2 only) and 3x slower for SmolLM2's 49,152 x 576 int8 head. */
-#define TILE_REST(KIND, SUFFIX, MAXR, j, n, m, rest)                                          \
-    do {                                                                                      \
-        if (MAXR > 7 && (rest) == 7) KIND##_tile_##SUFFIX(j, n, m, 7 % MAXR, 1);              \
-        else if (MAXR > 6 && (rest) == 6) KIND##_tile_##SUFFIX(j, n, m, 6 % MAXR, 1);         \
-        else if (MAXR > 5 && (rest) == 5) KIND##_tile_##SUFFIX(j, n, m, 5 % MAXR, 1);         \
-        else if (MAXR > 4 && (rest) == 4) KIND##_tile_##SUFFIX(j, n, m, 4 % MAXR, 1);         \
-        else if ((rest) == 3) KIND##_tile_##SUFFIX(j, n, m, 3, 1);                            \
-        else if ((rest) == 2) KIND##_tile_##SUFFIX(j, n, m, 2, 1);                            \
-        else if ((rest) == 1) KIND##_tile_##SUFFIX(j, n, m, 1, 1);                            \
+#define TILE_REST(KIND, SUFFIX, MAXR, j, part, y, n, m, rest)                               \
+    do {                                                                                    \
+        if (MAXR > 7 && (rest) == 7) KIND##_tile_##SUFFIX(j, part, y, n, m, 7 % MAXR);      \
+        else if (MAXR > 6 && (rest) == 6) KIND##_tile_##SUFFIX(j, part, y, n, m, 6 % MAXR); \
+        else if (MAXR > 5 && (rest) == 5) KIND##_tile_##SUFFIX(j, part, y, n, m, 5 % MAXR); \
+        else if (MAXR > 4 && (rest) == 4) KIND##_tile_##SUFFIX(j, part, y, n, m, 4 % MAXR); \
+        else if ((rest) == 3) KIND##_tile_##SUFFIX(j, part, y, n, m, 3);                    \
+        else if ((rest) == 2) KIND##_tile_##SUFFIX(j, part, y, n, m, 2);                    \
+        else if ((rest) == 1) KIND##_tile_##SUFFIX(j, part, y, n, m, 1);                    \
     } while (0)
-#define DEFINE_COLS(KIND, SUFFIX, TARGET, MAXR)                                                                     \
-    __attribute__((target(TARGET))) static void KIND##_cols_##SUFFIX(const Job *j, int64_t n, int cols) {          \
-        for (int c = 0; c < cols; c++) {                                                                            \
-            int64_t m = 0;                                                                                          \
-            for (; m + MAXR <= j->M; m += MAXR) KIND##_tile_##SUFFIX(j, n + c, m, MAXR, 1);                         \
-            TILE_REST(KIND, SUFFIX, MAXR, j, n + c, m, j->M - m);                                                   \
-        }                                                                                                           \
+#define DEFINE_COLS(KIND, SUFFIX, TARGET, MAXR)                                                                    \
+    __attribute__((target(TARGET))) static void KIND##_cols_##SUFFIX(const Job *j, const Part *part, uint16_t *y,  \
+                                                                     int64_t n0, int64_t n1) {                     \
+        for (int64_t n = n0; n < n1; n++) {                                                                        \
+            int64_t m = 0;                                                                                         \
+            for (; m + MAXR <= j->M; m += MAXR) KIND##_tile_##SUFFIX(j, part, y, n, m, MAXR);                      \
+            TILE_REST(KIND, SUFFIX, MAXR, j, part, y, n, m, j->M - m);                                             \
+        }                                                                                                          \
     }
 
 DEFINE_COLS(q4, avx2, "avx2,fma", 4)
@@ -262,56 +252,180 @@ DEFINE_COLS(q4, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q8, avx2, "avx2,fma", 4)
 DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
-typedef void (*ColsFn)(const Job *, int64_t, int);
-typedef struct {
-    Job job;
-    ColsFn fn;
-} Task;
-
-static void run_task(const Task *t) {
-    int64_t n = t->job.n0;
-    for (; n + MC <= t->job.n1; n += MC) t->fn(&t->job, n, MC);
-    for (; n < t->job.n1; n++) t->fn(&t->job, n, 1);
+/* The columns [c0, c1) of the parts side by side, each part's share by its own column loop. */
+static void run_columns(const Job *j, int64_t c0, int64_t c1) {
+    int64_t first = 0; /* the part's first column */
+    for (int i = 0; i < j->nparts && c0 < c1; i++) {
+        const int64_t end = first + j->parts[i].N;
+        if (c0 < end) {
+            const int64_t stop = c1 < end ? c1 : end;
+            j->fn(j, &j->parts[i], j->y + first, c0 - first, stop - first);
+            c0 = stop;
+        }
+        first = end;
+    }
 }
 
-static void *thread_main(void *arg) {
-    run_task((const Task *)arg);
-    return NULL;
-}
-
+/* ------------------------------------------------------------------ the threads
+ *
+ * One pool of worker threads for the process (ggml's threadpool): made by the first call that
+ * splits, kept between calls, remade when a call asks for another number of threads. A call
+ * cuts its columns into chunks (CHUNKS_PER_THREAD a thread) and every thread, the caller
+ * included, takes the next chunk until none is left: a worker the scheduler is late to wake
+ * finds the chunks taken and costs the call nothing (on a busy machine that is most of the
+ * time), and the caller waits only for chunks a worker has taken. Each output is computed by
+ * exactly one thread in the one fixed order, so the bits do not depend on the split. Between
+ * calls a worker spins for SPIN_NS (a pass's next linear comes within microseconds), then sleeps
+ * on a condition variable, so it never holds a core while torch runs its own ops. One call at a
+ * time has the pool; another thread's call meanwhile runs alone (the same bits). A child process
+ * after fork has none of the workers and starts with none (pool_after_fork). */
 #define MAX_THREADS 64
-#define THREAD_WORK (1 << 22) /* multiply-adds below which one thread does the whole call */
+#ifndef THREAD_WORK
+#define THREAD_WORK (1 << 19) /* multiply-adds below which one thread does the whole call (measured) */
+#endif
+#define CHUNKS_PER_THREAD 4
+#ifndef SPIN_NS
+#define SPIN_NS 50000 /* how long a worker spins before it sleeps (measured) */
+#endif
 
-static void run(Job job, ColsFn fn, int threads) { /* the columns [job.n0, job.n1) */
-    const int64_t cols = job.n1 - job.n0;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads < 2 || job.M * cols * job.K < THREAD_WORK) {
-        Task t = {job, fn};
-        run_task(&t);
+static struct {
+    pthread_mutex_t busy; /* held by the call that has the pool */
+    pthread_mutex_t mu;   /* with `work`: the sleeping workers' wake-up; with `done`: the caller's */
+    pthread_cond_t work, done;
+    pthread_t ids[MAX_THREADS];
+    uint64_t born[MAX_THREADS]; /* the generation a worker was made in */
+    int size;                   /* the caller and size - 1 workers */
+    int quit;
+    atomic_uint_fast64_t generation; /* one more for each call (and for the workers' quitting) */
+    atomic_uint_fast64_t ticket;     /* the call's generation << 32 | its chunks << 16 | the next chunk */
+    atomic_int finished;             /* the call's chunks done */
+    atomic_int used;                 /* threads that took a chunk of the call */
+    const Job *job;
+    int64_t cols, per; /* chunk c: columns [c·per, min((c + 1)·per, cols)) */
+} pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER, .size = 1};
+
+static _Thread_local int last_threads; /* threads that computed columns of this thread's last call */
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* until `ready` says yes: a spin of SPIN_NS, then asleep on `cond` (signalled under pool.mu) */
+#define WAIT(ready, cond)                                                    \
+    do {                                                                     \
+        const int64_t until_ = now_ns() + SPIN_NS;                           \
+        for (int i_ = 1; !(ready); i_++) {                                   \
+            _mm_pause();                                                     \
+            if (i_ % 64 == 0 && now_ns() > until_) {                         \
+                pthread_mutex_lock(&pool.mu);                                \
+                while (!(ready)) pthread_cond_wait(&(cond), &pool.mu);       \
+                pthread_mutex_unlock(&pool.mu);                              \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
+/* The chunks of call `generation` this thread takes, until none is left; worker: not the caller.
+ * A chunk is taken by one compare-and-swap of the ticket, which also says whose call it is, so a
+ * worker waking after its call is over takes nothing of the next one's by mistake. */
+static void work(uint64_t generation, int worker) {
+    const uint64_t call = generation & 0xffffffffu;
+    int took = 0;
+    uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
+    while (t >> 32 == call && (t & 0xffff) < ((t >> 16) & 0xffff)) {
+        if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        if (!took) took = 1, atomic_fetch_add(&pool.used, 1);
+        const int64_t c0 = (int64_t)(t & 0xffff) * pool.per, c1 = c0 + pool.per < pool.cols ? c0 + pool.per : pool.cols;
+#ifdef Q8MM_IDLE_WORKER /* a mutant for the tests (test_a_worker_that_computes_nothing_is_caught) */
+        if (!worker)
+#endif
+            run_columns(pool.job, c0, c1);
+        const int chunks = (int)((t >> 16) & 0xffff);
+        if (atomic_fetch_add(&pool.finished, 1) + 1 == chunks && worker) {
+            pthread_mutex_lock(&pool.mu); /* the caller may be asleep */
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.mu);
+        }
+        t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
+    }
+}
+
+static void *worker(void *arg) {
+    uint64_t seen = pool.born[(intptr_t)arg];
+    for (;;) {
+        WAIT(atomic_load_explicit(&pool.generation, memory_order_acquire) != seen, pool.work);
+        seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        if (pool.quit) return NULL;
+        work(seen, 1);
+    }
+}
+
+static uint64_t next_generation(void) { /* wakes the sleeping workers */
+    pthread_mutex_lock(&pool.mu);
+    const uint64_t g = atomic_fetch_add(&pool.generation, 1) + 1;
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.mu);
+    return g;
+}
+
+static int pool_resize(int threads) { /* with pool.busy held: the threads a call gets */
+    if (threads < pool.size) { /* fewer: the workers quit and are made again */
+        pool.quit = 1;
+        next_generation();
+        for (int i = 1; i < pool.size; i++) pthread_join(pool.ids[i], NULL);
+        pool.quit = 0, pool.size = 1;
+    }
+    for (; pool.size < threads; pool.size++) {
+        pool.born[pool.size] = atomic_load(&pool.generation);
+        if (pthread_create(&pool.ids[pool.size], NULL, worker, (void *)(intptr_t)pool.size) != 0) break;
+    }
+    return pool.size;
+}
+
+static void pool_after_fork(void) { /* in a child: the parent's workers are not here */
+    pthread_mutex_init(&pool.busy, NULL);
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.size = 1, pool.quit = 0;
+}
+
+static void run(const Job *job, int threads) {
+    const int64_t cols = job->N;
+    threads = threads > MAX_THREADS ? MAX_THREADS : threads;
+    if (threads < 2 || job->M * cols * job->K < THREAD_WORK || pthread_mutex_trylock(&pool.busy) != 0) {
+        run_columns(job, 0, cols);
+        last_threads = 1;
         return;
     }
-    Task tasks[MAX_THREADS];
-    pthread_t ids[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    const int64_t per = ((cols / threads + MC - 1) / MC) * MC;
-    for (int i = 0; i < threads; i++) {
-        tasks[i].job = job, tasks[i].fn = fn;
-        tasks[i].job.n0 = job.n0 + (i * per < cols ? i * per : cols);
-        tasks[i].job.n1 = job.n0 + ((i + 1) * per < cols && i + 1 < threads ? (i + 1) * per : cols);
-    }
-    for (int i = 1; i < threads; i++) started[i] = pthread_create(&ids[i], NULL, thread_main, &tasks[i]) == 0;
-    run_task(&tasks[0]);
-    for (int i = 1; i < threads; i++) {
-        if (started[i]) pthread_join(ids[i], NULL);
-        else run_task(&tasks[i]); /* no thread to be had: this one does it */
-    }
+    threads = pool_resize(threads);
+    pool.job = job, pool.cols = cols;
+    pool.per = (cols + threads * CHUNKS_PER_THREAD - 1) / (threads * CHUNKS_PER_THREAD);
+    const uint64_t chunks = (uint64_t)((cols + pool.per - 1) / pool.per);
+    atomic_store(&pool.finished, 0);
+    atomic_store(&pool.used, 0);
+    const uint64_t generation = atomic_load(&pool.generation) + 1; /* next_generation's */
+    atomic_store_explicit(&pool.ticket, (generation & 0xffffffffu) << 32 | chunks << 16, memory_order_release);
+    next_generation();
+    work(generation, 0);
+    WAIT(atomic_load_explicit(&pool.finished, memory_order_acquire) == (int)chunks, pool.done);
+    last_threads = atomic_load(&pool.used);
+    pthread_mutex_unlock(&pool.busy);
 }
 
-/* Python: q4_mm(x, M, K, rows, 0, 0, N, y, threads, vnni) and q8_mm(x, M, K, w, s, 0, N, y, threads,
- * vnni), the pointers as integers; and q4_mm_cat / q8_mm_cat(x, M, K, y, threads, vnni, then w, s, N
- * for each of up to MAX_PARTS weights over the same K): the rows quantized once and the parts'
- * outputs side by side in y [M, N0 + N1 + ...] (q | k | v, gate | up). Every output is computed
- * as in its own call, so a part's columns are bit-identical to that part's q4_mm / q8_mm. */
+/* ------------------------------------------------------------------ the linears
+ *
+ * Python (through calls.py, which checks the tensors): q4_mm(x, M, K, y, threads, vnni, then w, N
+ * for each of up to MAX_PARTS int4 weights over the same K) and q8_mm(x, M, K, y, threads, vnni,
+ * then w, s, N for each int8 weight and its fp32 row scales), the pointers as integers: the rows
+ * quantized once and the parts' outputs side by side in y [M, N0 + N1 + ...] (q | k | v, gate |
+ * up). Every output is computed as in its part's own call, so a part's columns are bit-identical
+ * to a call with that part alone. */
+#define MAX_PARTS 8
+
 static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     for (Py_ssize_t i = 0; i < nargs; i++) {
         out[i] = PyLong_AsLongLong(args[i]);
@@ -320,25 +434,30 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     return 0;
 }
 
-#define MAX_PARTS 8
-typedef struct {
-    const uint8_t *w;
-    const float *s;
-    int64_t N;
-} Part;
-
-static PyObject *mm_parts(int64_t xp, int64_t M, int64_t K, int64_t yp, int threads, int vnni, int int4,
-                          const Part *parts, int nparts) {
+static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
+    const int per = int4 ? 2 : 3; /* a part's arguments: (w, N) or (w, s, N) */
+    int64_t a[6 + 3 * MAX_PARTS];
+    if (nargs < 6 + per || nargs > 6 + per * MAX_PARTS || (nargs - 6) % per) {
+        PyErr_Format(PyExc_TypeError, "%s expects 6 arguments and 1 to %d parts of %d, got %zd arguments",
+                     int4 ? "q4_mm" : "q8_mm", MAX_PARTS, per, nargs);
+        return NULL;
+    }
+    if (args_i64(args, nargs, a) < 0) return NULL;
+    const int64_t M = a[1], K = a[2];
+    Part parts[MAX_PARTS];
+    const int nparts = (int)((nargs - 6) / per);
     int64_t total = 0;
     for (int i = 0; i < nparts; i++) {
-        if (parts[i].N <= 0) {
-            PyErr_Format(PyExc_ValueError, "bad shape N=%lld", (long long)parts[i].N);
+        const int64_t *p = a + 6 + per * i;
+        parts[i] = (Part){(const uint8_t *)(uintptr_t)p[0], int4 ? NULL : (const float *)(uintptr_t)p[1], p[per - 1]};
+        if (parts[i].N <= 0 || !parts[i].w || (!int4 && !parts[i].s)) {
+            PyErr_Format(PyExc_ValueError, "part %d: bad weight (N=%lld)", i, (long long)parts[i].N);
             return NULL;
         }
         total += parts[i].N;
     }
-    if (M <= 0 || K <= 0 || K % QK) {
-        PyErr_Format(PyExc_ValueError, "bad shape M=%lld K=%lld", (long long)M, (long long)K);
+    if (M <= 0 || K <= 0 || K % QK || !a[0] || !a[3]) {
+        PyErr_Format(PyExc_ValueError, "bad call M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
     const int64_t G = K / QK;
@@ -346,50 +465,23 @@ static PyObject *mm_parts(int64_t xp, int64_t M, int64_t K, int64_t yp, int thre
     if (!xq) return PyErr_NoMemory();
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
     float *xs = dx + M * G;
+    const int vnni = (int)a[5];
+    const ColsFn fn = int4 ? (vnni ? q4_cols_vnni : q4_cols_avx2) : (vnni ? q8_cols_vnni : q8_cols_avx2);
+    const Job job = {xq, dx, xs, M, K, parts, nparts, (uint16_t *)(uintptr_t)a[3], total, fn};
     Py_BEGIN_ALLOW_THREADS;
-    quantize_rows((const uint16_t *)(uintptr_t)xp, M, K, xq, dx, xs);
-    ColsFn fn = int4 ? (vnni ? q4_cols_vnni : q4_cols_avx2) : (vnni ? q8_cols_vnni : q8_cols_avx2);
-    uint16_t *y = (uint16_t *)(uintptr_t)yp;
-    for (int i = 0; i < nparts; i++) {
-        Job job = {xq, dx, xs, M, K, parts[i].w, parts[i].s, 0, parts[i].N, y, total};
-        run(job, fn, threads);
-        y += parts[i].N; /* the next part's first column */
-    }
+    quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
+    run(&job, (int)a[4]);
     Py_END_ALLOW_THREADS;
     free(xq);
     Py_RETURN_NONE;
 }
 
-static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
-    int64_t a[10];
-    if (nargs != 10) {
-        PyErr_Format(PyExc_TypeError, "expected 10 arguments, got %zd", nargs);
-        return NULL;
-    }
-    if (args_i64(args, nargs, a) < 0) return NULL;
-    const Part part = {(const uint8_t *)(uintptr_t)a[3], (const float *)(uintptr_t)a[4], a[6]};
-    return mm_parts(a[0], a[1], a[2], a[7], (int)a[8], (int)a[9], int4, &part, 1);
-}
-
-static PyObject *mm_cat(PyObject *const *args, Py_ssize_t nargs, int int4) {
-    int64_t a[6 + 3 * MAX_PARTS];
-    if (nargs < 9 || nargs > 6 + 3 * MAX_PARTS || (nargs - 6) % 3) {
-        PyErr_Format(PyExc_TypeError, "expected 6 arguments and 1 to %d (w, s, N) parts, got %zd arguments",
-                     MAX_PARTS, nargs);
-        return NULL;
-    }
-    if (args_i64(args, nargs, a) < 0) return NULL;
-    Part parts[MAX_PARTS];
-    const int nparts = (int)((nargs - 6) / 3);
-    for (int i = 0; i < nparts; i++)
-        parts[i] = (Part){(const uint8_t *)(uintptr_t)a[6 + 3 * i], (const float *)(uintptr_t)a[7 + 3 * i], a[8 + 3 * i]};
-    return mm_parts(a[0], a[1], a[2], a[3], (int)a[4], (int)a[5], int4, parts, nparts);
-}
-
 static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 1); }
 static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 0); }
-static PyObject *q4_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 1); }
-static PyObject *q8_mm_cat(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm_cat(args, nargs, 0); }
+
+static PyObject *threads_used(PyObject *self, PyObject *unused) {
+    return PyLong_FromLong(last_threads);
+}
 
 /* A call's arguments: `want` integers (pointers and sizes) with one float at index `at`; 0, or -1
  * with the Python error set. */
@@ -408,10 +500,9 @@ static int ints_and_float(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t wa
     return *f == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* rms_norm(x, rows, H, w, eps, y): per row of bf16 x [rows, H], y = bf16(w * bf16(x * r)) with
- * r = 1 / sqrt(mean(x²) + eps) in fp32, the square sum in 8 partial sums combined in one fixed
- * order: Llama's RMSNorm formula (fp32 variance, the weight times the input-dtype result), the
- * same bits for a row whatever else is in the call. */
+/* rms_norm(x, rows, H, w, eps, y): Llama's RMSNorm over bf16 rows x [rows, H] with a bf16 weight
+ * w [H], into y [rows, H]; its float order is stated beside its test
+ * (test_rms_norm_is_llamas_formula_and_replaces_the_norms_of_a_bf16_model). */
 static void rms_rows(const uint16_t *x, int64_t rows, int64_t H, const uint16_t *w, float eps, uint16_t *y) {
     for (int64_t r = 0; r < rows; r++) {
         const uint16_t *xr = x + r * H;
@@ -454,12 +545,8 @@ static PyObject *rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t narg
  * each of T query rows, row i over its own causal prefix (the first L - T + i + 1 keys), the call
  * single-token decoding makes for that position. q [H, T, D] and out [H, T, D] bf16, contiguous;
  * k and v bf16 [Hkv, L, D] with rows of D and heads ks / vs elements apart (the cache's buffers);
- * query head h reads kv head h / (H / Hkv). In fp32, in one fixed order for every row:
- *   s_j = (q · k_j, 8 partial sums, hsum8) · scale;   m = max_j s_j;   p_j = exp(s_j − m), 8 at a
- *   time from j = 0 (exp8 below; past the prefix a lane is exp(−inf) = 0);   l = sum of the p in 8
- *   partial sums, hsum8;   out = (sum_j p_j · v_j, j in order) / l, rounded to bf16.
- * A row's arithmetic depends on its own prefix only, so a block's rows are bit-identical to
- * the rows decoded one at a time; one code path on every CPU (AVX2 + FMA). */
+ * query head h reads kv head h / (H / Hkv). In fp32, in the one fixed order stated beside its test
+ * (test_one_row_attention_is_softmax_over_each_rows_own_prefix); one code path on every CPU. */
 __attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) { /* Cephes' expf, 8 lanes, x <= 88 */
     const __m256 kept = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ); /* below: 0 (exp < 1.7e-38) */
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
@@ -551,12 +638,12 @@ static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* attend_layer(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, scale, out): a decoder layer's
- * attention for T new rows in one call, as transformers computes it op for op in bf16:
- *   q, k rotated: x·cos + rotate_half(x)·sin, each product and the sum rounded to bf16 (rotate_half(x)
- *   is (−x[half:], x[:half]));  the rotated k and the v of row t written at position start + t of
- *   the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements apart); then each
- *   row's attention over its own prefix (attend_rows), out [T, H·D] (the o projection's rows).
- * qkv [T, (H + 2·Hkv)·D] bf16 (q | k | v, each head's D values together); cos, sin [T, D] bf16. */
+ * attention for T new rows in one call: q and k rotated, the rotated k and the v of row t written at
+ * position start + t of the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements
+ * apart), then each row's attention over its own prefix (attend_rows), out [T, H·D] (the o
+ * projection's rows). qkv [T, (H + 2·Hkv)·D] bf16 (q | k | v, each head's D values together); cos,
+ * sin [T, D] bf16. The rotary's roundings are stated beside its test
+ * (test_attend_layer_is_the_rotary_the_cache_write_and_attend). */
 static inline uint16_t bf16_mul(uint16_t a, uint16_t b) { return f32_to_bf16(bf16_to_f32(a) * bf16_to_f32(b)); }
 
 static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin, int64_t D, uint16_t *out) {
@@ -612,17 +699,30 @@ static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU
 }
 
 static PyMethodDef methods[] = {
-    {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights x bf16 rows (int8 activations)"},
-    {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights x bf16 rows (int8 activations)"},
-    {"q4_mm_cat", (PyCFunction)(void (*)(void))q4_mm_cat, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
-    {"q8_mm_cat", (PyCFunction)(void (*)(void))q8_mm_cat, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
+    {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
+    {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
+    {"threads_used", threads_used, METH_NOARGS, "threads that computed columns of this thread's last q4_mm / q8_mm"},
     {NULL, NULL, 0, NULL},
 };
 
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_q8mm", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__q8mm(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__q8mm(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    PyObject *m = PyModule_Create(&module);
+    if (m && (PyModule_AddIntConstant(m, "QK", QK) || PyModule_AddIntConstant(m, "MAX_PARTS", MAX_PARTS) ||
+              PyModule_AddIntConstant(m, "ATTEND_MAX_D", ATTEND_MAX_D) ||
+              PyModule_AddIntConstant(m, "THREAD_WORK", THREAD_WORK) ||
+              PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,241 @@
+"""The one door to ``q8mm.c``: a typed wrapper per C kernel, taking tensors, not pointers.
+
+Each wrapper checks what the kernel will read and write — dtype, device, shape, strides,
+contiguity, lengths — before any pointer is taken, raises ``ValueError`` (``TypeError`` for
+something that is not a tensor) with what it wanted and what it got, and passes the pointers
+on in one place. A misordered or mis-shaped call raises; it never reaches C. The linears check
+their weights once, where the callable is made (``q4_mm`` / ``q8_mm`` → ``Matmul``), and each
+call checks only its rows (~0.1 µs); the other kernels' tensors change every call and are checked
+every call (~0.9 µs for ``rms_norm``, ~1.9 for ``attend``, ~2.5 for ``attend_layer`` here, against
+the same kernel called with bare pointers).
+
+Each kernel's fixed float order is stated once, beside its test (tests/test_native_kernels.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from app.engine.runners import native
+
+BF16 = torch.bfloat16
+QK = 32  # q8mm.c's QK: inputs per block of quantized activations (and per int4 group)
+MAX_PARTS = 8  # q8mm.c's MAX_PARTS: weights side by side in one linear call
+ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
+
+
+def _module() -> Any:
+    module = native.kernels()
+    if module is None:
+        raise RuntimeError(f"SpecChat's kernels are not built here: {native.why_not()}")
+    return module
+
+
+def _tensor(name: str, t: object, dtype: torch.dtype, dims: int) -> torch.Tensor:
+    """``t`` as a kernel reads it: a CPU tensor of ``dtype`` with ``dims`` dimensions, contiguous."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor; got {type(t).__name__}")
+    if t.dtype is not dtype or t.ndim != dims or not t.is_cpu or not t.is_contiguous():
+        raise ValueError(
+            f"{name} must be a contiguous CPU {dtype} tensor of {dims} dimensions; "
+            f"got {t.dtype} {tuple(t.shape)} on {t.device}{'' if t.is_contiguous() else ', not contiguous'}"
+        )
+    return t
+
+
+def q4_row_bytes(k: int) -> int:
+    """Bytes of one int4 weight row over k inputs: its k / 2 nibbles, then d and mn in fp32."""
+    return k // 2 + 8 * (k // QK)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Matmul:
+    """``q4_mm`` / ``q8_mm`` over checked weights: bf16 rows x [M, K] → y [M, N] bf16, N the
+    parts' outputs side by side. ``weights`` holds the tensors the pointers point into."""
+
+    call: Any  # the module's q4_mm or q8_mm
+    k: int
+    n: int
+    parts: tuple[int, ...]  # (w, N) per int4 part, (w, s, N) per int8 part
+    weights: tuple[torch.Tensor, ...]
+    vnni: int
+
+    def __call__(self, x: torch.Tensor, threads: int | None = None) -> torch.Tensor:
+        """bf16 rows [M, K] (a non-contiguous view is copied) → [M, N]; ``threads``: torch's
+        intra-op thread count unless given."""
+        if (
+            not isinstance(x, torch.Tensor)
+            or x.dtype is not BF16
+            or x.ndim != 2
+            or x.shape[1] != self.k
+            or not x.is_cpu
+        ):
+            got = f"{x.dtype} {tuple(x.shape)} on {x.device}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"this linear wants CPU bf16 rows [M, {self.k}]; got {got}")
+        if not x.is_contiguous():
+            x = x.contiguous()
+        rows = x.shape[0]
+        y = torch.empty((rows, self.n), dtype=BF16)
+        if rows:
+            use = torch.get_num_threads() if threads is None else threads
+            self.call(x.data_ptr(), rows, self.k, y.data_ptr(), use, self.vnni, *self.parts)
+        return y
+
+
+def _parts_count(count: int) -> None:
+    if not 1 <= count <= MAX_PARTS:
+        raise ValueError(f"a linear call takes 1 to {MAX_PARTS} weights side by side; got {count}")
+
+
+def _input_size(k: int) -> None:
+    if k <= 0 or k % QK:
+        raise ValueError(f"the kernels take an input size that is a positive multiple of {QK}; got {k}")
+
+
+def _vnni(vnni: bool | None) -> int:
+    return int(native.vnni() if vnni is None else vnni)
+
+
+def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+    """int4 weights side by side, each SpecChat's rows (``quant.native_rows``: uint8
+    [N, K / 2 + 8·K / 32]) over the same k inputs. ``vnni``: the AVX-512 VNNI path (the same
+    bits as AVX2's), as ``native.vnni()`` says unless given."""
+    module = _module()
+    _parts_count(len(rows))
+    _input_size(k)
+    parts: list[int] = []
+    for i, w in enumerate(rows):
+        w = _tensor(f"int4 weight {i}", w, torch.uint8, 2)
+        if w.shape[1] != q4_row_bytes(k) or w.shape[0] == 0:
+            raise ValueError(f"int4 weight {i} over {k} inputs is [N, {q4_row_bytes(k)}] bytes; got {tuple(w.shape)}")
+        parts += [w.data_ptr(), w.shape[0]]
+    return Matmul(module.q4_mm, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+
+
+def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | None = None) -> Matmul:
+    """int8 weights side by side, each (q int8 [N, k], its fp32 row scales [N]) over the same k
+    inputs; ``vnni`` as in ``q4_mm``."""
+    module = _module()
+    _parts_count(len(weights))
+    _input_size(k)
+    parts: list[int] = []
+    kept: list[torch.Tensor] = []
+    for i, (q, scales) in enumerate(weights):
+        q = _tensor(f"int8 weight {i}", q, torch.int8, 2)
+        scales = _tensor(f"int8 scales {i}", scales, torch.float32, 1)
+        if q.shape[1] != k or q.shape[0] == 0 or scales.shape[0] != q.shape[0]:
+            shapes = f"{tuple(q.shape)} and {tuple(scales.shape)}"
+            raise ValueError(f"int8 weight {i} over {k} inputs is [N, {k}] with scales [N]; got {shapes}")
+        parts += [q.data_ptr(), scales.data_ptr(), q.shape[0]]
+        kept += [q, scales]
+    return Matmul(module.q8_mm, k, sum(parts[2::3]), tuple(parts), tuple(kept), _vnni(vnni))
+
+
+def threads_used() -> int:
+    """Threads that computed columns of this thread's last ``q4_mm`` / ``q8_mm`` call (1 below
+    the kernel's ``THREAD_WORK`` multiply-adds, or while another thread's call has the pool)."""
+    return int(_module().threads_used())
+
+
+def thread_work() -> int:
+    """Multiply-adds (M·N·K) below which one thread does a whole linear call."""
+    return int(_module().THREAD_WORK)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Llama's RMSNorm over bf16 rows x [T, H] with a bf16 weight [H].  → [T, H] bf16"""
+    module = _module()
+    rows, width = _tensor("rms_norm's rows", x, BF16, 2).shape
+    if _tensor("rms_norm's weight", weight, BF16, 1).shape[0] != width or width == 0:
+        raise ValueError(
+            f"rms_norm's weight must have one value per column of its rows [T, {width}]; got {weight.shape[0]}"
+        )
+    y = torch.empty_like(x)
+    module.rms_norm(x.data_ptr(), rows, width, weight.data_ptr(), float(eps), y.data_ptr())
+    return y
+
+
+def _heads(heads: int, kv_heads: int, dim: int) -> None:
+    if dim <= 0 or dim % 8 or dim > ATTEND_MAX_HEAD_DIM or heads <= 0 or kv_heads <= 0 or heads % kv_heads:
+        raise ValueError(
+            f"attention heads: a head dim that is a multiple of 8 up to {ATTEND_MAX_HEAD_DIM} and query "
+            f"heads a whole multiple of the kv heads; got dim {dim}, {heads} and {kv_heads} heads"
+        )
+
+
+def _cache_buffer(name: str, t: object, kv_heads: int, dim: int, length: int) -> int:
+    """A cache's key or value buffer [1, Hkv, ≥ length, D] bf16 on the CPU whose rows are
+    contiguous (heads any distance apart): the heads' stride, in elements."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor; got {type(t).__name__}")
+    shape = t.shape
+    if t.dtype != BF16 or not t.is_cpu or len(shape) != 4 or shape[0] != 1 or shape[1] != kv_heads:
+        raise ValueError(f"{name} must be a CPU bf16 [1, {kv_heads}, L, D] tensor; got {t.dtype} {tuple(shape)}")
+    stride = t.stride()
+    if shape[3] != dim or shape[2] < length or stride[3] != 1 or stride[2] != dim or stride[1] < shape[2] * dim:
+        raise ValueError(
+            f"{name} must hold at least {length} contiguous rows of {dim} per head; "
+            f"got {tuple(shape)} with strides {stride}"
+        )
+    return stride[1]
+
+
+def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+    """One-row attention for each query row over its own causal prefix: query [1, H, T, D] bf16,
+    key / value [1, Hkv, L, D] (the cache's views: rows contiguous, heads any distance apart),
+    L ≥ T; query head h reads kv head h / (H / Hkv).  → [1, H, T, D] bf16"""
+    module = _module()
+    batch, heads, rows, dim = _tensor("attend's query", query, BF16, 4).shape
+    if batch != 1 or rows == 0:
+        raise ValueError(f"attend's query must be [1, H, T ≥ 1, D]; got {tuple(query.shape)}")
+    key_shape = key.shape if isinstance(key, torch.Tensor) and key.ndim == 4 else (0, 0, 0, 0)
+    kv_heads, length = key_shape[1], key_shape[2]
+    _heads(heads, kv_heads, dim)
+    ks = _cache_buffer("attend's key", key, kv_heads, dim, rows)
+    vs = _cache_buffer("attend's value", value, kv_heads, dim, length)
+    if value.shape[2] != length:
+        raise ValueError(f"attend's key and value must be as long; got {tuple(key_shape)} and {tuple(value.shape)}")
+    out = torch.empty_like(query)
+    module.attend(query.data_ptr(), heads, rows, dim, key.data_ptr(), value.data_ptr(), kv_heads, length, ks, vs,
+                  float(scale), out.data_ptr())  # fmt: skip
+    return out
+
+
+def attend_layer(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    key_buffer: torch.Tensor,
+    value_buffer: torch.Tensor,
+    start: int,
+    heads: tuple[int, int],
+    scale: float,
+) -> torch.Tensor:
+    """A decoder layer's attention for T new rows in one call: q | k | v rows qkv [T, (H + 2·Hkv)·D]
+    bf16, the rotary's cos and sin [T, D] bf16, the cache's key and value buffers [1, Hkv, capacity, D]
+    (rows contiguous, room for start + T positions; the new keys and values are written at
+    positions start..start + T − 1), ``heads`` (H, Hkv).  → the attention rows [T, H·D] bf16"""
+    module = _module()
+    rows, dim = shape = _tensor("attend_layer's cos", cos, BF16, 2).shape
+    q_heads, kv_heads = heads
+    _heads(q_heads, kv_heads, dim)
+    sin_shape = _tensor("attend_layer's sin", sin, BF16, 2).shape
+    qkv_shape = _tensor("attend_layer's qkv", qkv, BF16, 2).shape
+    if rows == 0 or sin_shape != shape or qkv_shape != (rows, (q_heads + 2 * kv_heads) * dim):
+        raise ValueError(
+            f"attend_layer wants qkv [T, {(q_heads + 2 * kv_heads) * dim}] and cos, sin [T, {dim}] for the same T ≥ 1; "
+            f"got {tuple(qkv_shape)}, {tuple(shape)}, {tuple(sin_shape)}"
+        )
+    if start < 0:
+        raise ValueError(f"attend_layer's first new position must be ≥ 0; got {start}")
+    ks = _cache_buffer("attend_layer's key buffer", key_buffer, kv_heads, dim, start + rows)
+    vs = _cache_buffer("attend_layer's value buffer", value_buffer, kv_heads, dim, start + rows)
+    out = torch.empty((rows, q_heads * dim), dtype=BF16)
+    module.attend_layer(qkv.data_ptr(), rows, q_heads, kv_heads, dim, cos.data_ptr(), sin.data_ptr(),
+                        key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, start, float(scale),
+                        out.data_ptr())  # fmt: skip
+    return out
