@@ -12,6 +12,7 @@ from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 from app.cli import main
 from app.engine import Engine, GenerationConfig, InvalidSettingError
 from app.engine.analysis.sweep import NONE, SweepArm, plan_arms, run_sweep
+from app.engine.backend import NEW_ANSWER
 from app.engine.config import DRAFT_MODEL, LOOKUP
 from app.engine.events import RunResult, RunStats, TokenInfo
 
@@ -143,7 +144,8 @@ class KnownSpeedEngine:
     def reset(self) -> None:
         self.resets += 1
 
-    def generate(self, conversation, config, cancel=None, drafter_choice=None, **indexing):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, options=NEW_ANSWER):  # type: ignore[no-untyped-def]
+        drafter_choice = options.drafter_choice
         self.calls.append((drafter_choice, config))
         if not config.speculative:
             return _known_run(self.plain_ids, 20, 0.5, 1.5, "none")

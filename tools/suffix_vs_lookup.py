@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
 from app.engine.config import LOOKUP, SUFFIX
 
 
@@ -37,7 +38,7 @@ def main() -> int:
                 engine.history.clear()
                 engine.reset()
                 messages = [{"role": "user", "content": prompt}]
-                runs[arm] = engine.generate(messages, config, drafter_choice=arm, record=False)
+                runs[arm] = engine.generate(messages, config, options=AnswerOptions(drafter_choice=arm, record=False))
             tps = {a: (run.stats.new_tokens - 1) / run.stats.decode_s for a, run in runs.items() if run.stats.decode_s}
             ratio = tps[SUFFIX] / tps[LOOKUP] if len(tps) == 2 else None
             passes = {a: run.stats.target_passes for a, run in runs.items()}

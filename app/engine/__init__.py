@@ -17,6 +17,8 @@ from typing import Any
 
 _EXPORTS = {
     "Engine": "session",
+    "Backend": "backend",
+    "AnswerOptions": "backend",
     "LOOKUP": "config",
     "GenerationConfig": "config",
     "StepEvent": "events",

@@ -7,8 +7,9 @@ This is the one API the CLI, the GUI worker and the tests call::
         ...                                  # one StepEvent per target pass
     result = engine.generate(messages, GenerationConfig(speculative=False))
 
-Each call applies the chat template and prefills only what the caches do not already hold,
-so a follow-up turn costs just its new tokens. An Engine is used from one thread at a time.
+It is the local ``Backend`` (``app.engine.backend``, whose ``generate`` it uses). Each call
+applies the chat template and prefills only what the caches do not already hold, so a
+follow-up turn costs just its new tokens. An Engine is used from one thread at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 import torch
 
+from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
 from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
@@ -30,15 +32,13 @@ from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDraf
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
-from app.engine.events import ArmConditions, RunProvenance, RunResult, StepEvent
+from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
 from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
-
-Conversation = str | Sequence[Mapping[str, str]]
 
 
 def _text(value: str) -> str:
@@ -104,7 +104,7 @@ def _timed_pass(runner: CachedModel, size: int) -> float:
     return seconds
 
 
-class Engine:
+class Engine(TimedArms):
     def __init__(
         self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False, suffix: bool = False
     ) -> None:
@@ -291,9 +291,17 @@ class Engine:
 
     @property
     def drafter_choices(self) -> list[str]:
-        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` and ``SUFFIX``
+        """What ``AnswerOptions.drafter_choice`` may name here: ``LOOKUP`` and ``SUFFIX``
         always, ``DRAFT_MODEL`` when a draft model is loaded."""
         return list(self._drafters)
+
+    @property
+    def timed_arms(self) -> Engine:
+        """Itself: ``speculative`` off runs the same loop with no drafter, each arm timed (``start_arm``)."""
+        return self
+
+    def close(self) -> None:
+        """Nothing outside this process to release (the models go with the engine)."""
 
     def _pick_drafter(self, choice: str | None) -> Drafter | None:
         """The configured drafter (None), or one by name for an experiment."""
@@ -468,45 +476,33 @@ class Engine:
         conversation: Conversation,
         config: GenerationConfig,
         cancel: threading.Event | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
-        rerun: bool = False,
-        answer_made_by: str | None = None,
+        options: AnswerOptions = NEW_ANSWER,
     ) -> Iterator[StepEvent]:
-        """Answer the conversation, yielding one ``StepEvent`` per target pass; with
-        ``continue_answer`` go on with the cut answer that ends the conversation (from its
-        exact ``answer_ids`` when given, see ``prompt_ids``; ids this model cannot take, or made
-        by another model than ``answer_made_by`` says, are set aside: ``answer_ids_problem``).
-        ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
-        ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
-        conversation's id; None: a name of their own) unless ``record`` is False.
-        ``rerun``: a fresh rerun of an answer already given in ``history_id`` (Compare, the
-        drafter experiment): nothing is recorded, and the suffix drafter sees nothing indexed
-        under ``history_id`` (neither the answer rerun nor its variants), only the prompt (by
-        prompt lookup) and the other conversations.
+        """Answer the conversation, yielding one ``StepEvent`` per target pass; ``options``
+        (``AnswerOptions``) say which answer: a cut one to go on with, from its exact ids when
+        this model can take them (``answer_ids_problem``), by the configured drafter or one by
+        name, indexed under the conversation's id or a rerun indexing nothing.
 
         The caches follow one answer at a time: once another ``stream`` or ``generate`` has
         started on this engine, resuming this one raises ``StaleStreamError``."""
         self._answers += 1
         answer = self._answers
         self._answer_drafter = None
-        if self.answer_ids_problem(answer_ids, answer_made_by):
+        answer_ids = options.answer_ids
+        if self.answer_ids_problem(answer_ids, options.answer_made_by):
             answer_ids = None  # never fed to the model: the answer's text is tokenised again
-        prompt, answer_so_far = self._prompt(conversation, continue_answer, answer_ids)
-        chosen = self._pick_drafter(drafter_choice)
+        prompt, answer_so_far = self._prompt(conversation, options.continue_answer, answer_ids)
+        chosen = self._pick_drafter(options.drafter_choice)
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
-        owner = history_id or f"run {next(self._runs)}"
-        recording = record and self.remembering and not rerun
+        owner = options.history_id or f"run {next(self._runs)}"
+        recording = options.record and self.remembering and not options.rerun
         forgotten = self._forgotten.get(owner, 0)
         if recording:
             self.history.record(owner, prompt)
         self._suffix.owner = owner
-        self._suffix.hidden = owner if rerun else None
+        self._suffix.hidden = owner if options.rerun else None
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
@@ -550,35 +546,6 @@ class Engine:
                     "engine since, and the caches now hold that conversation. Start it again."
                 )
 
-    def generate(
-        self,
-        conversation: Conversation,
-        config: GenerationConfig,
-        cancel: threading.Event | None = None,
-        on_step: Callable[[StepEvent], None] | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
-        rerun: bool = False,
-        answer_made_by: str | None = None,
-    ) -> RunResult:
-        """Answer the conversation (or continue its cut answer) and return the whole run."""
-        steps = []
-        stream = self.stream(
-            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record, rerun,
-            answer_made_by,
-        )
-        for step in stream:
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
-        made_by = self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)
-        return RunResult.from_steps(
-            steps,
-            speculative=made_by.drafter != "none",
-            drafter=made_by.drafter,
-            config=config.to_dict(),
-            made_by=made_by,
-        )
+    def answered_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
+        """``made_by`` with the drafter the latest answer really used (None: it skipped the draft model)."""
+        return self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)
