@@ -21,6 +21,7 @@ _EXPORTS = {
     "AnswerOptions": "backend",
     "LOOKUP": "config",
     "GenerationConfig": "config",
+    "LoadOptions": "config",
     "StepEvent": "events",
     "TokenInfo": "events",
     "RunStats": "events",

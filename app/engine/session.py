@@ -25,7 +25,7 @@ from typing import Any, Literal
 import torch
 
 from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
-from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
@@ -35,8 +35,7 @@ from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, S
 from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
 from app.engine.models.forms import FormProbe, WeightsForm
-from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
-from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
+from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, check_compatible, load_model
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
 
@@ -89,7 +88,7 @@ WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up
 # model; a 7B's passes make it one round)
 WARM_UP_SECONDS = 1.5
 WARM_UP_ROUNDS = 3
-DRAFT_AUTO = "auto"  # draft weights: the fastest exact form for a draft step, measured at load (CPU)
+LOAD_DEFAULTS = LoadOptions()
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
 
@@ -142,43 +141,22 @@ class Engine(TimedArms):
 
     @classmethod
     def load(
-        cls,
-        target: str = DEFAULT_SOURCE,
-        draft: str | None = LOOKUP,
-        *,
-        device: str | None = "auto",
-        dtype: str | None = "auto",
-        draft_dtype: str | None = DRAFT_AUTO,
-        weights: str | None = None,
-        draft_weights: str | None = None,
-        allow_pickle: bool = False,
-        cpu_kernels: bool = True,
-        threads: str | int | None = AUTO_THREADS,
-        progress: ProgressFn | None = None,
-        draft_probe: FormProbe | None = None,
-        target_probe: FormProbe | None = None,
+        cls, target: str = DEFAULT_SOURCE, draft: str | None = LOOKUP, options: LoadOptions = LOAD_DEFAULTS
     ) -> Engine:
-        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or None.
-        ``weights``: the target's form (``forms.WEIGHTS_CHOICES``: ``auto`` keeps the fastest exact
-        form on the CPU, timed by ``target_probe``); None: the form ``dtype`` names.
-        ``draft_weights`` (else ``draft_dtype``, its older name): the draft's form, ``auto`` (on the
-        CPU the fastest form for a draft step, timed by ``draft_probe``; elsewhere the target's),
-        None (the target's form) or a form. Every form offered is exact, the draft's too.
-        ``cpu_kernels``: prepacked linears and row-wise attention on the CPU;
-        ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
-        apply_threads(threads)
+        """Load the target and the drafter (``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or
+        None), as ``options`` say (``LoadOptions``)."""
+        apply_threads(options.threads)
         other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
         def load_one(source: str, form: str | None, probe: FormProbe | None, sizes: tuple[int, ...]) -> LoadedModel:
             return load_model(
-                source, device=device, dtype=dtype, weights=form, allow_pickle=allow_pickle,
-                cpu_kernels=cpu_kernels, progress=progress, form_probe=probe, probe_sizes=sizes,
+                source, device=options.device, dtype=options.dtype, weights=form, allow_pickle=options.allow_pickle,
+                cpu_kernels=options.cpu_kernels, progress=options.progress, form_probe=probe, probe_sizes=sizes,
             )
 
-        loaded = load_one(target, weights, target_probe, forms.TARGET_SIZES)
-        asked_draft = draft_weights if draft_weights is not None else draft_dtype
-        engine = cls._with_drafter(loaded, draft, asked_draft, load_one, draft_probe)
-        if parse_threads(threads) is None and loaded.device.type == "cpu":
+        loaded = load_one(target, options.weights, options.target_probe, forms.TARGET_SIZES)
+        engine = cls._with_drafter(loaded, draft, options.draft_weights, load_one, options.draft_probe)
+        if parse_threads(options.threads) is None and loaded.device.type == "cpu":
             engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
         return engine
 

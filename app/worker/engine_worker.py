@@ -31,7 +31,7 @@ from app.engine.analysis.compare import ComparisonReport
 from app.engine.analysis.comparison import run_comparison  # torch-free itself: it drives the engine
 from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
 from app.engine.backend import AnswerOptions, Backend
-from app.engine.config import GenerationConfig
+from app.engine.config import GenerationConfig, LoadOptions
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
 from app.worker.server_backend import (
@@ -50,7 +50,7 @@ PROGRESS_INTERVAL_S = 0.05
 log = logging.getLogger(__name__)
 
 Conversation = list[dict[str, str]]
-EngineLoader = Callable[..., Backend]  # Engine.load's signature
+EngineLoader = Callable[..., Backend]  # called as Engine.load(target=, draft=, options=)
 ServerConnector = Callable[[ServerTarget], "ServerSession"]
 
 
@@ -157,12 +157,12 @@ class HistoryRequest:
 Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest | HistoryRequest
 
 
-def _load_engine(**kwargs: Any) -> Backend:
+def _load_engine(target: str, draft: str | None, options: LoadOptions) -> Backend:
     from app.engine.session import Engine  # torch is imported here, on the worker thread
 
-    engine = Engine.load(**kwargs)
-    if kwargs.get("progress") is not None:
-        kwargs["progress"](QCoreApplication.translate("EngineWorker", "Warming up…"), None)
+    engine = Engine.load(target, draft, options)
+    if options.progress is not None:
+        options.progress(QCoreApplication.translate("EngineWorker", "Warming up…"), None)
     engine.warm_up()  # so the first answer (and its comparison) is not slowed by kernel set-up
     return engine
 
@@ -514,18 +514,17 @@ class EngineWorker(QObject):
             self._load_server(request)
             return
         try:
-            engine = self._loader(
-                target=request.target,
-                draft=request.draft,
+            options = LoadOptions(
                 device=request.device,
                 dtype=request.dtype,
-                draft_dtype=request.draft_dtype,
+                weights=request.weights,
+                draft_weights=request.draft_dtype,
                 allow_pickle=request.allow_pickle,
                 cpu_kernels=request.cpu_kernels,
                 threads=request.threads,
                 progress=progress,
-                **({"weights": request.weights} if request.weights is not None else {}),
             )
+            engine = self._loader(target=request.target, draft=request.draft, options=options)
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
