@@ -27,7 +27,7 @@ import torch
 from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
 from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
 from app.engine.decoding.cost import KChooser
-from app.engine.decoding.decode import decode
+from app.engine.decoding.decode import Target, decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
@@ -474,6 +474,30 @@ class Engine(TimedArms):
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
+        record = self._recorder(prompt, options)
+
+        def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
+            self._answer_drafter = actual
+
+        target = Target(self._target_kv, self.target.tokenizer, self._eos_ids, self.target.context_length, self.chooser)
+        steps = decode(target, drafter, prompt, config, cancel, answer_so_far, on_drafter=used)
+        for step in self._guarded(steps):
+            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
+                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+            record(step)
+            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
+            if self._answers != answer:
+                steps.close()
+                raise StaleStreamError(
+                    "This answer can no longer go on: another answer was generated on the same "
+                    "engine since, and the caches now hold that conversation. Start it again."
+                )
+
+    def _recorder(self, prompt: list[int], options: AnswerOptions) -> Callable[[StepEvent], None]:
+        """Index the prompt under the answer's owner (``AnswerOptions.history_id``, else a name
+        of its own) and point the suffix drafter at it (a rerun hides the owner's documents);
+        what it returns indexes each step's tokens, until the owner is forgotten or remembering
+        is turned off. A rerun, or ``record`` off, indexes nothing."""
         owner = options.history_id or f"run {next(self._runs)}"
         recording = options.record and self.remembering and not options.rerun
         forgotten = self._forgotten.get(owner, 0)
@@ -482,22 +506,15 @@ class Engine(TimedArms):
         self._suffix.owner = owner
         self._suffix.hidden = owner if options.rerun else None
 
-        def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
-            self._answer_drafter = actual
+        def record(step: StepEvent) -> None:
+            if recording and self._forgotten.get(owner, 0) == forgotten and self.remembering:
+                self.history.extend(owner, [t.id for t in step.tokens])
 
-        steps = decode(
-            self._target_kv,
-            drafter,
-            prompt,
-            config,
-            self.target.tokenizer,
-            self._eos_ids,
-            self.target.context_length,
-            cancel,
-            self.chooser,
-            answer_so_far=answer_so_far,
-            on_drafter=used,
-        )
+        return record
+
+    def _guarded(self, steps: Iterator[StepEvent]) -> Iterator[StepEvent]:
+        """``steps`` as they come; a pass that fails empties the caches (a half-finished pass
+        leaves them in an unknown state), and running out of memory says what to try."""
         while True:
             try:
                 step = next(steps)
@@ -510,19 +527,9 @@ class Engine(TimedArms):
                     "conversation, a smaller k, or a smaller model."
                 ) from exc
             except BaseException:
-                self.reset()  # a half-finished pass leaves the caches in an unknown state
+                self.reset()
                 raise
-            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
-                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
-            if recording and self._forgotten.get(owner, 0) == forgotten and self.remembering:
-                self.history.extend(owner, [t.id for t in step.tokens])
-            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
-            if self._answers != answer:
-                steps.close()
-                raise StaleStreamError(
-                    "This answer can no longer go on: another answer was generated on the same "
-                    "engine since, and the caches now hold that conversation. Start it again."
-                )
+            yield step
 
     def answered_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
         """``made_by`` with the drafter the latest answer really used (None: it skipped the draft model)."""
