@@ -18,13 +18,11 @@ class StandInBackend(TimedArms):
 
     target_name = "stand-in"
     drafter_name = "none"
-    has_drafter = False
     context_length = 0
     drafter_choices = [LOOKUP, SUFFIX]
 
     def __init__(self, target_name: str = "stand-in", drafter_name: str = "none", **attributes: Any) -> None:
         self.target_name, self.drafter_name = target_name, drafter_name
-        self.has_drafter = drafter_name != "none"
         for name, value in attributes.items():
             setattr(self, name, value)
 

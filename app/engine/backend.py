@@ -73,11 +73,6 @@ class Backend(Protocol):
         ...
 
     @property
-    def has_drafter(self) -> bool:
-        """A drafter is configured (a server: known to draft)."""
-        ...
-
-    @property
     def drafter_choices(self) -> list[str]:
         """What ``AnswerOptions.drafter_choice`` may name. Empty where the back-end chooses its
         own drafter (a server): no drafter experiment runs there."""

@@ -264,10 +264,6 @@ class Engine(TimedArms):
         return self._drafter.name if self._drafter is not None else "none"
 
     @property
-    def has_drafter(self) -> bool:
-        return self._drafter is not None
-
-    @property
     def drafter_choices(self) -> list[str]:
         """What ``AnswerOptions.drafter_choice`` may name here: ``LOOKUP`` and ``SUFFIX``
         always, ``DRAFT_MODEL`` when a draft model is loaded."""

@@ -88,10 +88,6 @@ class ServerSession(Backend):
         return SERVER_DRAFTER if self._speculated else "none"
 
     @property
-    def has_drafter(self) -> bool:
-        return bool(self._speculated)
-
-    @property
     def drafter_choices(self) -> list[str]:
         return []  # the server chooses its drafter; SpecChat cannot switch it
 

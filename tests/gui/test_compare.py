@@ -302,7 +302,7 @@ def test_compare_on_a_stopped_answer_reruns_the_same_number_of_tokens(open_windo
 class _ThreadRecordingEngine(StandInBackend):
     """Answers every run with one token and notes the thread each call ran on."""
 
-    target_name, drafter_name, has_drafter = "scripted", "prompt lookup", True
+    target_name, drafter_name = "scripted", "prompt lookup"
 
     def __init__(self) -> None:
         self.threads: list[str] = []

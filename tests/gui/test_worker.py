@@ -21,7 +21,6 @@ class ScriptedEngine(StandInBackend):
 
     target_name = "scripted"
     drafter_name = "prompt lookup"
-    has_drafter = True
 
     def __init__(
         self,
