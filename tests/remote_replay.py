@@ -19,7 +19,8 @@ URL = "http://server"
 
 
 def recording(name: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+    return data
 
 
 def sse_chunks(text: str) -> list[str]:
@@ -34,7 +35,8 @@ def as_sse(chunks: list[str]) -> str:
 Edit = Callable[[list[str]], list[str]]
 
 
-def replay_transport(name: str, edit_stream: Edit | None = None, handler: Callable[..., Any] | None = None
+def replay_transport(name: str, edit_stream: Edit | None = None,
+                     handler: Callable[[httpx.Request], httpx.Response | None] | None = None
                      ) -> httpx.MockTransport:  # fmt: skip
     """The recording's answers by method and path; ``edit_stream`` rewrites the streamed
     chunks (as JSON texts) before they are served."""

@@ -7,13 +7,14 @@ from dataclasses import replace
 import pytest
 
 from app.engine import Engine, GenerationConfig, compare_runs
+from app.engine.config import LoadOptions
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def bundled():
-    return Engine.load("default", "lookup", device="cpu")
+    return Engine.load("default", "lookup", LoadOptions(device="cpu"))
 
 
 def test_bundled_model_answers_a_factual_question(bundled):

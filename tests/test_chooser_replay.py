@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine
+from app.engine.config import LoadOptions
 from app.engine.decoding import cost
 from app.engine.decoding.cost import Choice
 from tools import chooser_replay
@@ -16,7 +17,7 @@ PROMPTS = ["the cat sat on the mat. the cat sat on the mat. the cat", "one two t
 
 @pytest.fixture(scope="module")
 def recorded(tiny_models):
-    engine = Engine.load(str(tiny_models["llama"]), draft="lookup", threads=1)
+    engine = Engine.load(str(tiny_models["llama"]), draft="lookup", options=LoadOptions(threads=1))
     return engine, chooser_replay.record(engine, PROMPTS, max_new_tokens=12)
 
 

@@ -468,8 +468,8 @@ def test_sweep_passes_the_kernel_and_thread_options_to_the_engine(capsys, monkey
 
     seen: dict = {}
 
-    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.update(kwargs)
+    def load(target, draft, options):  # type: ignore[no-untyped-def]
+        seen.update(vars(options))
         raise ModelLoadError("stop here")
 
     monkeypatch.setattr(Engine, "load", load)

@@ -10,6 +10,7 @@ import torch
 
 from app.engine import Engine
 from app.engine.analysis.comparison import CACHE_POLICY, ORDER, run_comparison
+from app.engine.backend import NEW_ANSWER, AnswerOptions
 from app.engine.config import GenerationConfig
 from app.engine.decoding import decode as decode_module
 from app.engine.events import RunStats, TokenInfo
@@ -32,7 +33,7 @@ class _SpyEngine:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.calls: list[str] = []
-        self.options: list[dict[str, object]] = []
+        self.options: list[AnswerOptions] = []
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.engine, name)
@@ -48,10 +49,10 @@ class _SpyEngine:
         self.calls.append("start_arm")
         return self.engine.start_arm()
 
-    def generate(self, conversation, config, cancel=None, **options):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, options=NEW_ANSWER):  # type: ignore[no-untyped-def]
         self.calls.append("speculative" if config.speculative else "baseline")
         self.options.append(options)
-        return self.engine.generate(conversation, config, cancel, **options)
+        return self.engine.generate(conversation, config, cancel, options=options)
 
 
 def test_both_arms_run_after_a_warm_up_from_empty_caches_speculative_first(engine):
@@ -75,7 +76,7 @@ def test_both_arms_are_answered_under_the_conversations_own_history_id(engine):
     drafter's owner of the conversation) for either arm would fail here."""
     spy = _SpyEngine(engine)
     run_comparison(spy, PROMPT, CONFIG, history_id="chat 7")  # type: ignore[arg-type]
-    assert [o.get("history_id") for o in spy.options] == ["chat 7", "chat 7"]
+    assert [(o.history_id, o.rerun) for o in spy.options] == [("chat 7", True), ("chat 7", True)]
 
 
 def test_each_run_records_the_models_dtype_device_and_settings_that_made_it(engine):
@@ -192,7 +193,8 @@ def test_a_continued_answer_is_rerun_at_its_own_length(engine):
     config = replace(CONFIG, max_new_tokens=8)
     cut = engine.generate(PROMPT, config)
     conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}]
-    rest = engine.generate(conversation, config, continue_answer=True, answer_ids=cut.token_ids)
+    go_on = AnswerOptions(continue_answer=True, answer_ids=cut.token_ids)
+    rest = engine.generate(conversation, config, options=go_on)
     stored = replace(
         cut,
         text=cut.text + rest.text,

@@ -7,6 +7,7 @@ import threading
 from dataclasses import replace
 
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
 from app.engine.events import RunStats
 
 PROMPT = "Hello world!"
@@ -39,7 +40,8 @@ def test_continuing_a_cut_greedy_answer_gives_the_uncut_answer(load_tiny):
     assert cut.stop_reason == "max_new_tokens" and whole.text.startswith(cut.text)
     conversation = [{"role": "user", "content": prompt}, {"role": "assistant", "content": cut.text}]
     assert engine.prompt_ids(conversation, continue_answer=True)[-8:] == cut.token_ids
-    rest = engine.generate(conversation, GenerationConfig(max_new_tokens=12, k=3), continue_answer=True)
+    go_on = AnswerOptions(continue_answer=True)
+    rest = engine.generate(conversation, GenerationConfig(max_new_tokens=12, k=3), options=go_on)
     assert cut.text + rest.text == whole.text
     assert rest.stats.prompt_tokens == cut.stats.prompt_tokens + cut.stats.new_tokens
 
@@ -87,9 +89,8 @@ def test_continue_after_a_cut_inside_a_character_goes_on_from_the_exact_ids(load
             assert cut.stop_reason == "cancelled"
         assert cut.token_ids == whole.token_ids[:n]  # the exact tokens are kept
         conversation = [{"role": "user", "content": SPLIT_PROMPT}, {"role": "assistant", "content": cut.text}]
-        rest = engine.generate(
-            conversation, replace(config, max_new_tokens=30 - n), continue_answer=True, answer_ids=cut.token_ids
-        )
+        go_on = AnswerOptions(continue_answer=True, answer_ids=cut.token_ids)
+        rest = engine.generate(conversation, replace(config, max_new_tokens=30 - n), options=go_on)
         assert cut.token_ids + rest.token_ids == whole.token_ids
         assert cut.text + rest.text == whole.text  # no U+FFFD left where the character was cut
         assert "\ufffd" not in cut.text[-1:] and not cut.text.endswith("\ufffd")

@@ -21,6 +21,7 @@ from transformers import AutoModelForCausalLM
 from transformers.pytorch_utils import Conv1D
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.errors import InvalidSettingError
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_probe
@@ -201,7 +202,8 @@ def test_prepacked_and_stock_paths_give_identical_greedy_answers(tiny_models, ar
     answers = []
     for cpu_kernels in (True, False):
         draft = {"none": None, "lookup": "lookup", "model": str(tiny_models[f"{arch}-draft"])}[drafter]
-        engine = Engine.load(str(tiny_models[arch]), draft, device="cpu", dtype="float32", cpu_kernels=cpu_kernels)
+        options = LoadOptions(device="cpu", dtype="float32", cpu_kernels=cpu_kernels)
+        engine = Engine.load(str(tiny_models[arch]), draft, options)
         assert has_cpu_kernels(engine.target.model) == cpu_kernels
         result = engine.generate(PROMPT, GenerationConfig(max_new_tokens=24, k=4, speculative=drafter != "none"))
         answers.append([t.id for t in result.tokens])
@@ -210,9 +212,8 @@ def test_prepacked_and_stock_paths_give_identical_greedy_answers(tiny_models, ar
 
 def test_kernels_apply_to_float32_and_bfloat16_on_the_cpu_target_and_draft(tiny_models, path):
     dtype, compute = path
-    engine = Engine.load(
-        str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype=dtype, draft_dtype=dtype
-    )
+    options = LoadOptions(device="cpu", dtype=dtype, draft_weights=dtype)
+    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), options)
     for model in (engine.target.model, engine.draft.model):
         assert not any(type(m) is nn.Linear for m in model.modules())
         packed = [m for m in model.modules() if isinstance(m, PrepackedLinear)]
@@ -319,7 +320,8 @@ def test_bf16_answers_on_both_paths_and_speculation_stays_lossless(tiny_models, 
     dtype, compute = path
     if dtype != "bfloat16":
         pytest.skip("a bf16 test")
-    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype=dtype)
+    options = LoadOptions(device="cpu", dtype=dtype)
+    engine = Engine.load(str(tiny_models["llama"]), str(tiny_models["llama-draft"]), options)
     assert cpu_kernels_of(engine.target.model).compute == compute
     config = GenerationConfig(max_new_tokens=16, k=4)
     spec = engine.generate(PROMPT, config)

@@ -10,6 +10,7 @@ import pytest
 from tiny_models import build_model, save
 
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
 from app.engine.decoding.cost import MODEL_KEY, AcceptanceModel, KChooser
 from app.engine.models.loading import load_model
 
@@ -70,12 +71,8 @@ def test_a_stop_string_spanning_a_continue_cut_ends_the_continuation(load_tiny):
     stop = whole.text[start : start + 4]  # two characters before the cut, two after
     assert whole.text.find(stop) == start and len(cut.text) >= 2  # its first occurrence spans the cut
     conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}]
-    rest = engine.generate(
-        conversation,
-        replace(GREEDY, stop_strings=(stop,)),
-        continue_answer=True,
-        answer_ids=cut.token_ids,
-    )
+    go_on = AnswerOptions(continue_answer=True, answer_ids=cut.token_ids)
+    rest = engine.generate(conversation, replace(GREEDY, stop_strings=(stop,)), options=go_on)
     assert rest.stop_reason == "stop_string"
     end = _first_token_completing(whole.tokens, stop)
     assert rest.token_ids == whole.token_ids[8 : end + 1]
@@ -87,10 +84,8 @@ def test_a_stop_string_wholly_inside_the_cut_answer_does_not_end_the_continuatio
     stop = cut.text[:3]
     assert stop and stop not in _plain(engine).text[len(cut.text) :]
     conversation = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": cut.text}]
-    rest = engine.generate(
-        conversation, replace(GREEDY, max_new_tokens=6, stop_strings=(stop,)), continue_answer=True,
-        answer_ids=cut.token_ids,
-    )
+    go_on = AnswerOptions(continue_answer=True, answer_ids=cut.token_ids)
+    rest = engine.generate(conversation, replace(GREEDY, max_new_tokens=6, stop_strings=(stop,)), options=go_on)
     assert rest.stop_reason == "max_new_tokens" and rest.stats.new_tokens == 6
 
 

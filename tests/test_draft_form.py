@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.models import forms
 from app.engine.models.forms import WeightsForm, offered_forms
 from app.engine.runners.cpu_kernels import cpu_kernels_of
@@ -55,8 +56,9 @@ def probe_by_form(costs: dict[str, float]):
 def test_auto_keeps_the_draft_form_that_measured_cheapest(tiny_models, costs, chosen):
     probe = probe_by_form(costs)
     engine = Engine.load(
-        str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype="float32",
-        draft_weights="auto", draft_probe=probe,
+        str(tiny_models["llama"]),
+        str(tiny_models["llama-draft"]),
+        LoadOptions(device="cpu", dtype="float32", draft_weights="auto", draft_probe=probe),
     )
     assert set(probe.seen) == set(offered_forms(sizes=TINY_SIZES)[0])  # every offered form was measured
     assert engine.draft is not None and engine.draft_form is not None and engine.draft_form.form == chosen
@@ -74,8 +76,9 @@ def test_auto_keeps_the_draft_form_that_measured_cheapest(tiny_models, costs, ch
 def test_draft_dtype_is_the_older_name_of_draft_weights(tiny_models):
     probe = probe_by_form({"int4": 0.1, "int8": 0.2, "bf16": 0.3, "fp32": 0.4})
     engine = Engine.load(
-        str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype="float32",
-        draft_dtype="auto", draft_probe=probe,
+        str(tiny_models["llama"]),
+        str(tiny_models["llama-draft"]),
+        LoadOptions(device="cpu", dtype="float32", draft_weights="auto", draft_probe=probe),
     )
     assert engine.draft_form is not None and engine.draft_form.form == "int4" and probe.seen
 
@@ -84,8 +87,9 @@ def test_draft_dtype_is_the_older_name_of_draft_weights(tiny_models):
 def test_an_explicit_draft_form_overrides_auto(tiny_models, asked, form):
     probe = probe_by_form({"int4": 0.1, "int8": 0.1, "bf16": 0.1, "fp32": 0.1})
     engine = Engine.load(
-        str(tiny_models["llama"]), str(tiny_models["llama-draft"]), device="cpu", dtype="float32",
-        draft_dtype=asked, draft_probe=probe,
+        str(tiny_models["llama"]),
+        str(tiny_models["llama-draft"]),
+        LoadOptions(device="cpu", dtype="float32", draft_weights=asked, draft_probe=probe),
     )
     assert probe.seen == [] and engine.draft is not None and form_of(engine.draft.model) == form
     assert engine.draft_form is not None and (engine.draft_form.form, engine.draft_form.reason) == (form, "asked")
@@ -93,7 +97,8 @@ def test_an_explicit_draft_form_overrides_auto(tiny_models, asked, form):
 
 def test_the_target_form_is_chosen_the_same_way_and_named(tiny_models):
     probe = probe_by_form({"int4": 0.5, "int8": 0.2, "bf16": 0.6, "fp32": 0.9})
-    engine = Engine.load(str(tiny_models["llama"]), "lookup", device="cpu", weights="auto", target_probe=probe)
+    options = LoadOptions(device="cpu", weights="auto", target_probe=probe)
+    engine = Engine.load(str(tiny_models["llama"]), "lookup", options)
     assert engine.target.dtype == "int8" and engine.target.form is not None
     assert engine.target.form.describe().startswith("int8 (quantized by SpecChat) from fp32 · ")
     assert "auto: fastest of int4 500.0 ms, int8 200.0 ms" in engine.target.form.describe()
@@ -105,7 +110,7 @@ def test_the_target_form_is_chosen_the_same_way_and_named(tiny_models):
 def test_forms_are_compared_in_interleaved_rounds(tiny_models):
     """A burst of load falls on both forms of a comparison, not on one; medians decide."""
     probe = probe_by_form({"int4": 0.5, "int8": 0.2, "bf16": 0.6, "fp32": 0.9})
-    Engine.load(str(tiny_models["llama"]), None, device="cpu", weights="auto", target_probe=probe)
+    Engine.load(str(tiny_models["llama"]), None, LoadOptions(device="cpu", weights="auto", target_probe=probe))
     offered = offered_forms(sizes=TINY_SIZES)[0]
     assert probe.seen[:2 * forms.PROBE_ROUNDS] == [offered[0], offered[1]] * forms.PROBE_ROUNDS
 
@@ -115,7 +120,7 @@ def test_a_form_not_exact_on_this_cpu_is_not_offered_and_the_note_says_why(tiny_
     offered, notes = offered_forms(sizes=TINY_SIZES)
     assert "bf16" not in offered and any(n.startswith("bf16 is not offered") for n in notes)
     probe = probe_by_form({"int4": 0.5, "int8": 0.2, "bf16": 0.0, "fp32": 0.9})
-    engine = Engine.load(str(tiny_models["llama"]), None, device="cpu", weights="auto", target_probe=probe)
+    engine = Engine.load(str(tiny_models["llama"]), None, LoadOptions(device="cpu", weights="auto", target_probe=probe))
     assert "bf16" not in probe.seen and engine.target.dtype == "int8"
     assert "bf16 is not offered: this CPU cannot prepack bf16" in engine.target.note
 

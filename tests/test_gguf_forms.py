@@ -19,6 +19,7 @@ from tiny_models import build_model, build_tokenizer, perturbed_copy
 from torch import nn
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.models import gguf_forms, gguf_model, loading
 from app.engine.models.gguf_forms import Int4Form, Int8Form, form_of
 from app.engine.models.loading import load_model
@@ -320,7 +321,7 @@ def test_a_quantized_gguf_keeps_its_own_form_without_timing_it_at_load(q4_gguf):
         timed.append(model)
         return 0.1
 
-    engine = Engine.load(str(q4_gguf), str(q4_gguf), device="cpu", target_probe=probe, draft_probe=probe)
+    engine = Engine.load(str(q4_gguf), str(q4_gguf), LoadOptions(device="cpu", target_probe=probe, draft_probe=probe))
     assert timed == []
     assert engine.target.form is not None and engine.target.form.form == "int4" and engine.target.form.pass_s == {}
     assert engine.draft_form is not None and engine.draft_form.form == "int4"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
 from app.engine.config import SUFFIX
 from app.engine.errors import InvalidSettingError
 
@@ -54,8 +55,8 @@ def test_answer_ids_that_do_not_fit_the_model_continue_from_the_text(load_tiny, 
     bad_ids = [*ids, bad if bad >= 0 else -1, engine.target.vocab_size + (bad if bad > 0 else 0)]
     assert engine.answer_ids_problem(bad_ids) != ""
     config = GenerationConfig(max_new_tokens=4, speculative=False)
-    from_text = engine.generate(chat, config, continue_answer=True)
-    went_on = engine.generate(chat, config, continue_answer=True, answer_ids=bad_ids)
+    from_text = engine.generate(chat, config, options=AnswerOptions(continue_answer=True))
+    went_on = engine.generate(chat, config, options=AnswerOptions(continue_answer=True, answer_ids=bad_ids))
     assert went_on.token_ids == from_text.token_ids
 
 
@@ -67,22 +68,22 @@ def test_answer_ids_made_by_another_model_are_not_reused(load_tiny):
     problem = engine.answer_ids_problem(ids, made_by="Qwen2.5-0.5B-Instruct")
     assert "Qwen2.5-0.5B-Instruct" in problem and "text" in problem
     foreign = [(i * 7 + 3) % engine.target.vocab_size for i in ids]  # another tokenizer's ids
-    from_text = engine.generate(chat, config, continue_answer=True)
-    went_on = engine.generate(
-        chat, config, continue_answer=True, answer_ids=foreign, answer_made_by="Qwen2.5-0.5B-Instruct"
-    )
+    from_text = engine.generate(chat, config, options=AnswerOptions(continue_answer=True))
+    go_on = AnswerOptions(continue_answer=True, answer_ids=foreign, answer_made_by="Qwen2.5-0.5B-Instruct")
+    went_on = engine.generate(chat, config, options=go_on)
     assert went_on.token_ids == from_text.token_ids
 
 
 def test_a_conversation_forgotten_between_two_steps_of_its_stream_stays_forgotten(load_tiny):
     engine = Engine(load_tiny("llama"), suffix=True)
-    stream = engine.stream(QUESTION, GenerationConfig(max_new_tokens=12, k=2, auto_k=False), history_id="c1")
+    config = GenerationConfig(max_new_tokens=12, k=2, auto_k=False)
+    stream = engine.stream(QUESTION, config, options=AnswerOptions(history_id="c1"))
     next(stream)
     assert "c1" in engine.history.owners
     engine.forget("c1")
     for _step in stream:
         pass
     assert "c1" not in engine.history.owners and engine.history.size == 0
-    engine.generate(QUESTION, GenerationConfig(max_new_tokens=2), history_id="c1")
+    engine.generate(QUESTION, GenerationConfig(max_new_tokens=2), options=AnswerOptions(history_id="c1"))
     assert "c1" in engine.history.owners  # a new answer in it afterwards is recorded again
     assert SUFFIX in engine.drafter_choices

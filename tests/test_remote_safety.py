@@ -14,6 +14,7 @@ from remote_replay import URL, edit_json, recording, replay_session, replay_tran
 
 from app.cli.main import main
 from app.cli.servers import printable
+from app.engine.backend import AnswerOptions
 from app.engine.config import GenerationConfig
 from app.remote.client import MAX_LINE_BYTES, ServerClient
 from app.remote.detect import ServerInfo, choose_model
@@ -283,7 +284,7 @@ def test_a_session_refuses_to_pick_a_drafter():
     session = ServerSession(ServerClient(URL, transport=replay_transport("llamacpp-plain")),
                             ServerInfo("llama.cpp", URL, None, ("m",)), "m")  # fmt: skip
     with pytest.raises(Exception, match="chooses its own drafter"):
-        next(session.stream("hi", CONFIG, drafter_choice="lookup"))
+        next(session.stream("hi", CONFIG, options=AnswerOptions(drafter_choice="lookup")))
 
 
 def test_a_connection_cut_after_the_last_chunk_is_no_failure():

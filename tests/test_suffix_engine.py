@@ -12,6 +12,7 @@ from test_sampling_engine import PROMPT, RUNS, TOP_K, chi2_critical, chi2_statis
 
 from app.engine import Engine, GenerationConfig
 from app.engine.analysis.explanation import explain
+from app.engine.backend import AnswerOptions
 from app.engine.config import SUFFIX
 from app.engine.events import RunResult, TokenInfo
 
@@ -30,7 +31,8 @@ def test_greedy_with_the_suffix_drafter_equals_the_target_alone(load_tiny, arch)
     assert engine.drafter_name == "suffix index"
     # an earlier conversation that shares the start of the answer but goes elsewhere after it,
     # so drafts are both accepted and rejected
-    plain = {q: engine.generate(q, replace(GREEDY, speculative=False), record=False) for q in QUESTIONS}
+    unrecorded = AnswerOptions(record=False)
+    plain = {q: engine.generate(q, replace(GREEDY, speculative=False), options=unrecorded) for q in QUESTIONS}
     for question in QUESTIONS:
         ids = engine.prompt_ids(question)
         answer = plain[question].token_ids
@@ -50,8 +52,8 @@ def test_greedy_with_the_suffix_drafter_equals_the_target_alone(load_tiny, arch)
 def test_the_same_question_in_a_new_conversation_takes_far_fewer_target_passes(load_tiny, arch):
     engine = Engine(load_tiny(arch), suffix=True)
     config = replace(GREEDY, max_new_tokens=48)
-    first = engine.generate(QUESTIONS[0], config, history_id="first chat")
-    again = engine.generate(QUESTIONS[0], config, history_id="a new chat")
+    first = engine.generate(QUESTIONS[0], config, options=AnswerOptions(history_id="first chat"))
+    again = engine.generate(QUESTIONS[0], config, options=AnswerOptions(history_id="a new chat"))
     assert again.token_ids == first.token_ids
     assert first.stats.target_passes >= 2.5 * again.stats.target_passes  # same tokens: passes per token
     origins = Counter(t.origin for t in again.tokens if t.source == "draft")
@@ -67,8 +69,8 @@ def test_the_same_question_in_a_new_conversation_takes_far_fewer_target_passes(l
 def test_without_remembering_nothing_is_recorded_nor_learned(load_tiny):
     engine = Engine(load_tiny("llama"), suffix=True)
     engine.set_remembering(False)
-    first = engine.generate(QUESTIONS[0], GREEDY, history_id="a")
-    again = engine.generate(QUESTIONS[0], GREEDY, history_id="b")
+    first = engine.generate(QUESTIONS[0], GREEDY, options=AnswerOptions(history_id="a"))
+    again = engine.generate(QUESTIONS[0], GREEDY, options=AnswerOptions(history_id="b"))
     assert engine.history.size == 0
     assert all(t.origin != "earlier" for t in again.tokens)
     assert again.token_ids == first.token_ids
@@ -76,22 +78,22 @@ def test_without_remembering_nothing_is_recorded_nor_learned(load_tiny):
 
 def test_a_deleted_conversation_no_longer_drafts(load_tiny):
     engine = Engine(load_tiny("llama"), suffix=True)
-    first = engine.generate(QUESTIONS[1], GREEDY, history_id="deleted chat")
+    first = engine.generate(QUESTIONS[1], GREEDY, options=AnswerOptions(history_id="deleted chat"))
     engine.forget("deleted chat")
     assert "deleted chat" not in engine.history.owners
-    again = engine.generate(QUESTIONS[1], GREEDY, history_id="new chat")
+    again = engine.generate(QUESTIONS[1], GREEDY, options=AnswerOptions(history_id="new chat"))
     assert all(t.origin != "earlier" for t in again.tokens)
     assert again.token_ids == first.token_ids
 
 
 def test_a_remembered_conversation_is_drafted_from_in_a_new_one(load_tiny):
     engine = Engine(load_tiny("llama"), suffix=True)
-    answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), record=False)
+    answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), options=AnswerOptions(record=False))
     saved = [{"role": "user", "content": QUESTIONS[0]}, {"role": "assistant", "content": answer.text}]
     engine.remember("saved chat", saved)
     rendered = engine.target.tokenizer.apply_chat_template(saved, tokenize=True)
     assert engine.history.documents("saved chat") == [list(rendered["input_ids"])]
-    again = engine.generate(QUESTIONS[0], GREEDY, history_id="new chat")
+    again = engine.generate(QUESTIONS[0], GREEDY, options=AnswerOptions(history_id="new chat"))
     assert again.token_ids == answer.token_ids
     # the random model's text does not re-tokenise to the same ids everywhere; where it does, drafts come
     assert sum(t.origin == "earlier" for t in again.tokens) > 0
@@ -114,7 +116,8 @@ def test_standard_sampling_with_suffix_drafts_keeps_the_target_distribution(load
     engine.history.record("earlier", engine.prompt_ids(PROMPT) + [a, b, a])
     pairs, proposed = Counter(), Counter()
     for seed in range(RUNS):
-        run = engine.generate(PROMPT, replace(TOP_K, seed=seed), drafter_choice=SUFFIX, record=False)
+        options = AnswerOptions(drafter_choice=SUFFIX, record=False)
+        run = engine.generate(PROMPT, replace(TOP_K, seed=seed), options=options)
         pairs[tuple(run.token_ids[:2])] += 1
         first = run.steps[0]
         proposed[len(first.accepted) + len(first.rejected)] += 1
@@ -134,12 +137,13 @@ def test_compare_with_the_suffix_drafter_reruns_fresh_and_never_recites_the_comp
 
     loaded = load_tiny("qwen2")
     engine = Engine(loaded, suffix=True)
-    engine.generate(QUESTIONS[0], GREEDY, history_id="this chat")  # the answer now compared: indexed
+    # the answer now compared: indexed
+    engine.generate(QUESTIONS[0], GREEDY, options=AnswerOptions(history_id="this chat"))
     engine.history.record("another chat", engine.prompt_ids("Say hello") + [5, 6, 7])
     before = _index_of(engine)
     report = run_comparison(engine, QUESTIONS[0], GREEDY, warm_up=False, history_id="this chat")
     # as on an engine that never saw the answer: the same drafts, the same passes
-    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, record=False)
+    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, options=AnswerOptions(record=False))
     assert report.speculative.token_ids == report.baseline.token_ids == fresh.token_ids
     assert report.speculative.stats.target_passes == fresh.stats.target_passes
     assert report.speculative.stats.accepted == fresh.stats.accepted
@@ -151,7 +155,7 @@ def test_compare_still_drafts_from_the_same_answer_in_another_conversation(load_
     from app.engine.analysis.comparison import run_comparison
 
     engine = Engine(load_tiny("qwen2"), suffix=True)
-    engine.generate(QUESTIONS[0], GREEDY, history_id="an earlier chat")
+    engine.generate(QUESTIONS[0], GREEDY, options=AnswerOptions(history_id="an earlier chat"))
     report = run_comparison(engine, QUESTIONS[0], GREEDY, warm_up=False, history_id="this chat")
     drafted = [t for t in report.speculative.tokens if t.source == "draft"]
     assert drafted and all(t.origin == "earlier" for t in drafted)
@@ -163,13 +167,13 @@ def test_the_drafter_experiment_reruns_fresh_and_never_recites_the_answer_it_rer
 
     loaded = load_tiny("qwen2")
     engine = Engine(loaded, suffix=True)
-    answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), record=False)
+    answer = engine.generate(QUESTIONS[0], replace(GREEDY, speculative=False), options=AnswerOptions(record=False))
     engine.history.record("this chat", engine.prompt_ids(QUESTIONS[0]) + answer.token_ids)  # the answer tried again
     before = _index_of(engine)
     arms = plan_arms([SUFFIX], [6], engine.drafter_choices)
     plain, suffix = run_sweep(engine, QUESTIONS[0], GREEDY, arms, history_id="this chat")
     assert _index_of(engine) == before  # no arm left its answer behind for another
     assert suffix.identical and suffix.arm.label == "suffix index, k=6"
-    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, record=False)
+    fresh = Engine(loaded, suffix=True).generate(QUESTIONS[0], GREEDY, options=AnswerOptions(record=False))
     assert suffix.run.stats.target_passes == fresh.stats.target_passes
     assert not [t for t in suffix.run.tokens if t.origin == "earlier"]

@@ -12,7 +12,8 @@ from tiny_models import build_model, build_tokenizer, perturbed_copy, save
 from app.cli import main
 from app.engine import Engine, GenerationConfig, InvalidSettingError
 from app.engine.analysis.sweep import NONE, SweepArm, plan_arms, run_sweep
-from app.engine.config import DRAFT_MODEL, LOOKUP
+from app.engine.backend import NEW_ANSWER
+from app.engine.config import DRAFT_MODEL, LOOKUP, LoadOptions
 from app.engine.events import RunResult, RunStats, TokenInfo
 
 PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
@@ -31,7 +32,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def engine(folders: dict[str, str]) -> Engine:
-    return Engine.load(folders["target"], folders["draft"], device="cpu", dtype="float32")
+    return Engine.load(folders["target"], folders["draft"], LoadOptions(device="cpu", dtype="float32"))
 
 
 def test_plan_puts_the_plain_reference_first_and_each_drafter_at_each_k() -> None:
@@ -143,7 +144,8 @@ class KnownSpeedEngine:
     def reset(self) -> None:
         self.resets += 1
 
-    def generate(self, conversation, config, cancel=None, drafter_choice=None, **indexing):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, options=NEW_ANSWER):  # type: ignore[no-untyped-def]
+        drafter_choice = options.drafter_choice
         self.calls.append((drafter_choice, config))
         if not config.speculative:
             return _known_run(self.plain_ids, 20, 0.5, 1.5, "none")

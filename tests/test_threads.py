@@ -8,7 +8,7 @@ import torch
 
 from app.cli import main
 from app.engine import Engine
-from app.engine.config import available_cpus
+from app.engine.config import LoadOptions, available_cpus
 from app.engine.errors import InvalidSettingError
 from app.engine.runners.cpu_kernels import auto_threads, choose_threads, parse_threads, physical_cores
 from app.ui.settings.settings_dialog import SettingsDialog
@@ -24,9 +24,9 @@ def restore_threads():
 
 
 def test_engine_load_threads_reach_torch(tiny_models):
-    Engine.load(str(tiny_models["llama"]), None, device="cpu", threads=1)
+    Engine.load(str(tiny_models["llama"]), None, LoadOptions(device="cpu", threads=1))
     assert torch.get_num_threads() == 1
-    Engine.load(str(tiny_models["llama"]), None, device="cpu", threads="auto")
+    Engine.load(str(tiny_models["llama"]), None, LoadOptions(device="cpu", threads="auto"))
     assert torch.get_num_threads() == auto_threads()
 
 
@@ -76,4 +76,4 @@ def test_worker_passes_threads_and_kernels_to_the_loader(qtbot):
     with qtbot.waitSignal(worker.load_failed, timeout=5000):
         worker.request_load("t", "lookup", threads=1, cpu_kernels=False)
     worker.shutdown()
-    assert (seen["threads"], seen["cpu_kernels"]) == (1, False)
+    assert (seen["options"].threads, seen["options"].cpu_kernels) == (1, False)

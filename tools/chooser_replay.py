@@ -43,6 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.decoding import decode as decode_module
 from app.engine.decoding.cost import KChooser
 from app.engine.session import WARM_UP_BLOCK_SIZES
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--noise", type=float, default=0.0, help="the machine's noise S (0.1: ±10 %%), seeded")
     rep.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    engine = Engine.load(*([args.model] if args.model else []), draft="lookup", threads=1)
+    engine = Engine.load(*([args.model] if args.model else []), draft="lookup", options=LoadOptions(threads=1))
     if args.command == "record":
         args.out.write_text(json.dumps(record(engine, _prompts(args.prompts_file), args.max_new_tokens)))
         print(f"recorded {args.out}")

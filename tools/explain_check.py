@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
 from app.engine import LOOKUP, Engine, GenerationConfig
 from app.engine.analysis.explanation import expected_tokens, explain
+from app.engine.config import LoadOptions
 from app.engine.errors import PromptError
 from app.engine.events import RunResult, StepEvent
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     target, draft = tiny_pair() if args.tiny else (args.target, args.draft)
-    engine = Engine.load(target, draft, device="cpu", dtype="float32")
+    engine = Engine.load(target, draft, LoadOptions(device="cpu", dtype="float32"))
     engine.warm_up()
     config = GenerationConfig(k=args.k, auto_k=False, max_new_tokens=args.max_new_tokens)  # the k asked for
     room = engine.context_length - args.max_new_tokens  # the tiny pair holds 512 tokens: no long document

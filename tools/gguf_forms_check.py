@@ -166,10 +166,11 @@ def pair_once(target: str, draft: str) -> None:
 
     torch.set_num_threads(1)
     from app.engine import Engine, GenerationConfig
+    from app.engine.config import LoadOptions
 
     before = _status("VmRSS")
     start = time.perf_counter()
-    engine = Engine.load(target=target, draft=draft, device="cpu", threads=1)
+    engine = Engine.load(target=target, draft=draft, options=LoadOptions(device="cpu", threads=1))
     loaded = time.perf_counter() - start
     tokens = []
     engine.generate("What is the capital of France?", GenerationConfig(max_new_tokens=1),

@@ -6,8 +6,8 @@ time until the first token of an answer. From the project's root:
 
 The first load converts into the cache (``--cache``, default a folder beside the first file;
 ``--fresh`` empties it first), the second reads the cache. Each run prints one JSON line: ``load_s``
-(``Engine.load(target, draft, threads=1)``), ``first_token_s`` (from the start of the load to the
-first answered token, imports excluded), ``decode_tok_s`` (the answer's decode rate, 1 thread,
+(``Engine.load(target, draft, LoadOptions(threads=1))``), ``first_token_s`` (from the start of the
+load to the first answered token, imports excluded), ``decode_tok_s`` (the answer's decode rate, 1 thread,
 target only), MiB: ``rss_base`` (after the imports), ``rss_after`` (after the answer), ``peak``
 (VmHWM), ``rss_trimmed`` (after ``malloc_trim``: what the load freed but the C heap kept is the
 difference) and ``files`` (the files' total size).
@@ -37,10 +37,11 @@ def _status(key: str) -> float:  # MiB
 def once(target: str, draft: str | None, tokens: int) -> dict[str, float]:
     """One load and one short target-only answer in this process."""
     from app.engine import Engine, GenerationConfig
+    from app.engine.config import LoadOptions
 
     base = _status("VmRSS")
     start = time.perf_counter()
-    engine = Engine.load(target, draft, threads=1)
+    engine = Engine.load(target, draft, LoadOptions(threads=1))
     loaded = time.perf_counter()
     first: float | None = None
     config = GenerationConfig(max_new_tokens=tokens, speculative=False)

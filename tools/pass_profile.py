@@ -48,6 +48,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.engine.config import LoadOptions
 from app.engine.models.loading import LoadedModel, bundled_model_path, load_model
 from app.engine.runners import cpu_kernels, kv
 from app.engine.runners.cpu_kernels import apply_threads
@@ -371,7 +372,8 @@ def answer(args: argparse.Namespace) -> float:
     from app.engine import Engine, GenerationConfig
 
     source = str(bundled_model_path()) if args.source == "default" else args.source
-    engine = Engine.load(source, None, device="cpu", dtype=args.dtype, weights=args.weights, threads=args.threads)
+    options = LoadOptions(device="cpu", dtype=args.dtype, weights=args.weights, threads=args.threads)
+    engine = Engine.load(source, None, options)
     config = GenerationConfig(max_new_tokens=args.answer, speculative=False)
     engine.generate(PROMPT, GenerationConfig(max_new_tokens=4, speculative=False))
     per_token = []

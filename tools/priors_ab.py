@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.decoding import cost
 from tools.chooser_replay import _prompts
 
@@ -49,7 +50,7 @@ def main() -> int:
         other[key] = (float(rate), now.get(key, cost.DEFAULT_PRIOR)[1])
     arms = {"now": now, "other": other}
     prompts = [IS_PRIME, *_prompts(args.prompts_file)[:8]]
-    engine = Engine.load(draft="lookup", threads=1)
+    engine = Engine.load(draft="lookup", options=LoadOptions(threads=1))
     engine.warm_up()
     warmed = engine.chooser
     medians: dict[str, list[float]] = {arm: [] for arm in arms}

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.cli import DEFAULT_PROMPTS_FILE, read_prompts_file
 from app.engine import Engine, GenerationConfig
-from app.engine.config import LOOKUP, SUFFIX
+from app.engine.backend import AnswerOptions
+from app.engine.config import LOOKUP, SUFFIX, LoadOptions
 
 
 def main() -> int:
@@ -26,7 +27,7 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     args = parser.parse_args()
     prompts = read_prompts_file(DEFAULT_PROMPTS_FILE)
-    engine = Engine.load(draft=SUFFIX, threads=1)
+    engine = Engine.load(draft=SUFFIX, options=LoadOptions(threads=1))
     engine.warm_up()
     config = GenerationConfig(max_new_tokens=args.max_new_tokens)
     ratios, more_passes, same = [], 0, True
@@ -37,7 +38,7 @@ def main() -> int:
                 engine.history.clear()
                 engine.reset()
                 messages = [{"role": "user", "content": prompt}]
-                runs[arm] = engine.generate(messages, config, drafter_choice=arm, record=False)
+                runs[arm] = engine.generate(messages, config, options=AnswerOptions(drafter_choice=arm, record=False))
             tps = {a: (run.stats.new_tokens - 1) / run.stats.decode_s for a, run in runs.items() if run.stats.decode_s}
             ratio = tps[SUFFIX] / tps[LOOKUP] if len(tps) == 2 else None
             passes = {a: run.stats.target_passes for a, run in runs.items()}

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import PROMPT
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 
 
 def main() -> None:
@@ -28,7 +29,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=48)
     args = parser.parse_args()
-    engine = Engine.load("default", "lookup", device="cpu", dtype="float32", threads=1)
+    engine = Engine.load("default", "lookup", LoadOptions(device="cpu", dtype="float32", threads=1))
     engine.warm_up()
     speeds: dict[tuple[int, bool], list[float]] = {}
     for _ in range(args.rounds):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.bench.common import ratio, rotated, short, times
+from app.engine.backend import AnswerOptions
 from app.engine.config import LOOKUP, SUFFIX, GenerationConfig
 
 if TYPE_CHECKING:
@@ -64,13 +65,8 @@ def _timed(engine: Engine, messages: Conversation, config: GenerationConfig, arm
     engine.reset()
     speculative = arm != PLAIN
     start = time.perf_counter()
-    run = engine.generate(
-        messages,
-        replace(config, speculative=speculative),
-        drafter_choice=arm if speculative else None,
-        history_id=owner,
-        record=arm == SUFFIX,
-    )
+    options = AnswerOptions(drafter_choice=arm if speculative else None, history_id=owner, record=arm == SUFFIX)
+    run = engine.generate(messages, replace(config, speculative=speculative), options=options)
     return Timed(run, time.perf_counter() - start)
 
 

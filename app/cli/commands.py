@@ -30,22 +30,20 @@ if TYPE_CHECKING:
 def load_engine(args: argparse.Namespace, *, drafter: bool, draft: str | None = None) -> Engine:
     """The engine the options ask for; ``draft``: this drafter instead of the one they name."""
     from app.engine import LOOKUP, Engine
-    from app.engine.config import SUFFIX
+    from app.engine.config import SUFFIX, LoadOptions
 
     if draft is None and drafter:
         draft = args.draft or (SUFFIX if args.suffix else LOOKUP)
-    engine = Engine.load(
-        args.target,
-        draft,
+    options = LoadOptions(
         device=args.device,
         dtype=args.dtype,
-        draft_dtype=args.draft_dtype,
         **weights_options(args),
         allow_pickle=args.allow_pickle,
         cpu_kernels=args.cpu_kernels,
         threads=args.threads,
         progress=_progress_printer(sys.stderr),
     )
+    engine = Engine.load(args.target, draft, options)
     for loaded in (engine.target, engine.draft):  # e.g. bf16 computed in fp32 on a CPU without bf16
         if loaded is not None and loaded.note:
             _clear_progress(sys.stderr)
@@ -54,11 +52,11 @@ def load_engine(args: argparse.Namespace, *, drafter: bool, draft: str | None = 
 
 
 def weights_options(args: argparse.Namespace) -> dict[str, str | None]:
-    """``--weights`` / ``--draft-weights`` as ``Engine.load`` takes them: the target's form is
+    """``--weights`` / ``--draft-weights`` as ``LoadOptions`` takes them: the target's form is
     auto unless ``--weights`` or a ``--dtype`` names one; the draft's defaults to
     ``--draft-dtype`` (auto), ``same`` follows the target."""
     weights = args.weights or ("auto" if str(args.dtype).strip().lower() == "auto" else None)
-    draft = args.draft_weights
+    draft = args.draft_weights if args.draft_weights is not None else args.draft_dtype
     return {"weights": weights, "draft_weights": "same as target" if draft == "same" else draft}
 
 

@@ -17,8 +17,11 @@ from typing import Any
 
 _EXPORTS = {
     "Engine": "session",
+    "Backend": "backend",
+    "AnswerOptions": "backend",
     "LOOKUP": "config",
     "GenerationConfig": "config",
+    "LoadOptions": "config",
     "StepEvent": "events",
     "TokenInfo": "events",
     "RunStats": "events",

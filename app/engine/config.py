@@ -1,4 +1,4 @@
-"""Generation settings shared by the speculative and the plain path."""
+"""Generation settings shared by the speculative and the plain path, and how models load."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import numbers
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.engine.errors import InvalidSettingError
+
+if TYPE_CHECKING:  # torch-free at run time: the window builds these options
+    from app.engine.models.forms import FormProbe
+    from app.engine.models.loading import ProgressFn
 
 SamplingMode = Literal["standard", "seed-invariant"]
 SAMPLING_MODES = ("standard", "seed-invariant")
@@ -25,6 +29,7 @@ MIN_REPETITION_PENALTY, MAX_REPETITION_PENALTY = 0.1, 10.0
 # the fronts' bound (the window, the CLI): past 2 the distribution is so flat that any model
 # writes word salad (5 did, from the window); the engine itself takes any (tests flatten with 3)
 MAX_TEMPERATURE = 2.0
+AUTO = "auto"  # a device, dtype, weights form or thread count SpecChat chooses (LoadOptions)
 
 
 def available_cpus() -> int:
@@ -221,3 +226,34 @@ def fit_to_context(config: GenerationConfig, context_length: int) -> GenerationC
     if 0 < context_length < config.max_new_tokens:
         return replace(config, max_new_tokens=context_length)
     return config
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How ``Engine.load`` loads the target and the draft model. The defaults: the fastest
+    device, dtype and thread count this machine has, the target's stored form, the draft in
+    its fastest exact form, SpecChat's CPU kernels, no pickle."""
+
+    # "auto" (the fastest this machine has: ``runners.devices``), "cpu", "cuda:0", "mps"
+    device: str | None = AUTO
+    # the dtype float weights are computed in: "auto", "float32", "bfloat16", "float16"
+    dtype: str | None = AUTO
+    # the target's weights form (``forms.WEIGHTS_CHOICES``: "auto" keeps the fastest exact form on
+    # the CPU, timed by ``target_probe``; "int4", "int8", "bf16", "fp32"); None: the form ``dtype`` names
+    weights: str | None = None
+    # the draft model's form: "auto" (on the CPU the fastest form for a draft step, timed by
+    # ``draft_probe``; elsewhere the target's), a form, or None / "same as target": the target's.
+    # Every form offered is exact, the draft's too
+    draft_weights: str | None = AUTO
+    # load pickle checkpoints (.bin / .pt), which can run code: only when the person allows it
+    allow_pickle: bool = False
+    # prepacked linears and row-wise attention on the CPU (``runners.cpu_kernels``)
+    cpu_kernels: bool = True
+    # torch's CPU threads: "auto" (re-chosen between answers, ``ThreadGovernor``) or a number
+    threads: str | int | None = AUTO
+    # told each loading stage (message, fraction 0..1 or None)
+    progress: ProgressFn | None = None
+    # seconds of a built form's passes, for ``weights`` / ``draft_weights`` "auto" (None: passes
+    # over the block sizes each model decodes, ``forms.TARGET_SIZES`` / ``forms.DRAFT_SIZES``)
+    target_probe: FormProbe | None = None
+    draft_probe: FormProbe | None = None

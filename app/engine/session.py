@@ -7,8 +7,9 @@ This is the one API the CLI, the GUI worker and the tests call::
         ...                                  # one StepEvent per target pass
     result = engine.generate(messages, GenerationConfig(speculative=False))
 
-Each call applies the chat template and prefills only what the caches do not already hold,
-so a follow-up turn costs just its new tokens. An Engine is used from one thread at a time.
+It is the local ``Backend`` (``app.engine.backend``, whose ``generate`` it uses). Each call
+applies the chat template and prefills only what the caches do not already hold, so a
+follow-up turn costs just its new tokens. An Engine is used from one thread at a time.
 """
 
 from __future__ import annotations
@@ -23,22 +24,20 @@ from typing import Any, Literal
 
 import torch
 
-from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
+from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
+from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
 from app.engine.decoding.cost import KChooser
-from app.engine.decoding.decode import decode
+from app.engine.decoding.decode import Target, decode
 from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
-from app.engine.events import ArmConditions, RunProvenance, RunResult, StepEvent
+from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
 from app.engine.models.forms import FormProbe, WeightsForm
-from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, ProgressFn, check_compatible, load_model
-from app.engine.runners.cpu_kernels import AUTO as AUTO_THREADS
+from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, check_compatible, load_model
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
-
-Conversation = str | Sequence[Mapping[str, str]]
 
 
 def _text(value: str) -> str:
@@ -89,7 +88,7 @@ WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up
 # model; a 7B's passes make it one round)
 WARM_UP_SECONDS = 1.5
 WARM_UP_ROUNDS = 3
-DRAFT_AUTO = "auto"  # draft weights: the fastest exact form for a draft step, measured at load (CPU)
+LOAD_DEFAULTS = LoadOptions()
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
 
@@ -104,7 +103,7 @@ def _timed_pass(runner: CachedModel, size: int) -> float:
     return seconds
 
 
-class Engine:
+class Engine(TimedArms):
     def __init__(
         self, target: LoadedModel, draft: LoadedModel | None = None, lookup: bool = False, suffix: bool = False
     ) -> None:
@@ -142,43 +141,22 @@ class Engine:
 
     @classmethod
     def load(
-        cls,
-        target: str = DEFAULT_SOURCE,
-        draft: str | None = LOOKUP,
-        *,
-        device: str | None = "auto",
-        dtype: str | None = "auto",
-        draft_dtype: str | None = DRAFT_AUTO,
-        weights: str | None = None,
-        draft_weights: str | None = None,
-        allow_pickle: bool = False,
-        cpu_kernels: bool = True,
-        threads: str | int | None = AUTO_THREADS,
-        progress: ProgressFn | None = None,
-        draft_probe: FormProbe | None = None,
-        target_probe: FormProbe | None = None,
+        cls, target: str = DEFAULT_SOURCE, draft: str | None = LOOKUP, options: LoadOptions = LOAD_DEFAULTS
     ) -> Engine:
-        """Load the target and the drafter. ``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or None.
-        ``weights``: the target's form (``forms.WEIGHTS_CHOICES``: ``auto`` keeps the fastest exact
-        form on the CPU, timed by ``target_probe``); None: the form ``dtype`` names.
-        ``draft_weights`` (else ``draft_dtype``, its older name): the draft's form, ``auto`` (on the
-        CPU the fastest form for a draft step, timed by ``draft_probe``; elsewhere the target's),
-        None (the target's form) or a form. Every form offered is exact, the draft's too.
-        ``cpu_kernels``: prepacked linears and row-wise attention on the CPU;
-        ``threads``: torch's CPU threads, ``"auto"`` or a number (``cpu_kernels.apply_threads``)."""
-        apply_threads(threads)
+        """Load the target and the drafter (``draft``: a model source, ``LOOKUP``, ``SUFFIX`` or
+        None), as ``options`` say (``LoadOptions``)."""
+        apply_threads(options.threads)
         other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
         def load_one(source: str, form: str | None, probe: FormProbe | None, sizes: tuple[int, ...]) -> LoadedModel:
             return load_model(
-                source, device=device, dtype=dtype, weights=form, allow_pickle=allow_pickle,
-                cpu_kernels=cpu_kernels, progress=progress, form_probe=probe, probe_sizes=sizes,
+                source, device=options.device, dtype=options.dtype, weights=form, allow_pickle=options.allow_pickle,
+                cpu_kernels=options.cpu_kernels, progress=options.progress, form_probe=probe, probe_sizes=sizes,
             )
 
-        loaded = load_one(target, weights, target_probe, forms.TARGET_SIZES)
-        asked_draft = draft_weights if draft_weights is not None else draft_dtype
-        engine = cls._with_drafter(loaded, draft, asked_draft, load_one, draft_probe)
-        if parse_threads(threads) is None and loaded.device.type == "cpu":
+        loaded = load_one(target, options.weights, options.target_probe, forms.TARGET_SIZES)
+        engine = cls._with_drafter(loaded, draft, options.draft_weights, load_one, options.draft_probe)
+        if parse_threads(options.threads) is None and loaded.device.type == "cpu":
             engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
         return engine
 
@@ -286,14 +264,18 @@ class Engine:
         return self._drafter.name if self._drafter is not None else "none"
 
     @property
-    def has_drafter(self) -> bool:
-        return self._drafter is not None
-
-    @property
     def drafter_choices(self) -> list[str]:
-        """What ``stream(..., drafter_choice=...)`` accepts here: ``LOOKUP`` and ``SUFFIX``
+        """What ``AnswerOptions.drafter_choice`` may name here: ``LOOKUP`` and ``SUFFIX``
         always, ``DRAFT_MODEL`` when a draft model is loaded."""
         return list(self._drafters)
+
+    @property
+    def timed_arms(self) -> Engine:
+        """Itself: ``speculative`` off runs the same loop with no drafter, each arm timed (``start_arm``)."""
+        return self
+
+    def close(self) -> None:
+        """Nothing outside this process to release (the models go with the engine)."""
 
     def _pick_drafter(self, choice: str | None) -> Drafter | None:
         """The configured drafter (None), or one by name for an experiment."""
@@ -468,62 +450,67 @@ class Engine:
         conversation: Conversation,
         config: GenerationConfig,
         cancel: threading.Event | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
-        rerun: bool = False,
-        answer_made_by: str | None = None,
+        options: AnswerOptions = NEW_ANSWER,
     ) -> Iterator[StepEvent]:
-        """Answer the conversation, yielding one ``StepEvent`` per target pass; with
-        ``continue_answer`` go on with the cut answer that ends the conversation (from its
-        exact ``answer_ids`` when given, see ``prompt_ids``; ids this model cannot take, or made
-        by another model than ``answer_made_by`` says, are set aside: ``answer_ids_problem``).
-        ``drafter_choice`` overrides the configured drafter (``LOOKUP``, ``SUFFIX`` or
-        ``DRAFT_MODEL``). The prompt and the answer are indexed under ``history_id`` (the
-        conversation's id; None: a name of their own) unless ``record`` is False.
-        ``rerun``: a fresh rerun of an answer already given in ``history_id`` (Compare, the
-        drafter experiment): nothing is recorded, and the suffix drafter sees nothing indexed
-        under ``history_id`` (neither the answer rerun nor its variants), only the prompt (by
-        prompt lookup) and the other conversations.
+        """Answer the conversation, yielding one ``StepEvent`` per target pass; ``options``
+        (``AnswerOptions``) say which answer: a cut one to go on with, from its exact ids when
+        this model can take them (``answer_ids_problem``), by the configured drafter or one by
+        name, indexed under the conversation's id or a rerun indexing nothing.
 
         The caches follow one answer at a time: once another ``stream`` or ``generate`` has
         started on this engine, resuming this one raises ``StaleStreamError``."""
         self._answers += 1
         answer = self._answers
         self._answer_drafter = None
-        if self.answer_ids_problem(answer_ids, answer_made_by):
+        answer_ids = options.answer_ids
+        if self.answer_ids_problem(answer_ids, options.answer_made_by):
             answer_ids = None  # never fed to the model: the answer's text is tokenised again
-        prompt, answer_so_far = self._prompt(conversation, continue_answer, answer_ids)
-        chosen = self._pick_drafter(drafter_choice)
+        prompt, answer_so_far = self._prompt(conversation, options.continue_answer, answer_ids)
+        chosen = self._pick_drafter(options.drafter_choice)
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
-        owner = history_id or f"run {next(self._runs)}"
-        recording = record and self.remembering and not rerun
-        forgotten = self._forgotten.get(owner, 0)
-        if recording:
-            self.history.record(owner, prompt)
-        self._suffix.owner = owner
-        self._suffix.hidden = owner if rerun else None
+        record = self._recorder(prompt, options)
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
             self._answer_drafter = actual
 
-        steps = decode(
-            self._target_kv,
-            drafter,
-            prompt,
-            config,
-            self.target.tokenizer,
-            self._eos_ids,
-            self.target.context_length,
-            cancel,
-            self.chooser,
-            answer_so_far=answer_so_far,
-            on_drafter=used,
-        )
+        target = Target(self._target_kv, self.target.tokenizer, self._eos_ids, self.target.context_length, self.chooser)
+        steps = decode(target, drafter, prompt, config, cancel, answer_so_far, on_drafter=used)
+        for step in self._guarded(steps):
+            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
+                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+            record(step)
+            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
+            if self._answers != answer:
+                steps.close()
+                raise StaleStreamError(
+                    "This answer can no longer go on: another answer was generated on the same "
+                    "engine since, and the caches now hold that conversation. Start it again."
+                )
+
+    def _recorder(self, prompt: list[int], options: AnswerOptions) -> Callable[[StepEvent], None]:
+        """Index the prompt under the answer's owner (``AnswerOptions.history_id``, else a name
+        of its own) and point the suffix drafter at it (a rerun hides the owner's documents);
+        what it returns indexes each step's tokens, until the owner is forgotten or remembering
+        is turned off. A rerun, or ``record`` off, indexes nothing."""
+        owner = options.history_id or f"run {next(self._runs)}"
+        recording = options.record and self.remembering and not options.rerun
+        forgotten = self._forgotten.get(owner, 0)
+        if recording:
+            self.history.record(owner, prompt)
+        self._suffix.owner = owner
+        self._suffix.hidden = owner if options.rerun else None
+
+        def record(step: StepEvent) -> None:
+            if recording and self._forgotten.get(owner, 0) == forgotten and self.remembering:
+                self.history.extend(owner, [t.id for t in step.tokens])
+
+        return record
+
+    def _guarded(self, steps: Iterator[StepEvent]) -> Iterator[StepEvent]:
+        """``steps`` as they come; a pass that fails empties the caches (a half-finished pass
+        leaves them in an unknown state), and running out of memory says what to try."""
         while True:
             try:
                 step = next(steps)
@@ -536,49 +523,10 @@ class Engine:
                     "conversation, a smaller k, or a smaller model."
                 ) from exc
             except BaseException:
-                self.reset()  # a half-finished pass leaves the caches in an unknown state
+                self.reset()
                 raise
-            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
-                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
-            if recording and self._forgotten.get(owner, 0) == forgotten and self.remembering:
-                self.history.extend(owner, [t.id for t in step.tokens])
-            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
-            if self._answers != answer:
-                steps.close()
-                raise StaleStreamError(
-                    "This answer can no longer go on: another answer was generated on the same "
-                    "engine since, and the caches now hold that conversation. Start it again."
-                )
+            yield step
 
-    def generate(
-        self,
-        conversation: Conversation,
-        config: GenerationConfig,
-        cancel: threading.Event | None = None,
-        on_step: Callable[[StepEvent], None] | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
-        rerun: bool = False,
-        answer_made_by: str | None = None,
-    ) -> RunResult:
-        """Answer the conversation (or continue its cut answer) and return the whole run."""
-        steps = []
-        stream = self.stream(
-            conversation, config, cancel, continue_answer, drafter_choice, answer_ids, history_id, record, rerun,
-            answer_made_by,
-        )
-        for step in stream:
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
-        made_by = self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)
-        return RunResult.from_steps(
-            steps,
-            speculative=made_by.drafter != "none",
-            drafter=made_by.drafter,
-            config=config.to_dict(),
-            made_by=made_by,
-        )
+    def answered_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
+        """``made_by`` with the drafter the latest answer really used (None: it skipped the draft model)."""
+        return self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)

@@ -1,9 +1,9 @@
-"""An inference server as a back-end of the session interface (docs/DESIGN.md).
+"""An inference server as a back-end (``app.engine.backend.Backend``, docs/DESIGN.md).
 
 ``ServerSession`` answers a conversation on an OpenAI-compatible server (llama.cpp's
 ``llama-server``, vLLM) and yields the same ``StepEvent`` / ``RunResult`` as ``app.engine.Engine``,
-so the fronts (window, CLI, Compare, Why) do not care which ran; ``run_server_comparison``
-is the with/without comparison against two endpoints. Torch-free and Qt-free::
+through the same ``generate``, so the fronts (window, CLI, Compare, Why) do not care which ran;
+``run_server_comparison`` is the with/without comparison against two endpoints. Torch-free and Qt-free::
 
     session = ServerSession.connect("http://127.0.0.1:8080", model=None)
     for step in session.stream(messages, GenerationConfig(max_new_tokens=64)):

@@ -18,11 +18,12 @@ from typing import Any
 
 from app.engine.analysis.compare import ComparisonReport, Phrase, compare_runs
 from app.engine.analysis.explanation import decode_tokens_per_s
+from app.engine.backend import Conversation
 from app.engine.config import GenerationConfig
 from app.engine.events import RunResult
 from app.engine.i18n import QT_TRANSLATE_NOOP
 from app.remote.chat import RequestOptions
-from app.remote.session import Conversation, ServerSession
+from app.remote.session import ServerSession
 from app.remote.steps import ServerFigures
 from app.remote.vllm import DETAILED_METRICS_FLAG
 

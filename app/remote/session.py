@@ -1,7 +1,6 @@
-"""``ServerSession``: a model on an inference server, behind the session interface of
-``app.engine.Engine`` (``stream`` / ``generate`` yielding ``StepEvent`` / ``RunResult``,
-``target_name``, ``drafter_name``, ``made_by``, ``reset``, ``warm_up``, ``context_length``), so the
-fronts do not care which ran. What a server cannot tell is left unknown: its pass costs
+"""``ServerSession``: a model on an inference server, the server ``Backend`` (``app.engine.backend``:
+``stream`` / ``generate`` yielding ``StepEvent`` / ``RunResult``, the contract's ``generate``), so
+the fronts do not care which ran. What a server cannot tell is left unknown: its pass costs
 (``draft_s`` 0, no cost in Why), and which tokens were drafts where its stream does not say
 (source ``"unknown"``). The server's own figures of the latest answer: ``last_figures``.
 """
@@ -9,12 +8,14 @@ fronts do not care which ran. What a server cannot tell is left unknown: its pas
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from app.engine.backend import NEW_ANSWER, AnswerOptions, Backend, Conversation
 from app.engine.config import GenerationConfig
 from app.engine.errors import InvalidSettingError, PromptError
-from app.engine.events import RunProvenance, RunResult, StepEvent
+from app.engine.events import RunProvenance, StepEvent
 from app.remote import chat
 from app.remote.chat import ChatReader, RequestOptions
 from app.remote.client import READ_TIMEOUT_S, ServerClient
@@ -23,7 +24,6 @@ from app.remote.errors import ServerError
 from app.remote.steps import ServerFigures
 from app.remote.urls import api_key_from_env, server_url
 
-Conversation = str | Sequence[Mapping[str, str]]
 SERVER_DRAFTER = "server"  # RunResult.drafter of an answer the server drafted for
 UNKNOWN_DTYPE = "unknown"  # a server does not say in what form it computes
 
@@ -41,7 +41,7 @@ def _dialect(kind: str) -> Any:
     return None
 
 
-class ServerSession:
+class ServerSession(Backend):
     def __init__(
         self, client: ServerClient, info: ServerInfo, model: str, options: RequestOptions | None = None
     ) -> None:
@@ -88,10 +88,6 @@ class ServerSession:
         return SERVER_DRAFTER if self._speculated else "none"
 
     @property
-    def has_drafter(self) -> bool:
-        return bool(self._speculated)
-
-    @property
     def drafter_choices(self) -> list[str]:
         return []  # the server chooses its drafter; SpecChat cannot switch it
 
@@ -104,19 +100,30 @@ class ServerSession:
         """ "llama.cpp b6550 at http://127.0.0.1:8080" """
         return self.info.describe()
 
-    def made_by(
-        self, config: GenerationConfig, drafter_choice: str | None = None, drafted: bool | None = None
-    ) -> RunProvenance:
-        """The model, the server that ran it and the settings (``drafted``: whether this answer drafted)."""
-        drafting = self._speculated if drafted is None else drafted
+    @property
+    def timed_arms(self) -> None:
+        """None: neither llama.cpp nor vLLM turns speculation off for one request, so a
+        comparison names a second, plain endpoint (``app.remote.comparison``)."""
+        return None
+
+    def answered_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
+        """The model, the server that ran it and the settings; drafted as the latest answer's
+        figures say (no figures: not drafted, as far as SpecChat can tell)."""
+        figures = self.last_figures
+        drafted = figures.speculated if figures is not None else False
         return RunProvenance(
             target=self.target_name,
-            drafter=SERVER_DRAFTER if drafting else "none",
+            drafter=SERVER_DRAFTER if drafted else "none",
             dtype=str(self.info.extra.get("form") or UNKNOWN_DTYPE),  # llama.cpp: the GGUF's form (Q4_1)
             device="server",
             config=config.to_dict(),
             server=self.server_name,
         )
+
+    def answer_ids_problem(self, answer_ids: Sequence[int] | None, made_by: str | None = None) -> str:
+        """Nothing to tell: a server's chat endpoint takes no ids, so Continue always goes on
+        from the answer's text there."""
+        return ""
 
     def reset(self) -> None:
         """Nothing is cached on this side (the server keeps its own prompt cache)."""
@@ -127,26 +134,35 @@ class ServerSession:
         for _ in self.stream("Hello", config):
             pass
 
+    # ---- the suffix drafter's memory: a server keeps none ---------------------------------
+    def remember(self, owner: str, conversation: Conversation) -> None:
+        """Nothing: a server drafts from what it holds itself."""
+
+    def forget(self, owner: str) -> None:
+        """Nothing was indexed on this side."""
+
+    def set_remembering(self, on: bool) -> None:
+        """Nothing is indexed on this side, whichever way."""
+
     # ---- answering ----------------------------------------------------------------------
     def stream(
         self,
         conversation: Conversation,
         config: GenerationConfig,
         cancel: threading.Event | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
+        options: AnswerOptions = NEW_ANSWER,
     ) -> Iterator[StepEvent]:
         """The answer, one event per group of tokens the stream lets SpecChat tell apart; the
-        last event has no tokens and carries the stop reason. ``answer_ids``, ``history_id``
-        and ``record`` are the local engine's (a server keeps no index of conversations)."""
-        if drafter_choice is not None:
+        last event has no tokens and carries the stop reason. Of ``options``: a cut answer goes
+        on from its text (a chat endpoint takes no ids); a rerun asks the server not to reuse a
+        cached prompt; nothing is indexed (a server keeps no index of conversations here)."""
+        if options.drafter_choice is not None:
             raise InvalidSettingError("A server chooses its own drafter: SpecChat cannot pick one there.")
+        continue_answer = options.continue_answer
+        asked = replace(self.options, prompt_cache=False) if options.rerun else self.options
         messages = _messages(conversation, continue_answer)
         dialect = self._dialect or chat
-        path, body = dialect.request(self.client, messages, config, self.model, self.options, continue_answer)
+        path, body = dialect.request(self.client, messages, config, self.model, asked, continue_answer)
         reader: ChatReader = self._dialect.Reader(self.model) if self._dialect else ChatReader(self.model)
         self.last_figures = None
         chunks = self.client.stream(path, body, cancel)
@@ -165,30 +181,6 @@ class ServerSession:
         self.last_figures = figures
         self._speculated = figures.speculated or bool(self.info.speculates)
         yield from steps
-
-    def generate(
-        self,
-        conversation: Conversation,
-        config: GenerationConfig,
-        cancel: threading.Event | None = None,
-        on_step: Callable[[StepEvent], None] | None = None,
-        continue_answer: bool = False,
-        drafter_choice: str | None = None,
-        answer_ids: Sequence[int] | None = None,
-        history_id: str | None = None,
-        record: bool = True,
-    ) -> RunResult:
-        steps = []
-        for step in self.stream(conversation, config, cancel, continue_answer, drafter_choice, answer_ids):
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
-        figures = self.last_figures
-        drafted = figures.speculated if figures is not None else False
-        made_by = self.made_by(config, drafted=drafted)
-        return RunResult.from_steps(
-            steps, speculative=drafted, drafter=made_by.drafter, config=config.to_dict(), made_by=made_by
-        )
 
     def with_options(self, options: RequestOptions) -> ServerSession:
         """The same server and model, asked with other request options (shares the client)."""

@@ -23,14 +23,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from app.engine.analysis.compare import ComparisonReport
 from app.engine.analysis.comparison import run_comparison  # torch-free itself: it drives the engine
 from app.engine.analysis.sweep import plan_arms, run_sweep  # torch-free itself: it drives the engine
-from app.engine.config import GenerationConfig
+from app.engine.backend import AnswerOptions, Backend
+from app.engine.config import GenerationConfig, LoadOptions
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
 from app.worker.server_backend import (
@@ -38,17 +39,19 @@ from app.worker.server_backend import (
     ServerTarget,
     compare_on_servers,
     connect,
-    is_server_session,
     server_path,
 )
+
+if TYPE_CHECKING:
+    from app.remote.session import ServerSession
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
 PROGRESS_INTERVAL_S = 0.05
 log = logging.getLogger(__name__)
 
 Conversation = list[dict[str, str]]
-EngineLoader = Callable[..., Any]  # Engine.load's signature
-ServerConnector = Callable[[ServerTarget], Any]  # -> a ServerSession
+EngineLoader = Callable[..., Backend]  # called as Engine.load(target=, draft=, options=)
+ServerConnector = Callable[[ServerTarget], "ServerSession"]
 
 
 @dataclass(frozen=True)
@@ -154,12 +157,12 @@ class HistoryRequest:
 Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest | HistoryRequest
 
 
-def _load_engine(**kwargs: Any) -> Any:
-    from app.engine import Engine  # torch is imported here, on the worker thread
+def _load_engine(target: str, draft: str | None, options: LoadOptions) -> Backend:
+    from app.engine.session import Engine  # torch is imported here, on the worker thread
 
-    engine = Engine.load(**kwargs)
-    if kwargs.get("progress") is not None:
-        kwargs["progress"](QCoreApplication.translate("EngineWorker", "Warming up…"), None)
+    engine = Engine.load(target, draft, options)
+    if options.progress is not None:
+        options.progress(QCoreApplication.translate("EngineWorker", "Warming up…"), None)
     engine.warm_up()  # so the first answer (and its comparison) is not slowed by kernel set-up
     return engine
 
@@ -215,7 +218,8 @@ class EngineWorker(QObject):
         self._run_ended.connect(self._on_run_ended)
         self._compare_ended.connect(self._on_compare_ended)
         # owned by the worker thread
-        self._engine: Any = None
+        self._engine: Backend | None = None  # the local Engine or a ServerSession
+        self._server: ServerSession | None = None  # the same back-end when it is a server (Compare on servers)
         self._load_error: str | None = None
         self._remembering = True
         self._remembered: dict[str, Conversation] = {}  # conversation id -> messages, oldest first
@@ -386,7 +390,7 @@ class EngineWorker(QObject):
     @property
     def on_server(self) -> bool:
         """The engine answering is a server (read from the GUI thread: a reference, no call)."""
-        return is_server_session(self._engine)
+        return self._server is not None
 
     async def load(self, target: str, draft: str | None, **options: Any) -> tuple[str, str]:
         """``await``-able load (qasync): (target name, drafter name) of THIS request; raises
@@ -478,7 +482,7 @@ class EngineWorker(QObject):
 
     def _close_servers(self) -> None:
         self._plain.close()
-        if is_server_session(self._engine):
+        if self._engine is not None:
             self._engine.close()
 
     def _probe_devices(self) -> None:
@@ -510,18 +514,17 @@ class EngineWorker(QObject):
             self._load_server(request)
             return
         try:
-            engine = self._loader(
-                target=request.target,
-                draft=request.draft,
+            options = LoadOptions(
                 device=request.device,
                 dtype=request.dtype,
-                draft_dtype=request.draft_dtype,
+                weights=request.weights,
+                draft_weights=request.draft_dtype,
                 allow_pickle=request.allow_pickle,
                 cpu_kernels=request.cpu_kernels,
                 threads=request.threads,
                 progress=progress,
-                **({"weights": request.weights} if request.weights is not None else {}),
             )
+            engine = self._loader(target=request.target, draft=request.draft, options=options)
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
@@ -548,16 +551,17 @@ class EngineWorker(QObject):
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
             return
-        self._serve(session)
-        self.context_length_known.emit(int(getattr(session, "context_length", 0) or 0))
+        self._serve(session, session)
+        self.context_length_known.emit(session.context_length)
         self.server_known.emit(server_path(session))
         self.loaded.emit(session.target_name, session.drafter_name, request.load_id)
 
-    def _serve(self, engine: Any) -> None:
-        """``engine`` answers from now on; a server session it replaces is closed."""
+    def _serve(self, engine: Backend, server: ServerSession | None = None) -> None:
+        """``engine`` answers from now on (``server``: the same, when it is a server); the
+        back-end it replaces is closed (a server's connection)."""
         previous = self._engine
-        self._engine, self._load_error = engine, None
-        if previous is not engine and is_server_session(previous):
+        self._engine, self._server, self._load_error = engine, server, None
+        if previous is not None and previous is not engine:
             previous.close()
 
     def _generate(self, request: GenerateRequest) -> tuple[RunResult | None, str]:
@@ -570,19 +574,16 @@ class EngineWorker(QObject):
             self._steps.append((request.run_id, step))
 
         try:
-            more: dict[str, Any] = {}
-            if request.continue_answer:
-                more = {"continue_answer": True, "answer_ids": request.answer_ids}
-                problem = ""
-                if request.answer_ids and hasattr(self._engine, "answer_ids_problem"):
-                    problem = self._engine.answer_ids_problem(request.answer_ids, request.answer_made_by)
-                if problem:
-                    self.notice.emit(request.run_id, problem)
-                    more["answer_ids"] = None
-            if request.history_id is not None:
-                more["history_id"] = request.history_id
+            answer_ids = request.answer_ids if request.continue_answer else None
+            problem = self._engine.answer_ids_problem(answer_ids, request.answer_made_by)
+            if problem:
+                self.notice.emit(request.run_id, problem)
+                answer_ids = None
+            options = AnswerOptions(
+                continue_answer=request.continue_answer, answer_ids=answer_ids, history_id=request.history_id
+            )
             result = self._engine.generate(
-                request.conversation, request.config, cancel=request.cancel, on_step=on_step, **more
+                request.conversation, request.config, cancel=request.cancel, on_step=on_step, options=options
             )
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             return None, _describe(e)
@@ -593,12 +594,12 @@ class EngineWorker(QObject):
         if self._engine is None:
             reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
             error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
-        elif is_server_session(self._engine):
+        elif (arms := self._engine.timed_arms) is None:
             report, error = self._compare_on_servers(request)
         else:
             try:
                 report = run_comparison(
-                    self._engine,
+                    arms,
                     request.conversation,
                     request.config,
                     stored=request.stored,
@@ -619,9 +620,10 @@ class EngineWorker(QObject):
                 "Compare on a server needs a second endpoint that does not speculate: set its URL "
                 "or model in Settings → Server.",
             )
+        assert self._server is not None  # no timed arms: a server answers
         try:
             plain = self._plain.session(request.plain)
-            report = compare_on_servers(self._engine, plain, request.conversation, request.config, request.cancel)
+            report = compare_on_servers(self._server, plain, request.conversation, request.config, request.cancel)
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             return None, _describe(e)
         return report, ""
@@ -629,15 +631,15 @@ class EngineWorker(QObject):
     def _sweep(self, request: SweepRequest) -> None:
         """Runs on the engine thread; rows reach the GUI as queued signals."""
         error = ""
-        if is_server_session(self._engine):
+        if self._engine is None:
+            reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
+            error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
+        elif not self._engine.drafter_choices:
             error = QCoreApplication.translate(
                 "EngineWorker",
                 "The drafter experiment runs the models on this computer: a server chooses its own "
                 "drafter. Choose “this computer” in Settings → Server to try drafters.",
             )
-        elif self._engine is None:
-            reason = self._load_error or QCoreApplication.translate("EngineWorker", "the model is not loaded")
-            error = QCoreApplication.translate("EngineWorker", "No model is loaded: {0}").format(reason)
         else:
             try:
                 arms = plan_arms(request.drafters, request.ks, self._engine.drafter_choices)
@@ -658,7 +660,7 @@ class EngineWorker(QObject):
 
     # ---- the suffix drafter's memory (engine thread) ---------------------------------------
     def _history(self, request: HistoryRequest) -> None:
-        engine = self._engine if hasattr(self._engine, "remember") else None  # stand-ins have none
+        engine = self._engine
         if request.keep is not None:
             if self._remembering:
                 conversation_id, messages = request.keep
@@ -681,14 +683,12 @@ class EngineWorker(QObject):
                 self._feed_history(engine)
         self.history_indexed.emit(len(self._remembered))
 
-    def _feed_history(self, engine: Any) -> None:
-        if not hasattr(engine, "remember"):
-            return
+    def _feed_history(self, engine: Backend) -> None:
+        engine.set_remembering(False)  # forgets what it indexed before
         engine.set_remembering(self._remembering)
-        engine.history.clear()
         self._index(engine, list(self._remembered.items()))
 
-    def _index(self, engine: Any, conversations: list[tuple[str, Conversation]]) -> None:
+    def _index(self, engine: Backend, conversations: list[tuple[str, Conversation]]) -> None:
         for conversation_id, messages in conversations:
             try:
                 engine.remember(conversation_id, messages)
@@ -717,15 +717,14 @@ def _compute_path(engine: Any) -> ComputePath | None:
     kernels = getattr(target, "kernels", None)
     note = str(getattr(target, "note", "") or "")
     draft = _draft_form(engine)
-    forms = {"form": _words(getattr(target, "form", None)), "draft_form": _words(getattr(engine, "draft_form", None))}
-    if getattr(engine, "draft", None) is None:
-        forms["draft_form"] = None
-    if kernels is not None and getattr(kernels, "quantized", 0):
-        return ComputePath(dtype, kernels.compute, "weight-only", note, *draft, **forms)
+    form = _words(getattr(target, "form", None))
+    draft_form = _words(getattr(engine, "draft_form", None)) if getattr(engine, "draft", None) is not None else None
+    if kernels is not None and int(getattr(kernels, "quantized", 0)):
+        return ComputePath(dtype, kernels.compute, "weight-only", note, *draft, form=form, draft_form=draft_form)
     if kernels is not None and kernels.applied:
-        return ComputePath(dtype, kernels.compute, "oneDNN", note, *draft, **forms)
+        return ComputePath(dtype, kernels.compute, "oneDNN", note, *draft, form=form, draft_form=draft_form)
     on_cpu = str(getattr(target, "device", "")) == "cpu" and dtype in ("float32", "bfloat16")
-    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note, *draft, **forms)
+    return ComputePath(dtype, dtype, "stock" if on_cpu else "", note, *draft, form=form, draft_form=draft_form)
 
 
 def _draft_form(engine: Any) -> tuple[str, bool, float | None]:

@@ -7,7 +7,16 @@ endpoint Compare measures against (connected on first use, reused while its addr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from app.engine.backend import Conversation
+from app.engine.config import GenerationConfig
+
+if TYPE_CHECKING:  # httpx is imported on the engine thread, when a server is first asked for
+    import threading
+
+    from app.remote.comparison import ServerComparisonReport
+    from app.remote.session import ServerSession
 
 
 @dataclass(frozen=True)
@@ -32,19 +41,14 @@ class ServerPath:
     speculates: bool | None  # what the server says of itself; None: it does not say
 
 
-def is_server_session(engine: Any) -> bool:
-    """The engine answering is an inference server (``app.remote.ServerSession``)."""
-    return engine is not None and hasattr(engine, "server_name") and hasattr(engine, "last_figures")
-
-
-def connect(target: ServerTarget) -> Any:
+def connect(target: ServerTarget) -> ServerSession:
     """A ``ServerSession`` on ``target`` (``ServerError``: one sentence for what failed)."""
     from app.remote.session import ServerSession  # httpx is imported here, on the engine thread
 
     return ServerSession.connect(target.url, target.model or None, api_key_env=target.api_key_env or None)
 
 
-def server_path(session: Any) -> ServerPath:
+def server_path(session: ServerSession) -> ServerPath:
     info = session.info
     return ServerPath(info.describe(), info.kind, info.version, info.url, session.model, info.speculates)
 
@@ -54,9 +58,9 @@ class PlainEndpoint:
 
     def __init__(self) -> None:
         self._target: ServerTarget | None = None
-        self._session: Any = None
+        self._session: ServerSession | None = None
 
-    def session(self, target: ServerTarget) -> Any:
+    def session(self, target: ServerTarget) -> ServerSession:
         if self._session is None or target != self._target:
             self.close()
             self._session, self._target = connect(target), target
@@ -69,8 +73,12 @@ class PlainEndpoint:
 
 
 def compare_on_servers(
-    speculative: Any, plain: Any, conversation: Any, config: Any, cancel: Any
-) -> Any:
+    speculative: ServerSession,
+    plain: ServerSession,
+    conversation: Conversation,
+    config: GenerationConfig,
+    cancel: threading.Event | None,
+) -> ServerComparisonReport:
     """Both endpoints, fairly (``app.remote.comparison``): a ``ServerComparisonReport``."""
     from app.remote.comparison import run_server_comparison
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 from gui_helpers import ANSWER_TIMEOUT_MS, document_tokens, send_and_wait, tiny_settings
+from stand_in_backend import StandInBackend
 
 from app.engine.analysis.compare import ComparisonReport, compare_runs, headline, verdict_reasons
 from app.engine.analysis.explanation import explain, format_ratio
@@ -298,10 +299,10 @@ def test_compare_on_a_stopped_answer_reruns_the_same_number_of_tokens(open_windo
     assert outcome.comparison.identical and outcome.report.stored.reproduced is True
 
 
-class _ThreadRecordingEngine:
+class _ThreadRecordingEngine(StandInBackend):
     """Answers every run with one token and notes the thread each call ran on."""
 
-    target_name, drafter_name, has_drafter = "scripted", "prompt lookup", True
+    target_name, drafter_name = "scripted", "prompt lookup"
 
     def __init__(self) -> None:
         self.threads: list[str] = []

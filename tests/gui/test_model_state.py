@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from stand_in_backend import StandInBackend
 
 from app.engine.errors import ModelLoadError
 from app.ui.common.conversation import Conversation, Message, TokenRecord
@@ -30,14 +31,14 @@ class StubLoader:
         self.held: dict[str, threading.Event] = {}
         self.target: SimpleNamespace | None = None  # the loaded target's dtype and kernels, if set
 
-    def __call__(self, target: str, draft: str | None, **_options: object) -> SimpleNamespace:
+    def __call__(self, target: str, draft: str | None, **_options: object) -> StandInBackend:
         name = Path(target).name
         if name in self.held:
             self.held[name].wait(TIMEOUT_MS / 1000)
         if name == "broken":
             raise ModelLoadError(f"No model found at {target}")
         drafter = {"lookup": "prompt lookup", "suffix": "suffix index"}.get(draft or "", "none")
-        return SimpleNamespace(target_name=name, drafter_name=drafter, target=self.target)
+        return StandInBackend(name, drafter, target=self.target)
 
 
 def models(name: str) -> ModelSettings:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from stand_in_backend import StandInBackend
 from tiny_gguf import write_tiny_gguf
 from tiny_models import build_model, build_tokenizer, save
 
@@ -73,7 +73,7 @@ def window_with_library(app_dirs, qtbot, library_models) -> Callable[[], tuple[M
 
         def load(**kwargs):  # type: ignore[no-untyped-def]
             requests.append(kwargs)
-            return SimpleNamespace(target_name="stub", drafter_name="stub draft")
+            return StandInBackend("stub", "stub draft")
 
         window = MainWindow(EngineWorker(loader=load), SettingsStore(), ConversationStore())
         window.catalog = CatalogWorker(scanner=recorder.scan, checker=recorder.check, parent=window)

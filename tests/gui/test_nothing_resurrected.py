@@ -15,6 +15,7 @@ from typing import Any
 from gui_helpers import ANSWER_TIMEOUT_MS, send_and_wait, tiny_settings
 from PySide6.QtWidgets import QApplication
 
+from app.engine.backend import AnswerOptions
 from app.engine.config import GenerationConfig
 from app.ui.common.conversation import Conversation, Message
 from app.ui.common.storage import ConversationStore
@@ -185,7 +186,8 @@ def test_ids_made_by_another_model_are_not_continued_from_and_the_window_says_so
         {"role": "user", "content": "What is the capital of France?"},
         {"role": "assistant", "content": "The capital"},
     ]
-    from_text = engine.generate(chat, GenerationConfig(max_new_tokens=6), continue_answer=True)
+    go_on = AnswerOptions(continue_answer=True)
+    from_text = engine.generate(chat, GenerationConfig(max_new_tokens=6), options=go_on)
     assert answer.content == "The capital" + from_text.text
 
 

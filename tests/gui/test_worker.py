@@ -7,19 +7,20 @@ import threading
 import time
 
 import pytest
+from stand_in_backend import StandInBackend
 
+from app.engine.backend import NEW_ANSWER
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError, SpecChatError
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
 from app.worker import BATCH_INTERVAL_S, EngineWorker
 
 
-class ScriptedEngine:
+class ScriptedEngine(StandInBackend):
     """Yields ``steps`` steps ``delay`` seconds apart, like ``Engine.generate``."""
 
     target_name = "scripted"
     drafter_name = "prompt lookup"
-    has_drafter = True
 
     def __init__(
         self,
@@ -32,7 +33,7 @@ class ScriptedEngine:
         self.delays = delays or []
         self.produced: dict[int, float] = {}
 
-    def generate(self, conversation, config, cancel=None, on_step=None):  # type: ignore[no-untyped-def]
+    def generate(self, conversation, config, cancel=None, on_step=None, options=NEW_ANSWER):  # type: ignore[no-untyped-def]
         events = []
         for i in range(self.steps):
             if self.error is not None and i == self.steps // 2:

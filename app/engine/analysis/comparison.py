@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from app.engine.analysis.compare import ComparisonReport, StoredAnswerCheck, compare_runs
+from app.engine.backend import AnswerOptions, Conversation, TimedArms
 from app.engine.config import GenerationConfig
 from app.engine.events import ArmConditions, RunResult
-
-if TYPE_CHECKING:
-    from app.engine.session import Conversation, Engine
 
 ORDER = ("speculative", "baseline")
 CACHE_POLICY = "warmed up, then each arm from empty caches after a timed plain pass; speculative first"
@@ -38,7 +35,7 @@ def arm_configs(config: GenerationConfig) -> tuple[GenerationConfig, GenerationC
 
 
 def run_comparison(
-    engine: Engine,
+    engine: TimedArms,
     conversation: Conversation,
     config: GenerationConfig,
     *,
@@ -60,13 +57,13 @@ def run_comparison(
     runs: dict[str, RunResult] = {}
     # a fresh rerun: neither arm drafts from the answer under comparison (it is indexed under
     # ``history_id``) nor records its own answer for the other
-    more: dict[str, Any] = {"history_id": history_id, "rerun": True}
+    fresh = AnswerOptions(history_id=history_id, rerun=True)
     conditions: dict[str, ArmConditions] = {}
     for arm in ORDER:
         engine.reset()
         arm_done = engine.start_arm()  # a plain pass timed before each arm: like conditions, or says not
         runs[arm] = engine.generate(
-            conversation, spec_config if arm == "speculative" else base_config, cancel, **more
+            conversation, spec_config if arm == "speculative" else base_config, cancel, options=fresh
         )
         conditions[arm] = arm_done()
     engine.reset()  # leave no cache that only one of the arms built
@@ -93,7 +90,7 @@ def check_stored(
     speculative: RunResult,
     baseline: RunResult,
     config: GenerationConfig,
-    engine: Engine | None = None,
+    engine: TimedArms | None = None,
 ) -> StoredAnswerCheck:
     """Did the models that made ``stored`` make the rerun, and did the rerun reproduce it?
     The models are those ``engine`` has loaded for the rerun's arm (the rerun itself may have

@@ -10,7 +10,7 @@ whole-run one, each labelled.
     for row in run_sweep(engine, conversation, config, arms):
         print(row.arm.label, row.decode_speedup, row.identical)
 
-Torch-free (the GUI imports the arms and rows); only ``run_sweep`` drives an Engine.
+Torch-free (the GUI imports the arms and rows); only ``run_sweep`` drives a back-end (``app.engine.backend.Backend``).
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from app.engine.analysis.explanation import alpha_of, decode_speedup, whole_run_speedup
+from app.engine.backend import AnswerOptions, Backend, Conversation
 from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult
-
-if TYPE_CHECKING:  # torch-free at run time: the GUI imports the arms and rows
-    from app.engine.session import Conversation, Engine
 
 NONE = "none"
 DRAFTER_LABELS = {
@@ -113,7 +110,7 @@ def _first_difference(run: RunResult, reference: RunResult) -> int | None:
 
 
 def run_sweep(
-    engine: Engine,
+    engine: Backend,
     conversation: Conversation,
     base: GenerationConfig,
     arms: Sequence[SweepArm],
@@ -134,9 +131,8 @@ def run_sweep(
         choice = None if arm.drafter == NONE else arm.drafter
         # a fresh rerun: no arm records its answer, and the suffix arm drafts from the other
         # conversations, never from this one's indexed answer (the one rerun) nor another arm's
-        run = engine.generate(
-            conversation, arm.config(base), cancel, drafter_choice=choice, history_id=history_id, rerun=True
-        )
+        options = AnswerOptions(drafter_choice=choice, history_id=history_id, rerun=True)
+        run = engine.generate(conversation, arm.config(base), cancel, options=options)
         if run.stop_reason == "cancelled":
             return
         reference = reference or run

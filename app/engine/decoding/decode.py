@@ -379,16 +379,26 @@ def _event(record: StepRecord, stats: RunStats, tokenizer: PreTrainedTokenizerBa
     )
 
 
+@dataclass(frozen=True)
+class Target:
+    """The model whose answer it is, as the loop sees it: its cached runner, the tokenizer that
+    makes text of its ids, the ids that end an answer, the tokens it holds (prompt and answer
+    together), and the chooser that learns what its passes cost and how often drafts pass
+    (kept across answers; None: nothing is learnt, k is the configured one)."""
+
+    runner: CachedModel
+    tokenizer: PreTrainedTokenizerBase
+    eos_ids: frozenset[int]
+    context_length: int
+    chooser: KChooser | None = None
+
+
 def decode(
-    target: CachedModel,
+    target: Target,
     drafter: Drafter | None,
     prompt: list[int],
     config: GenerationConfig,
-    tokenizer: PreTrainedTokenizerBase,
-    eos_ids: frozenset[int],
-    context_length: int,
     cancel: threading.Event | None = None,
-    chooser: KChooser | None = None,
     answer_so_far: int = 0,
     on_drafter: Callable[[Drafter | None], None] | None = None,
 ) -> Generator[StepEvent, None, None]:
@@ -398,22 +408,23 @@ def decode(
     a stop string may begin among them).
 
     ``cancel`` is checked before every target pass; the last event has ``stop_reason`` set.
-    ``chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
+    ``target.chooser`` learns what passes cost and how often drafts pass, and (``config.auto_k``)
     chooses each step's number of drafts, at most ``config.k``. ``on_drafter`` is told the
     drafter this answer really uses (None when a draft model's catch-up would not be repaid).
     """
+    runner, tokenizer, chooser, context_length = target.runner, target.tokenizer, target.chooser, target.context_length
     room = context_length - len(prompt)
     limit = min(config.max_new_tokens, room)
     limit_reason: StopReason = "context_full" if room < config.max_new_tokens else "max_new_tokens"
     context = tuple(prompt[len(prompt) - answer_so_far :]) if answer_so_far > 0 else ()
-    out = AnswerText(tokenizer, eos_ids, limit, config.stop_strings, limit_reason, context)
+    out = AnswerText(tokenizer, target.eos_ids, limit, config.stop_strings, limit_reason, context)
     if chooser is not None:
         chooser.costs.context = len(prompt)  # the catch-up plan is made at this answer's context
     drafter, unseen, set_aside = _drafter_for_answer(drafter, chooser, prompt, config, limit)
     if on_drafter is not None:
         on_drafter(drafter)
-    stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=target.common_prefix(prompt[:-1]))
-    for record in _steps(target, drafter, prompt, config, out, context_length, cancel, chooser, unseen, set_aside):
+    stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=runner.common_prefix(prompt[:-1]))
+    for record in _steps(runner, drafter, prompt, config, out, context_length, cancel, chooser, unseen, set_aside):
         stats = _stats_after(stats, record, out.count)
         yield _event(record, stats, tokenizer)
 

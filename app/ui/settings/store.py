@@ -57,7 +57,7 @@ class ModelSettings:
 
     @property
     def threads_option(self) -> str | int:
-        """What ``Engine.load(threads=...)`` takes."""
+        """What ``LoadOptions.threads`` takes."""
         return cap_threads(self.cpu_threads) if self.cpu_threads > 0 else "auto"
 
     @property
@@ -71,7 +71,7 @@ class ModelSettings:
 
     @property
     def weights_option(self) -> str | None:
-        """What ``Engine.load(weights=...)`` takes: a form, or None (the form ``dtype`` names)
+        """What ``LoadOptions.weights`` takes: a form, or None (the form ``dtype`` names)
         when the form is auto and the data type is not."""
         if self.weights not in WEIGHTS:
             return "auto" if self.dtype == "auto" else None
@@ -81,7 +81,7 @@ class ModelSettings:
 
     @property
     def draft_dtype_option(self) -> str | None:
-        """What ``Engine.load(draft_dtype=...)`` takes: None means the target's dtype."""
+        """What ``LoadOptions.draft_weights`` takes: None means the target's form."""
         if self.draft_dtype == "same as target" or self.draft_dtype not in DRAFT_DTYPES:
             return None
         return self.draft_dtype
