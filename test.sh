@@ -18,7 +18,8 @@ cd "$root"
 bin="$root/.venv/bin"
 echo "ruff:" && "$bin/ruff" check app tests tools packaging
 echo "import contracts:" && "$bin/lint-imports" --no-cache | tail -n 1
-echo "mypy (strict, app/engine):" && "$bin/mypy" app/engine
+echo "mypy (strict: app/engine, app/worker, app/remote, the back-end contract's tests):" && \
+  "$bin/mypy" app/engine app/worker app/remote tests/test_backend.py tests/stand_in_backend.py
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ "${1:-}" = "--vllm" ]; then
   shift

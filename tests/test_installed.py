@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from tiny_models import build_model, build_tokenizer, save
 
+from app.engine.config import LoadOptions
 from app.engine.runners import native
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +146,7 @@ def test_the_cli_and_the_window_say_when_quantized_layers_run_torchs_kernels(
 
     tokenizer = build_tokenizer()
     folder = save(build_model("llama", tokenizer, seed=1), tokenizer, tmp_path / "target")
-    engine = Engine.load(str(folder), None, weights=form)
+    engine = Engine.load(str(folder), None, LoadOptions(weights=form))
     kernels = engine.target.kernels
     assert kernels is not None and form in kernels.form.split("+")  # an int4 model keeps its head int8
     said = f"Its {kernels.form} layers run torch's kernels (bf16 activations), not SpecChat's: {without_source}."

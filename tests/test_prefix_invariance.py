@@ -24,6 +24,7 @@ from test_cpu_kernels import (  # noqa: F401 - path, wide_models and the probe r
 from transformers import AttentionInterface
 
 from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_kernels, native
 from app.engine.runners.cpu_kernels import PACK_MAX_ROWS, ROWWISE, PrepackedLinear, cpu_kernels_of
@@ -140,7 +141,7 @@ def test_the_same_question_gets_the_same_answer_whatever_was_asked_before(wide_m
     draft = {"none": None, "lookup": "lookup", "model": wide_models["qwen2"]}[drafter]
 
     def load() -> Engine:
-        return Engine.load(wide_models["llama"], draft, device="cpu", dtype=form, draft_dtype=form)
+        return Engine.load(wide_models["llama"], draft, LoadOptions(device="cpu", dtype=form, draft_weights=form))
 
     engine = load()
     _assert_linears_on_their_path(engine.target.model, {"float32": "fp32", "bfloat16": "bf16"}.get(form, form))
@@ -157,7 +158,7 @@ def test_the_same_question_gets_the_same_answer_whatever_was_asked_before(wide_m
 def test_the_bundled_model_answers_a_haiku_the_same_after_another_question(form):
     """The report that found it (issue 32): 60 tokens against 35 (int4), 38 against 43 (int8)."""
     config = GenerationConfig(max_new_tokens=60)
-    engine = Engine.load(target="default", draft="lookup", weights=form)
+    engine = Engine.load(target="default", draft="lookup", options=LoadOptions(weights=form))
     haiku, rainy = "Write a haiku about autumn.", "Give me three ideas for a rainy Sunday afternoon."
     first = engine.generate(haiku, config)
     engine.generate(rainy, config)
