@@ -88,6 +88,7 @@ WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up
 # model; a 7B's passes make it one round)
 WARM_UP_SECONDS = 1.5
 WARM_UP_ROUNDS = 3
+DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``_draft_ahead``)
 LOAD_DEFAULTS = LoadOptions()
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
@@ -244,6 +245,18 @@ class Engine(TimedArms):
             threads = governor.choose(governor.load())
             if threads != torch.get_num_threads():
                 torch.set_num_threads(threads)
+
+    def _draft_ahead(self, drafter: Drafter | None) -> None:
+        """A draft model on the CPU drafts the next block while the target verifies this one
+        (``decode``), on a core of its own: the target keeps at most the other cores' threads, the
+        drafter one. On a GPU the two share one device, so they draft in turn; ``DRAFT_AHEAD_ENV``
+        "0" drafts in turn on the CPU too, "1" drafts ahead even on one core (the tests)."""
+        if not isinstance(drafter, ModelDrafter):
+            return
+        cores, asked = physical_cores(), os.environ.get(DRAFT_AHEAD_ENV, "").strip()
+        drafter.ahead = self.target.device.type == "cpu" and (asked == "1" or (asked != "0" and cores >= 2))
+        if drafter.ahead and cores >= 2 and torch.get_num_threads() >= cores:
+            torch.set_num_threads(cores - 1)
 
     @property
     def forward_seconds(self) -> float:
@@ -470,6 +483,7 @@ class Engine(TimedArms):
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
+        self._draft_ahead(drafter)
         record = self._recorder(prompt, options)
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer

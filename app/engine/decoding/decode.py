@@ -17,6 +17,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
 import torch
@@ -26,7 +27,7 @@ from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.answer_text import AnswerText
 from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
-from app.engine.decoding.drafters import Drafter, Proposal
+from app.engine.decoding.drafters import Drafter, ModelDrafter, Proposal
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
@@ -200,6 +201,31 @@ def _propose(
     return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice, None
 
 
+Ahead = tuple["Future[Proposal]", int]  # a block drafted during a verification, and the length it follows
+
+
+def _drafting_ahead(drafter: Drafter | None, config: GenerationConfig) -> ModelDrafter | None:
+    """The draft model, when it drafts the next block while the target verifies this one: where
+    the engine found a core free for it (``ModelDrafter.ahead``), greedy or seed-invariant
+    sampling (no random draws shared between the two threads; standard sampling drafts in turn)."""
+    if not isinstance(drafter, ModelDrafter) or not drafter.ahead:
+        return None
+    return drafter if config.greedy or config.sampling == "seed-invariant" else None
+
+
+def _from_ahead(ahead: Ahead, tokens: list[int]) -> Proposal | None:
+    """The block drafted ahead, when the target's answer went the way it guessed: every draft it
+    followed accepted, and the target's own next token the block's first (its guess for it);
+    then the rest of the block follows exactly ``tokens``. None otherwise (the branch is dropped:
+    the drafter rolls back to what it shares with ``tokens`` on its next ask)."""
+    future, after = ahead
+    branch = future.result()  # waiting here is drafting time of this step
+    if len(tokens) != after + 1 or len(branch.tokens) < 2 or branch.tokens[0] != tokens[-1]:
+        return None
+    q = branch.q[1:] if branch.q is not None else None
+    return Proposal(branch.tokens[1:], q, branch.p_draft[1:], branch.passes, stopped=branch.stopped, fed=0)
+
+
 def _drafter_for_answer(
     drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
 ) -> tuple[Drafter | None, int, Choice | None]:
@@ -300,43 +326,70 @@ def _steps(
     tokens = list(prompt)
     k = config.k
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
-    for index in itertools.count():
-        if cancel is not None and cancel.is_set():
-            yield _cancelled(index)
-            return
-        started = _clock(target.device)
-        if chooser is not None:
-            chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
-        k_cap = min(k, out.limit - out.count - 1, context_length - len(tokens))
-        # drafting before the prefill folds the first verification into the prompt's pass
-        proposal, choice, shadow = _propose(
-            drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
-        )
-        first_ask = not drafter_asked and proposal is not NO_PROPOSAL
-        drafter_asked = drafter_asked or first_ask
-        drafted = _clock(target.device)
-        step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
-        finished = _clock(target.device)
-        record = StepRecord(
-            index=index,
-            proposal=proposal,
-            verified=step,
-            choice=set_aside if set_aside is not None and config.speculative else choice,
-            k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
-            drafting=drafter is not None and (bool(proposal.tokens) or proposal.passes > 0),
-            draft_s=drafted - started,
-            verify_s=finished - drafted,
-            first_ask=first_ask,
-            shadow=shadow,
-            stop_reason=out.stop_reason,
-        )
-        if chooser is not None:
-            _learn(chooser, drafter, record, unseen)
-        yield record
-        if out.stop_reason is not None:
-            return
-        tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
-        k = _next_k(k, len(proposal.tokens), step.n_accepted, config)  # with auto_k: the chooser's cap
+    ahead_drafter = _drafting_ahead(drafter, config)
+    ahead: Ahead | None = None  # the next block, drafted while the target verified this one
+    try:
+        for index in itertools.count():
+            if cancel is not None and cancel.is_set():
+                yield _cancelled(index)
+                return
+            started = _clock(target.device)
+            if chooser is not None:
+                chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
+            k_cap = min(k, out.limit - out.count - 1, context_length - len(tokens))
+            branch = _from_ahead(ahead, tokens) if ahead is not None else None
+            ahead = None
+            if branch is not None and k_cap > 0:
+                proposal, choice, shadow = _take_ahead(branch, chooser, k_cap, config)
+            else:  # drafting before the prefill folds the first verification into the prompt's pass
+                proposal, choice, shadow = _propose(
+                    drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
+                )
+            first_ask = not drafter_asked and proposal is not NO_PROPOSAL
+            drafter_asked = drafter_asked or first_ask
+            drafted = _clock(target.device)
+            if ahead_drafter is not None and proposal.tokens:
+                # a guess for the target's next token, then as many drafts as the next step may verify
+                block = 1 + (min(k + 1, config.k_max) if config.adaptive_k else k)
+                following = tokens + proposal.tokens
+                future = ahead_drafter.propose_ahead(following, block, rule, config.confidence_threshold, len(tokens))
+                ahead = (future, len(following))
+            step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
+            finished = _clock(target.device)
+            record = StepRecord(
+                index=index,
+                proposal=proposal,
+                verified=step,
+                choice=set_aside if set_aside is not None and config.speculative else choice,
+                k=_requested(choice, k_cap, drafter, proposal, config.auto_k and chooser is not None),
+                drafting=drafter is not None and (bool(proposal.tokens) or proposal.passes > 0),
+                draft_s=drafted - started,
+                verify_s=finished - drafted,
+                first_ask=first_ask,
+                shadow=shadow,
+                stop_reason=out.stop_reason,
+            )
+            if chooser is not None:
+                _learn(chooser, drafter, record, unseen)
+            yield record
+            if out.stop_reason is not None:
+                return
+            tokens += proposal.tokens[: step.n_accepted] + [step.next_token]
+            k = _next_k(k, len(proposal.tokens), step.n_accepted, config)  # with auto_k: the chooser's cap
+    finally:
+        if ahead is not None:
+            ahead[0].result()  # the drafter's runner is consistent again before anyone uses it
+
+
+def _take_ahead(
+    branch: Proposal, chooser: KChooser | None, k_cap: int, config: GenerationConfig
+) -> tuple[Proposal, Choice | None, Shadow]:
+    """The drafts made ahead, as many as this step verifies: with auto k the chooser decides on
+    drafts already paid for (their passes overlapped the previous verification)."""
+    if chooser is None or not config.auto_k:
+        return branch.first(k_cap), None, None
+    choice = chooser.choose(MODEL_KEY, min(k_cap, len(branch.tokens)), drafts_ready=True)
+    return (branch.first(choice.k) if choice.k else NO_PROPOSAL), choice, None
 
 
 def _stats_after(stats: RunStats, record: StepRecord, new_tokens: int) -> RunStats:

@@ -7,6 +7,7 @@ standard acceptance rule); prompt lookup has none, so its drafts count as point 
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -177,6 +178,10 @@ class ModelDrafter:
         self.name = f"draft model: {name}"
         self.eos_ids = eos_ids
         self._seen = 0  # length of the sequence at the previous call of this turn
+        self._executor: ThreadPoolExecutor | None = None  # drafting ahead (``propose_ahead``)
+        # draft the next block while the target verifies this one (``decode``); the engine sets
+        # it where a core is free for the drafter's thread
+        self.ahead = False
 
     def propose(
         self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
@@ -210,6 +215,25 @@ class ModelDrafter:
         return Proposal(
             drafts, q_all, [float(r[t]) for r, t in zip(rows, drafts)], passes, stopped=stopped, fed=fed
         )
+
+    def propose_ahead(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, verified: int
+    ) -> Future[Proposal]:
+        """``propose(tokens, k, ...)`` on the drafter's own thread, while the target verifies:
+        ``tokens`` ends in the drafts being verified, as if all pass, so the first draft is this
+        model's guess for the target's next token. Only the first ``verified`` tokens are known to
+        be right, and later calls trust no more than those. Nothing else may use the runner until
+        the future is done (``decode`` waits for it before the next step or at the end)."""
+        if self._executor is None:
+            # one thread, one torch thread: the core the target's threads leave free
+            self._executor = ThreadPoolExecutor(1, "specchat-draft", initializer=torch.set_num_threads, initargs=(1,))
+
+        def run() -> Proposal:
+            proposal = self.propose(tokens, k, rule, confidence_threshold, new_turn=False)
+            self._seen = verified
+            return proposal
+
+        return self._executor.submit(run)
 
     def unseen(self, tokens: list[int]) -> int:
         """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""

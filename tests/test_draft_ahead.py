@@ -1,0 +1,76 @@
+"""A draft model drafts the next block while the target verifies this one (``decode``'s drafting
+ahead, on the CPU's spare core): the answer is the target's own, greedy and seed-invariant; the
+block drafted ahead is used when the target went the way it guessed; standard sampling (random
+draws shared by the two) drafts in turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine import Engine, GenerationConfig
+from app.engine.config import LoadOptions
+from app.engine.decoding import decode, drafters
+from app.engine.session import DRAFT_AHEAD_ENV
+
+PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown fox"
+GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
+SEEDED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, temperature=0.8, seed=3, sampling="seed-invariant")
+
+
+@pytest.fixture
+def spied(monkeypatch):
+    """Counts the blocks drafted ahead and those the next step took."""
+    seen = {"drafted": 0, "taken": 0}
+    propose_ahead, from_ahead = drafters.ModelDrafter.propose_ahead, decode._from_ahead
+
+    def drafting(self, *args, **kwargs):
+        seen["drafted"] += 1
+        return propose_ahead(self, *args, **kwargs)
+
+    def taking(*args, **kwargs):
+        branch = from_ahead(*args, **kwargs)
+        seen["taken"] += branch is not None
+        return branch
+
+    monkeypatch.setattr(drafters.ModelDrafter, "propose_ahead", drafting)
+    monkeypatch.setattr(decode, "_from_ahead", taking)
+    return seen
+
+
+def _engine(tiny_models, arch: str = "llama") -> Engine:
+    return Engine.load(str(tiny_models[arch]), str(tiny_models[f"{arch}-draft"]), LoadOptions(device="cpu"))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("config", [GREEDY, SEEDED], ids=["greedy", "seed-invariant"])
+def test_drafting_ahead_gives_the_target_alones_answer(tiny_models, monkeypatch, spied, arch, config):
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "1")
+    engine = _engine(tiny_models, arch)
+    ahead = engine.generate(PROMPT, config)
+    assert spied["drafted"] > 0 and spied["taken"] > 0  # blocks were drafted ahead and used
+    assert ahead.stats.accepted > 0
+    plain = engine.generate(PROMPT, GenerationConfig(**{**config.to_dict(), "speculative": False}))
+    assert ahead.token_ids == plain.token_ids
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    in_turn = engine.generate(PROMPT, config)
+    assert in_turn.token_ids == ahead.token_ids
+    assert [(t.id, t.source) for t in in_turn.tokens] == [(t.id, t.source) for t in ahead.tokens]
+
+
+def test_standard_sampling_drafts_in_turn(tiny_models, monkeypatch, spied):
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "1")
+    engine = _engine(tiny_models)
+    result = engine.generate(PROMPT, GenerationConfig(max_new_tokens=24, k=4, auto_k=False, temperature=0.8, seed=3))
+    assert result.stats.proposed > 0 and spied["drafted"] == 0
+
+
+def test_a_stop_inside_a_block_leaves_the_drafter_ready_for_the_next_answer(tiny_models, monkeypatch, spied):
+    """The block drafted ahead of the answer's last step is waited for, and the next answer's
+    drafter rolls back from it: the next answer is the target's own too."""
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "1")
+    engine = _engine(tiny_models)
+    short = engine.generate(PROMPT, GenerationConfig(max_new_tokens=7, k=4, auto_k=False))
+    assert spied["drafted"] > 0 and len(short.tokens) == 7
+    again = engine.generate(PROMPT, GREEDY)
+    plain = engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False))
+    assert again.token_ids == plain.token_ids
