@@ -64,6 +64,7 @@ class Timing:
     text: str
     stats: RunStats | None = None  # ours only
     loop: LoopFigures | None = None  # ours only
+    result: RunResult | None = None  # ours only: the run itself (explained beside its baseline)
 
     @property
     def tokens(self) -> int:
@@ -138,7 +139,7 @@ def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) 
     result = engine.generate(messages, config)
     seconds = time.perf_counter() - start
     loop = LoopFigures.of(result, engine.forward_seconds - forward_before, seconds)
-    return Timing(tuple(result.token_ids), seconds, result.text, result.stats, loop)
+    return Timing(tuple(result.token_ids), seconds, result.text, result.stats, loop, result)
 
 
 class HuggingFaceRunner:
@@ -277,11 +278,30 @@ def _run_entry(
     entry.update({kind: measured[kind].to_dict() for kind in order})
     entry["whole_run_speedup"] = ratio(spec.tokens_per_s, base.tokens_per_s)
     entry["identical"] = spec.ids == base.ids
+    if spec.result is not None:
+        entry.update(_drafting(spec.result, base.result))
     if HF_ASSISTED in measured:
         entry["hf_plain_identical"] = measured[HF_PLAIN].ids == base.ids
         entry["hf_assisted_identical"] = measured[HF_ASSISTED].ids == spec.ids
         entry["ratio_vs_hf_assisted"] = ratio(spec.tokens_per_s, measured[HF_ASSISTED].tokens_per_s)
     return entry
+
+
+def _drafting(run: RunResult, baseline: RunResult | None) -> dict[str, Any]:
+    """What the drafting cost, from the Why panel's own explanation of this round: ``c`` (a draft
+    step on the answer's clock ÷ a plain pass of the baseline), the share of drafting passes made
+    ahead, the acceptance that would only break even at that cost, and the sentence saying that
+    no draft was used and why ("" when some were)."""
+    from app.engine.analysis.explanation import explain, no_drafts_note
+
+    e = explain(run, baseline)
+    return {
+        "draft_cost_ratio": e.draft_cost_ratio,
+        "drafted_ahead_share": e.drafted_ahead_share,
+        "break_even_alpha": e.break_even_alpha,
+        "alpha": e.alpha,
+        "no_drafts_note": no_drafts_note(run),
+    }
 
 
 def _prompt_medians(index: int, prompt: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -369,6 +389,12 @@ def _summary(
         "temperature": config.temperature,
         "method": METHOD,
         "note": None if with_hf else HF_SKIPPED,
+        "draft_cost_ratio": _median_of(runs, "draft_cost_ratio"),
+        "drafted_ahead_share": _median_of(runs, "drafted_ahead_share"),
+        "break_even_alpha": _median_of(runs, "break_even_alpha"),
+        "alpha": _median_of(runs, "alpha"),
+        "rounds_without_drafts": sum(bool(r.get("no_drafts_note")) for r in runs),
+        "no_drafts_note": next((r["no_drafts_note"] for r in runs if r.get("no_drafts_note")), ""),
     }
 
 
@@ -418,6 +444,14 @@ def format_report(report: dict[str, Any]) -> str:
         if s.get(key):
             parts = ", ".join(f"{part} {s[key][part]:.0f}" for part in SPLIT_PARTS)
             lines.append(f"ms per answer, {label} (mean): {parts}")
+    if s.get("draft_cost_ratio") is not None:
+        lines.append(
+            f"a draft step cost {s['draft_cost_ratio']:.2f} of a plain pass on the answer's clock (median of rounds), "
+            f"{cell(s['drafted_ahead_share'], '.0%')} of the drafting passes drafted ahead; break-even acceptance "
+            f"at that cost {cell(s['break_even_alpha'], '.0%')} (this run's acceptance α: {cell(s['alpha'], '.0%')})"
+        )
+    if s.get("rounds_without_drafts"):
+        lines.append(f"{s['rounds_without_drafts']} of {s['runs']} rounds: {s['no_drafts_note']}")
     if s.get("weights"):
         lines.append(f"target weights: {s['weights']}")
     if s.get("draft_form"):

@@ -85,11 +85,12 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     engine = load_engine(args, drafter=speculative)
     _clear_progress(sys.stderr)
     config = fit_to_engine(engine, config)
-    if args.json:
-        from app.engine.analysis.explanation import explain
+    from app.engine.analysis.explanation import explain, no_drafts_note
 
+    if args.json:
         result = engine.generate(messages, config)
-        _print_json({**result.to_dict(), "explanation": explain(result).to_dict()}, out)
+        explained = {"explanation": explain(result).to_dict(), "no_drafts_note": no_drafts_note(result)}
+        _print_json({**result.to_dict(), **explained}, out)
         return 0
     printer = TokenPrinter(out)
     result = engine.generate(messages, config, on_step=printer)
@@ -98,6 +99,8 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{DIM}(green: draft tokens the target accepted){RESET}\n")
     out.write(weights_line(engine) + "\n")
     out.write(stats_line(result.stats, result.drafter, result.stop_reason) + "\n")
+    if note := no_drafts_note(result):
+        out.write(note + "\n")
     return 0
 
 

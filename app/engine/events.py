@@ -217,6 +217,9 @@ class StepEvent:
     decision: KDecision | None = None  # why auto k chose ``k`` (None: k was fixed, or nothing to choose)
     rejected_unseen: int = 0  # rejected drafts a server counted without naming them
     unattributed: tuple[TokenInfo, ...] = ()  # a server's tokens of unknown source, after ``target``
+    # the drafts were made while the target verified the previous block (their passes were not
+    # on this step's clock: ``draft_s`` is only the wait for them)
+    drafted_ahead: bool = False
 
     @property
     def tokens(self) -> tuple[TokenInfo, ...]:
@@ -247,6 +250,7 @@ class StepEvent:
             "kind": self.target_kind,
             "k": self.k,
             "draft_passes": self.draft_passes,
+            "drafted_ahead": self.drafted_ahead,
             "draft_s": self.draft_s,
             "verify_s": self.verify_s,
             "predicted_speedup": _finite(self.predicted_speedup),
@@ -280,6 +284,7 @@ class StepEvent:
             decision=KDecision.from_dict(data["decision"]) if data.get("decision") else None,
             rejected_unseen=int(data.get("rejected_unseen", 0)),
             unattributed=tuple(tokens[own:]),
+            drafted_ahead=bool(data.get("drafted_ahead", False)),
         )
 
 

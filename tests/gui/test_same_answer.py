@@ -41,3 +41,19 @@ def test_a_new_chat_after_an_old_one_answers_as_a_fresh_window_does(qtbot, open_
         answers.append(first)
         window.close()
     assert answers[0] == answers[1]
+
+
+def test_an_answer_that_drafted_nothing_says_so_under_it(qtbot, open_window, tiny_models, monkeypatch):
+    """A draft step measured dearer than any gain: auto k verifies no draft, and the answer's note
+    is the sentence generate and bench print (``no_drafts_note``)."""
+    from app.engine.analysis.explanation import no_drafts_note
+    from app.engine.decoding.cost import KChooser
+
+    monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    window = open_window(replace(tiny_settings(tiny_models), auto_k=True))
+    result = send_and_wait(qtbot, window, QUESTION)
+    assert result.stats.proposed == 0
+    note = no_drafts_note(result)
+    assert note.startswith("No drafts used: plain steps only, because ")
+    answer = window.chat_view.answers[-1]
+    assert answer.status.isVisibleTo(window) and note in answer.status.text()

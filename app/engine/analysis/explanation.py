@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-from app.engine.decoding.cost import acceptance_evidence, expected_tokens, monotone_fit
+from app.engine.decoding.cost import acceptance_evidence, break_even_alpha, expected_tokens, monotone_fit
 from app.engine.events import EARLIER, ArmConditions, RunResult, StepEvent
 from app.engine.i18n import QT_TRANSLATE_NOOP
 
@@ -178,6 +178,11 @@ class Explanation:
     # (a comparison's fresh reruns of this answer, with ÷ without speculation)
     measured_on: MeasuredOn = "these_runs"
     chooser_predicted: float | None = None  # auto k's own predicted gain, mean over the passes it chose
+    # the acceptance α at which k_used drafts at this run's c and v(k_used) would only break even
+    break_even_alpha: float | None = None
+    # of the decode passes that verified a draft model's drafts, the share whose drafts were made
+    # while the target verified the block before (their cost overlapped; None: no draft model drafted)
+    drafted_ahead_share: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -195,6 +200,8 @@ class Explanation:
             "speedup_ceiling": None if self.measured is None else self.measured.ceiling,
             "measured_on": self.measured_on,
             "chooser_predicted": self.chooser_predicted,
+            "break_even_alpha": self.break_even_alpha,
+            "drafted_ahead_share": self.drafted_ahead_share,
             "whole_run_speedup": self.whole_run_speedup,
             "whole_run_speedup_basis": WHOLE_RUN_SPEEDUP_BASIS,
             "plain_pass_s": self.plain_pass_s,
@@ -591,8 +598,16 @@ def explain(
         accepted_from_earlier=sum(t.source == "draft" and t.origin == EARLIER for t in speculative.tokens),
         not_drafted=not_drafted(decode),
         server_drafts=(speculative.stats.accepted, speculative.stats.proposed) if from_server else None,
+        break_even_alpha=break_even_alpha(k, c, v[k]) if k > 0 and c is not None and k in v else None,
+        drafted_ahead_share=drafted_ahead_share(decode),
     )
     return replace(result, summary=summary_sentence(result))
+
+
+def drafted_ahead_share(decode: Sequence[StepEvent]) -> float | None:
+    """Of the decode passes verifying a draft model's drafts, the share drafted ahead."""
+    modelled = [s for s in decode if s.draft_passes > 0 and _drafts(s) > 0]
+    return sum(s.drafted_ahead for s in modelled) / len(modelled) if modelled else None
 
 
 def chooser_prediction(decode: Sequence[StepEvent]) -> float | None:
@@ -740,6 +755,60 @@ def _identity(text: str) -> str:
     return text
 
 
+DRAFT_COST = QT_TRANSLATE_NOOP(
+    "Explanation",
+    "A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes "
+    "drafted while the target verified the block before); at that cost {k} drafts a pass break even at "
+    "an acceptance of {alpha}.",
+)
+DRAFT_COST_UNREPAID = QT_TRANSLATE_NOOP(
+    "Explanation",
+    "A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes "
+    "drafted while the target verified the block before); at that cost {k} drafts a pass cannot break "
+    "even, whatever the acceptance.",
+)
+NO_DRAFTS_USED = {
+    "gain_below_margin": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "No drafts used: plain steps only, because auto k predicted no gain from drafting (the best: "
+        "{gain} with {k} drafts, at an assumed acceptance of {alpha}, a draft step costing {c} of a plain pass).",
+    ),
+    "catch_up_not_repaid": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "No drafts used: plain steps only, because the draft model would first have had to read the whole "
+        "prompt, which this answer could not repay.",
+    ),
+    "nothing_to_propose": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "No drafts used: plain steps only, because the drafter found nothing in the conversation to propose.",
+    ),
+}
+
+
+def no_drafts_note(run: RunResult, translate: Callable[[str], str] = _identity) -> str:
+    """For an answer asked to speculate that verified no draft: the sentence saying so and why
+    ("" otherwise, or when the run does not record why: a server's run, an answer from an old file).
+    The CLI prints it under the answer's figures, the window under the answer."""
+    if not run.config.get("speculative") or run.stats.proposed or (run.made_by and run.made_by.server):
+        return ""
+    decided = [s.decision for s in _passes(run) if s.decision is not None and s.decision.k == 0]
+    if decided:
+        reasons = [d.reason for d in decided]
+        reason = max(set(reasons), key=lambda r: (reasons.count(r), r))
+        if reason not in NO_DRAFTS_USED:
+            return ""
+        plain = [d for d in decided if d.reason == reason]
+        return translate(NO_DRAFTS_USED[reason]).format(
+            gain=format_ratio(statistics.median(d.best_gain for d in plain)),
+            k=max({d.best_k for d in plain}, key=lambda k: ([d.best_k for d in plain].count(k), k)),
+            alpha=format_percent(statistics.median(d.alpha for d in plain)),
+            c=format_ratio(statistics.median(d.draft_cost for d in plain)),
+        )
+    if run.drafter != "none" and _passes(run):
+        return translate(NO_DRAFTS_USED["nothing_to_propose"])
+    return ""
+
+
 def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity) -> str:
     """One plain sentence: what the draft achieved, what it cost, what came of it, and why;
     then, when some drafts were copied from an earlier conversation, how many.
@@ -756,6 +825,15 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
             v=format_ratio(nd.pass_cost),
         )
         sentence = f"{sentence} {why}"
+    if e.drafted_ahead_share is not None and e.draft_cost_ratio is not None and e.k_used:
+        template = DRAFT_COST if e.break_even_alpha is not None else DRAFT_COST_UNREPAID
+        cost = translate(template).format(
+            c=format_ratio(e.draft_cost_ratio),
+            ahead=format_percent(e.drafted_ahead_share),
+            k=e.k_used,
+            alpha=format_percent(e.break_even_alpha or 0.0),
+        )
+        sentence = f"{sentence} {cost}"
     if e.accepted_from_earlier:
         earlier = translate(FROM_EARLIER).format(count=e.accepted_from_earlier, total=e.accepted_drafts)
         sentence = f"{sentence} {earlier}"

@@ -89,6 +89,22 @@ def expected_tokens(alpha: float, k: int) -> float:
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
+def break_even_alpha(k: int, c: float, v: float) -> float | None:
+    """The per-draft acceptance at which ``k`` drafts a pass, each costing ``c`` plain passes,
+    verified in a pass costing ``v``, are as fast as plain decoding: E(α, k) = k·c + v. 0 when even
+    no acceptance loses nothing; None when not even every draft accepted (E = k + 1) would pay."""
+    cost = k * c + v
+    if k <= 0 or cost > k + 1:
+        return None
+    if cost <= 1.0:
+        return 0.0
+    low, high = 0.0, 1.0  # E is increasing in α
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if expected_tokens(mid, k) < cost else (low, mid)
+    return high
+
+
 def acceptance_evidence(proposed: int, accepted: int) -> tuple[int, int]:
     """(successes, trials) that one verified block tells about the per-draft acceptance a:
     drafts are judged in order until the first rejection, so ``accepted`` successes and,

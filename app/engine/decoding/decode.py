@@ -291,6 +291,7 @@ class StepRecord:
     first_ask: bool  # the drafter's first ask of this answer (it caught up on the prompt)
     shadow: Shadow
     stop_reason: StopReason | None
+    drafted_ahead: bool = False  # the drafts were made during the previous verification
 
     @property
     def accepted(self) -> int:
@@ -368,6 +369,7 @@ def _steps(
                 first_ask=first_ask,
                 shadow=shadow,
                 stop_reason=out.stop_reason,
+                drafted_ahead=branch is not None and bool(proposal.tokens),
             )
             if chooser is not None:
                 _learn(chooser, drafter, record, unseen)
@@ -429,6 +431,7 @@ def _event(record: StepRecord, stats: RunStats, tokenizer: PreTrainedTokenizerBa
         draft_passes=record.proposal.passes,
         predicted_speedup=choice.predicted_speedup if choice is not None else None,
         decision=_decision(choice),
+        drafted_ahead=record.drafted_ahead,
     )
 
 

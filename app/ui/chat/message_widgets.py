@@ -12,7 +12,7 @@ its start until "Show all" (drawing 1.5M tokens with their provenance froze the 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.analysis.explanation import no_drafts_note
 from app.ui.chat.markdown_view import MarkdownView
 from app.ui.common.conversation import Message, TokenRecord
-from app.ui.common.formatting import how_made, stats_line, stop_note
+from app.ui.common.formatting import how_made, localized_numbers, stats_line, stop_note
 from app.ui.common.token_view import TokenTextView
 
 LONG_ANSWER_TOKENS = 8_000  # a finished answer longer than this shows its start until "Show all"
@@ -299,11 +300,22 @@ class AnswerWidget(QFrame):
         server = m.made_by.server if m.made_by is not None else m.asked_server
         self.header.setText(self.tr("Assistant · {0}").format(how_made(m.speculative, m.drafter, server)))
         self.stats.setText(stats_line(m.run_stats, m.speculative) if m.stats else "")
-        notes = [n for n in (stop_note(m.stop_reason), m.error) if n]
+        notes = [n for n in (stop_note(m.stop_reason), self._drafting_note(), m.error) if n]
         self.status.setText("\n".join(notes))
         self.status.setStyleSheet("color: #c0392b;" if m.error else "")
         self.status.setVisible(bool(notes))
         self._update_buttons()
+
+    def _drafting_note(self) -> str:
+        """ "No drafts used: plain steps only, because …" for an answer of this session that was
+        asked to speculate and verified no draft (a saved answer does not keep why)."""
+        result = self.message.result
+        if result is None:
+            return ""
+        note = no_drafts_note(
+            result, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
+        )
+        return localized_numbers(note)
 
     def copy_markdown(self) -> None:
         """The answer's Markdown source, as plain text. (Not a QMimeData with an HTML flavour as
