@@ -257,10 +257,13 @@ def settle(
         kernels = to_form(model, asked, cpu_kernels)
         warning = (f"{asked} is not exact here: {why}.",) if why else ()
         return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file, None, warning))
-    offered, notes = offered_forms(sizes=sizes, store=store)
     if quantized_in_file:  # a quantized file is computed in its own form: the form most of its layers have
         kinds = Counter(layer.form for layer in quantized_layers(model))
         offered = [max(kinds, key=lambda kind: kinds[kind])]
+        why = not_exact(offered[0], sizes, store=store)  # the other forms are not tried: not asked
+        notes = [f"{offered[0]} is not exact here: {why}."] if why else []
+    else:
+        offered, notes = offered_forms(sizes=sizes, store=store)
     if progress is not None and len(offered) > 1:
         progress("Measuring the weights forms (" + ", ".join(offered) + ")…")
     best, samples = _tournament(model, offered, cpu_kernels, form_probe)
