@@ -1,8 +1,7 @@
 """The desktop app's entry point: ``python -m app`` (no subcommand) ends up here.
 
-The window opens at once; torch and the models load on the engine thread meanwhile (its thread
-starts before the window is built, so torch's import overlaps Qt's start), with progress in the
-status bar. The event loop is qasync's, so the app can ``await`` the worker.
+The window opens at once; torch and the models load on the engine thread afterwards, with
+progress in the status bar. The event loop is qasync's, so the app can ``await`` the worker.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from app.worker.catalog_worker import CatalogWorker
 SMOKE_TEST_TIMEOUT_S = 600
 
 
-async def run_app(app: QApplication, smoke_prompt: str | None = None, worker: EngineWorker | None = None) -> int:
-    worker = worker or EngineWorker()
+async def run_app(app: QApplication, smoke_prompt: str | None = None) -> int:
+    worker = EngineWorker()
     window = MainWindow(worker, SettingsStore(), ConversationStore())
     window.catalog = CatalogWorker(parent=window)  # the model library's scans and pairing checks
     window.setWindowIcon(app_icon())
@@ -144,13 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app = QApplication.instance() or QApplication(["specchat", *qt_args])
-    worker = EngineWorker()
-    worker.start()  # torch's import (seconds) on the engine thread while the window is built
     configure_application(app)  # type: ignore[arg-type]
     install_translators(app, SettingsStore().load().language)  # before any widget builds its text
     app.setQuitOnLastWindowClosed(False)  # the coroutine ends the loop, not Qt
     app.setWindowIcon(app_icon())
-    code = qasync.run(run_app(app, smoke_prompt, worker))  # type: ignore[arg-type]
+    code = qasync.run(run_app(app, smoke_prompt))  # type: ignore[arg-type]
     if code < 0:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -456,12 +456,8 @@ class EngineWorker(QObject):
 
     # ---- worker thread -------------------------------------------------------------------
     def _run(self) -> None:
-        _import_engine()  # seconds of imports, started before the window is built (app.gui)
-        first = self._jobs.get()
-        self._probe_devices()  # after the first request: whoever asked is connected to the signals
-        for job in itertools.chain([first], iter(self._jobs.get, None)):
-            if job is None:  # shutdown before any request
-                break
+        self._probe_devices()
+        while (job := self._jobs.get()) is not None:
             if isinstance(job, LoadRequest):
                 self._load(job)
                 continue
@@ -698,16 +694,6 @@ class EngineWorker(QObject):
                 engine.remember(conversation_id, messages)
             except Exception:  # a conversation that cannot be indexed is only not drafted from
                 log.exception("could not index conversation %s", conversation_id)
-
-
-def _import_engine() -> None:
-    """torch, transformers and the engine's modules (2-3 s on 2 busy cores), on the engine thread
-    before its first job, so they overlap the window's start. A module that cannot be imported
-    is said by the load that needs it."""
-    try:
-        import app.engine.session  # noqa: F401
-    except Exception:
-        log.debug("the engine could not be imported in advance", exc_info=True)
 
 
 def _probe_devices_list() -> list[str]:

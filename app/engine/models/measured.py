@@ -92,8 +92,11 @@ class MeasuredStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=f".{path.name}-", dir=self.folder)
+        except OSError:
+            return
+        try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump({"format": FORMAT, "key": [kind, *key], "value": value}, f)
             os.replace(temp, path)
         except OSError:
-            pass
+            Path(temp).unlink(missing_ok=True)
