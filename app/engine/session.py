@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import torch
 
@@ -35,7 +35,15 @@ from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, S
 from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
 from app.engine.models.forms import FormProbe, WeightsForm
-from app.engine.models.loading import DEFAULT_SOURCE, LoadedModel, check_compatible, load_model
+from app.engine.models.loading import (
+    DEFAULT_SOURCE,
+    LoadedModel,
+    check_compatible,
+    load_model,
+    measured_store,
+    source_identity,
+)
+from app.engine.models.measured import machine_description
 from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
 
@@ -90,6 +98,7 @@ WARM_UP_SECONDS = 1.5
 WARM_UP_ROUNDS = 3
 DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``_draft_ahead``)
 LOAD_DEFAULTS = LoadOptions()
+WARM_UP_TIMINGS = "warm-up"  # the warm-up's timings in the measured store (models.measured)
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
 
@@ -102,6 +111,23 @@ def _timed_pass(runner: CachedModel, size: int) -> float:
     seconds = time.perf_counter() - started
     runner.truncate(position)
     return seconds
+
+
+def _timings_valid(timings: Any) -> TypeGuard[dict[str, list[Any]]]:
+    """Whether a stored warm-up's timings have the shape ``Engine._time_passes`` gives."""
+    if not isinstance(timings, dict) or not isinstance(timings.get("verify"), list) or not timings["verify"]:
+        return False
+    if not isinstance(timings.get("draft"), list):
+        return False
+    pairs = all(
+        isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], int) and _seconds(p[1])
+        for p in timings["verify"]
+    )
+    return pairs and all(_seconds(s) for s in timings["draft"])
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, float) and 0.0 < value < 3600.0
 
 
 class Engine(TimedArms):
@@ -185,8 +211,9 @@ class Engine(TimedArms):
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
         block): the first forward passes of a process pay one-off kernel set-up (~1.5 s on
         2 CPU cores), which would otherwise land on the first answer and skew a comparison.
-        Then time a target pass per block size and a draft step: the k chooser's first points
-        (decoding keeps measuring)."""
+        Then the k chooser's first points: a target pass per block size and a draft step, timed
+        here once per model files and machine and kept (``measured``: 0.7 s of the bundled
+        model's launch), else read back (decoding keeps measuring)."""
         models = self._runners()
         for runner in models:
             runner.forward([0] * 16, keep=1)
@@ -195,20 +222,54 @@ class Engine(TimedArms):
             runner.truncate(16)
         costs = self.chooser.costs
         costs.context = len(self._target_kv.tokens)  # a short context: the first band
-        started = time.perf_counter()
-        for round_ in range(WARM_UP_ROUNDS):
-            for size in WARM_UP_BLOCK_SIZES:
-                costs.observe_verify(1, _timed_pass(self._target_kv, 1))
-                costs.observe_verify(size, _timed_pass(self._target_kv, size))
-            spent = time.perf_counter() - started
-            if spent / (round_ + 1) * (round_ + 2) > WARM_UP_SECONDS:  # another round would overrun
-                break
-        if isinstance(self._drafter, ModelDrafter):
-            for _ in range(3):  # a running median: one slow sample on a busy machine is outvoted
-                self.chooser.costs.observe_draft(1, _timed_pass(self._drafter.runner, 1))
+        timings = self._kept_timings()
+        for tokens, seconds in timings["verify"]:  # in the order timed: a ratio is to the plain pass before it
+            costs.observe_verify(tokens, seconds)
+        for seconds in timings["draft"]:
+            costs.observe_draft(1, seconds)
         self._measure_threads()
         for runner in models:
             runner.reset()
+
+    def _kept_timings(self) -> dict[str, list[Any]]:
+        """The timings kept for these models on this machine, else timed now (and kept)."""
+        key = self._timings_key()
+        kept = measured_store().get(WARM_UP_TIMINGS, key) if key else None
+        if _timings_valid(kept):
+            return kept
+        timings = self._time_passes()
+        if key:
+            measured_store().put(WARM_UP_TIMINGS, key, timings)
+        return timings
+
+    def _time_passes(self) -> dict[str, list[Any]]:
+        """Each block size's pass beside a plain one, in rounds while they cost at most
+        ``WARM_UP_SECONDS``, and three draft steps: [tokens, seconds] in the order timed."""
+        verify: list[tuple[int, float]] = []
+        started = time.perf_counter()
+        for round_ in range(WARM_UP_ROUNDS):
+            for size in WARM_UP_BLOCK_SIZES:
+                verify += [(1, _timed_pass(self._target_kv, 1)), (size, _timed_pass(self._target_kv, size))]
+            spent = time.perf_counter() - started
+            if spent / (round_ + 1) * (round_ + 2) > WARM_UP_SECONDS:  # another round would overrun
+                break
+        draft = []
+        if isinstance(self._drafter, ModelDrafter):  # a running median: one slow sample on a busy machine is outvoted
+            draft = [_timed_pass(self._drafter.runner, 1) for _ in range(3)]
+        return {"verify": verify, "draft": draft}
+
+    def _timings_key(self) -> list[str] | None:
+        """What the warm-up's timings depend on: the models' files and forms, the threads and the
+        machine (None: a model not read from a file, whose timings are not kept)."""
+        parts = [machine_description(), f"{torch.get_num_threads()} threads"]
+        for model in (self.target, self.draft if isinstance(self._drafter, ModelDrafter) else None):
+            if model is None:
+                continue
+            identity = source_identity(model.source)
+            if identity is None:
+                return None
+            parts += [identity, str(model.device), model.weights_label, repr(model.kernels)]
+        return parts
 
     def start_arm(self) -> Callable[[], ArmConditions]:
         """Before one arm of a comparison (on empty caches, which it leaves empty): time a plain

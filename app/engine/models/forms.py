@@ -27,6 +27,7 @@ import torch
 from transformers import PreTrainedModel
 
 from app.engine.errors import InvalidSettingError
+from app.engine.models.measured import MeasuredStore, machine_description
 from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
 from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.kv import CachedModel
@@ -128,12 +129,14 @@ def weights_bytes(model: torch.nn.Module) -> int:
 PROBED = {"int4": "int4", "int8": "int8", "bf16": "prepacked-bf16", "fp32": "prepacked-fp32"}
 
 
-def offered_forms(cpu: CpuProbe | None = None, sizes: Sequence[int] = (1024,)) -> tuple[list[str], list[str]]:
+def offered_forms(
+    cpu: CpuProbe | None = None, sizes: Sequence[int] = (1024,), store: MeasuredStore | None = None
+) -> tuple[list[str], list[str]]:
     """The forms exact on this CPU for linears over ``sizes`` inputs (a model's K), in the order
     auto tries them, and a sentence per form not offered. Each form's rows must be batch
     invariant here for verification's block sizes and a prompt's (asked once per K,
-    ``quant.batch_invariant``). bf16 must also be prepacked as bf16 (a bf16 model computed in
-    fp32 is exact but no faster than fp32, so it is not offered)."""
+    ``quant.batch_invariant``; once per machine with a ``store``). bf16 must also be prepacked
+    as bf16 (a bf16 model computed in fp32 is exact but no faster than fp32, so it is not offered)."""
     cpu = cpu or probe()
     offered, notes = [], []
     for form in FORMS:
@@ -141,26 +144,47 @@ def offered_forms(cpu: CpuProbe | None = None, sizes: Sequence[int] = (1024,)) -
             notes.append("bf16 is not offered: this CPU cannot prepack bf16 (computed in fp32 it is no faster).")
         elif form == "fp32" and not cpu.can_pack(torch.float32):
             notes.append("fp32 is not offered: this CPU's oneDNN cannot prepack it.")
-        elif why := not_exact(form, sizes, cpu):
+        elif why := not_exact(form, sizes, cpu, store):
             notes.append(f"{form} is not offered: {why}.")
         else:
             offered.append(form)
     return offered, notes
 
 
-def not_exact(form: str, sizes: Sequence[int], cpu: CpuProbe | None = None) -> str:
+def not_exact(
+    form: str, sizes: Sequence[int], cpu: CpuProbe | None = None, store: MeasuredStore | None = None
+) -> str:
     """Why ``form`` is not exact here for linears over ``sizes`` inputs ("" when it is). bf16
     on a CPU that cannot prepack it is computed in fp32: fp32's kernels decide."""
     kernel = PROBED.get(form, "")
     if form == "bf16" and not (cpu or probe()).can_pack(torch.bfloat16):
         kernel = PROBED["fp32"]
-    bad = [k for k in sizes if not batch_invariant(kernel, k)] if kernel else []
+    bad = _rows_change(kernel, sizes, store) if kernel else []
     if not bad:
         return ""
     return (
         f"its rows change with the number of rows computed together on this CPU (K = {', '.join(map(str, bad))}), "
         "so a verified block or a prompt's pass with drafts folded in would not be exact"
     )
+
+
+EXACT_ROWS = "exact-rows"  # the measured store's answers of quant.batch_invariant on this machine
+
+
+def _rows_change(kernel: str, sizes: Sequence[int], store: MeasuredStore | None) -> list[int]:
+    """The K of ``sizes`` for which ``kernel``'s rows change with the rows computed together
+    (``quant.batch_invariant``), asked once per machine when a ``store`` keeps the answers."""
+    if store is None:
+        return [k for k in sizes if not batch_invariant(kernel, k)]
+    key = [machine_description()]
+    stored = store.get(EXACT_ROWS, key)
+    known: dict[str, object] = stored if isinstance(stored, dict) else {}
+    missing = [k for k in sizes if not isinstance(known.get(f"{kernel} K={k}"), bool)]
+    for k in missing:
+        known[f"{kernel} K={k}"] = batch_invariant(kernel, k)
+    if missing:
+        store.put(EXACT_ROWS, key, known)
+    return [k for k in sizes if not known[f"{kernel} K={k}"]]
 
 
 def to_form(
@@ -221,21 +245,25 @@ def settle(
     cpu_kernels: bool = True,
     form_probe: FormProbe,
     progress: Callable[[str], None] | None = None,
+    store: MeasuredStore | None = None,
 ) -> Settled:
     """``model`` in the form ``asked`` (a form, or ``auto``: the fastest offered form by
     ``form_probe``, timed in interleaved rounds; ``model`` is then the float master each form is
-    made from, and is consumed)."""
+    made from, and is consumed). ``store``: where this machine's exactness answers are kept."""
     quantized_in_file = bool(quantized_layers(model))
     sizes = input_sizes(model)
     if asked != AUTO:
-        why = not_exact(asked, sizes) if model.device.type == "cpu" and cpu_kernels else ""
+        why = not_exact(asked, sizes, store=store) if model.device.type == "cpu" and cpu_kernels else ""
         kernels = to_form(model, asked, cpu_kernels)
         warning = (f"{asked} is not exact here: {why}.",) if why else ()
         return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file, None, warning))
-    offered, notes = offered_forms(sizes=sizes)
     if quantized_in_file:  # a quantized file is computed in its own form: the form most of its layers have
         kinds = Counter(layer.form for layer in quantized_layers(model))
         offered = [max(kinds, key=lambda kind: kinds[kind])]
+        why = not_exact(offered[0], sizes, store=store)  # the other forms are not tried: not asked
+        notes = [f"{offered[0]} is not exact here: {why}."] if why else []
+    else:
+        offered, notes = offered_forms(sizes=sizes, store=store)
     if progress is not None and len(offered) > 1:
         progress("Measuring the weights forms (" + ", ".join(offered) + ")…")
     best, samples = _tournament(model, offered, cpu_kernels, form_probe)

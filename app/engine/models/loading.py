@@ -40,7 +40,7 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
-from app.engine.models import forms, gguf_model
+from app.engine.models import forms, gguf_model, measured
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
@@ -116,6 +116,20 @@ def cache_dir() -> Path:
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "specchat"
     return Path.home() / ".cache" / "specchat"
+
+
+def measured_store() -> measured.MeasuredStore:
+    """What loads measured, kept under the cache folder (``models/measured.py``)."""
+    return measured.MeasuredStore(cache_dir() / measured.FOLDER)
+
+
+def source_identity(source: str) -> str | None:
+    """What says a source is the same model as before (``measured.file_identity`` of its file or
+    folder); None when it names no model on this computer."""
+    try:
+        return measured.file_identity(_find_folder(source))
+    except (SpecChatError, OSError):
+        return None
 
 
 def describe_source(source: str) -> str:
@@ -252,8 +266,7 @@ def _needs_remote_code(folder: Path, exc: BaseException) -> bool:
 
 
 def _gguf_cache_folder(path: Path) -> Path:
-    stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    key = measured.file_identity(path)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return cache_dir() / "converted" / f"{path.stem}-{digest}"
 
@@ -426,6 +439,10 @@ def _load_gguf_forms(
             _convert_gguf(path, folder, source, functools.partial(_write_forms, held, want=want))
             _remove_older_formats(folder)
         opened.clear()
+        # the tokenizer first: reading tokenizer.json peaks ~40 MiB above what it keeps (the
+        # bundled model's), which on top of the weights was the load's peak
+        tokenizer = _read_tokenizer(folder, source, progress)
+        give_back()  # what reading tokenizer.json left in the heap (heap.py)
         progress("Loading weights…", 0.3)
         try:
             model, _ = gguf_model.load_forms(folder)
@@ -435,8 +452,6 @@ def _load_gguf_forms(
                 raise ModelLoadError(f"The quantized form of '{source}' could not be built ({exc}).") from exc
             progress(f"The cached form of {describe_source(source)} is damaged ({exc}); converting it again…", None)
             shutil.rmtree(folder, ignore_errors=True)
-    tokenizer = _read_tokenizer(folder, source, progress)
-    give_back()  # what reading tokenizer.json left in the heap (heap.py)
     return model, tokenizer
 
 
@@ -701,7 +716,7 @@ def _settle(
     try:
         settled = forms.settle(
             model, asked, origin=origin, cpu_kernels=cpu_kernels, form_probe=probe,
-            progress=lambda message: progress(message, 0.9),
+            progress=lambda message: progress(message, 0.9), store=measured_store(),
         )
     except SpecChatError:
         raise

@@ -1,0 +1,43 @@
+"""tools/startup_time.py runs the app and first loads in fresh, isolated processes and reports
+every figure it names (no timed assertion: only that each was measured and is consistent)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from app.engine.models.catalog import find_bundled_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_startup_tool_reports_the_window_and_first_load_figures(tmp_path: Path):
+    bundled = find_bundled_model()
+    assert bundled is not None
+    home_cache = Path.home() / ".cache" / "specchat" / "measured"
+    before = sorted(home_cache.glob("*")) if home_cache.is_dir() else []
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "startup_time.py"), "--warm", "1", "--json", str(bundled)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    window = report["window"]
+    for run in (window["cold"], window["warm"], *window["warm_runs"]):
+        assert 0 < run["shown_s"] < run["launch_to_ready_s"]
+        assert run["ready_s"] > 0
+        assert abs(run["shown_s"] + run["ready_s"] - run["launch_to_ready_s"]) < 1e-6
+        assert "prompt lookup" in run["model"]  # the window names the models that answer
+    assert len(window["warm_runs"]) == 1
+    loads = report["first_load"]
+    assert [run["gguf"] for run in loads] == [bundled.name, bundled.name]  # the bundled one, then the path given
+    for run in loads:
+        assert run["load_s"] > 0 and run["warm_up_s"] > 0
+        assert run["peak"] > run["base"] > 0
+        assert run["file"] == bundled.stat().st_size / 2**20
+        assert run["ratio"] == (run["peak"] - run["base"]) / run["file"]
+        assert "int4" in run["weights"]
+    after = sorted(home_cache.glob("*")) if home_cache.is_dir() else []
+    assert after == before  # the person's own cache is left alone
