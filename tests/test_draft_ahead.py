@@ -74,3 +74,27 @@ def test_a_stop_inside_a_block_leaves_the_drafter_ready_for_the_next_answer(tiny
     again = engine.generate(PROMPT, GREEDY)
     plain = engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False))
     assert again.token_ids == plain.token_ids
+
+
+def test_drafting_ahead_costs_the_verification_when_the_block_is_kept_and_both_when_dropped():
+    from app.engine.decoding.cost import step_cost
+
+    assert step_cost(0.7, 4, 0.1, 1.3, ahead=False) == pytest.approx(4 * 0.1 + 1.3)
+    assert step_cost(1.0, 4, 0.1, 1.3, ahead=True) == pytest.approx(1.3)  # hidden behind the pass
+    assert step_cost(1.0, 4, 0.5, 1.3, ahead=True) == pytest.approx(2.0)  # longer than it: the drafting
+    assert step_cost(0.0, 4, 0.1, 1.3, ahead=True) == pytest.approx(4 * 0.1 + 1.3)  # always dropped
+    kept = 0.8**5
+    assert step_cost(0.8, 4, 0.1, 1.3, ahead=True) == pytest.approx(1.3 + 0.4 * (1 - kept))
+
+
+def test_a_draft_dear_in_turn_pays_when_drafted_ahead():
+    """The real pair's costs (a draft step 0.45 of a plain pass, v(n) = 1 + 0.4 (n - 1)) at an
+    acceptance of 0.9: in turn no k is predicted to gain; drafted ahead, one is."""
+    from app.engine.decoding.cost import best_k
+
+    def verify(n: int) -> float:
+        return 1.0 + 0.4 * (n - 1)
+
+    assert best_k(0.9, 0.45, verify, 5).k == 0
+    choice = best_k(0.9, 0.45, verify, 5, ahead=True)
+    assert choice.k > 0 and choice.predicted_speedup > 1.03

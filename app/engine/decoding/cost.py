@@ -146,23 +146,39 @@ class Choice:
     pass_cost: float = 1.0  # a pass verifying best_k drafts ÷ a plain pass
 
 
+def step_cost(alpha: float, k: int, draft: float, verify: float, ahead: bool) -> float:
+    """Expected seconds of a step verifying ``k`` drafts that cost ``draft`` each, in a pass of
+    ``verify``. In turn: k·d + V. Drafted ahead (during the previous verification), the drafts
+    are on the clock only when that block was dropped — some draft rejected, or the target's
+    own next token not the drafter's guess, together about 1 − α^(k+1) — and otherwise only for
+    what they take beyond the verification they overlapped: V + k·d·(1 − h) + h·max(0, k·d − V),
+    h = α^(k+1)."""
+    drafting = k * draft
+    if not ahead:
+        return drafting + verify
+    hit = alpha ** (k + 1)
+    return verify + drafting * (1.0 - hit) + hit * max(0.0, drafting - verify)
+
+
 def best_k(
     alpha: float,
     draft_cost: float,
     verify_cost: Callable[[int], float],
     k_max: int,
     min_gain: float = MIN_GAIN,
+    ahead: bool = False,
 ) -> Choice:
     """The k in 0..k_max with the most expected tokens per second.
 
     ``draft_cost``: seconds per draft (0 when the drafts are already made); ``verify_cost(n)``:
-    seconds of a target pass over ``n`` tokens.
+    seconds of a target pass over ``n`` tokens. ``ahead``: the drafter drafts the next block
+    while the target verifies this one (``step_cost``).
     """
     plain = verify_cost(1)
     plain_rate = 1.0 / plain
     best, best_rate = 0, 0.0
     for k in range(1, k_max + 1):
-        rate = expected_tokens(alpha, k) / (k * draft_cost + verify_cost(k + 1))
+        rate = expected_tokens(alpha, k) / step_cost(alpha, k, draft_cost, verify_cost(k + 1), ahead)
         if rate > best_rate:
             best, best_rate = k, rate
     gain = best_rate / plain_rate if best else 1.0
@@ -393,6 +409,8 @@ class KChooser:
     costs: CostModel = field(default_factory=CostModel)
     acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
     since_draft: int = 0
+    # this answer's draft model drafts ahead (``decode`` says so per answer): ``step_cost``
+    ahead: bool = False
 
     def verify_cost(self, tokens: int) -> float:
         """Seconds (or, before any measurement, units of one plain step)."""
@@ -422,13 +440,15 @@ class KChooser:
         if prefill:
             flat = verify(k_max + 1)
             return best_k(alpha, draft, lambda n: flat, k_max)
-        choice = best_k(alpha, draft, verify, k_max)
+        choice = best_k(alpha, draft, verify, k_max, ahead=self.ahead and not drafts_ready)
         due = PROBE_AFTER["free" if drafts_ready else "model"]
         # only the prior speaks: try it to learn, if perfect acceptance could pay at these costs.
         # Not for drafts already made: one set aside is judged for free by the target's next
         # token (the shadow evidence ``decode._learn`` records), which is what a probe would learn
         untried = (
-            not drafts_ready and key not in self.acceptance.evidence and best_k(1.0, draft, verify, k_max).k > 0
+            not drafts_ready
+            and key not in self.acceptance.evidence
+            and best_k(1.0, draft, verify, k_max, ahead=self.ahead).k > 0
         )
         if choice.k == 0 and probe and (untried or self.since_draft >= due):
             return replace(choice, k=1, reason="probe")

@@ -329,6 +329,8 @@ def _steps(
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     ahead_drafter = _drafting_ahead(drafter, config)
     ahead: Ahead | None = None  # the next block, drafted while the target verified this one
+    if chooser is not None:
+        chooser.ahead = ahead_drafter is not None  # its step costs (``cost.step_cost``)
     try:
         for index in itertools.count():
             if cancel is not None and cancel.is_set():
@@ -350,8 +352,10 @@ def _steps(
             drafter_asked = drafter_asked or first_ask
             drafted = _clock(target.device)
             if ahead_drafter is not None and proposal.tokens:
-                # a guess for the target's next token, then as many drafts as the next step may verify
-                block = 1 + (min(k + 1, config.k_max) if config.adaptive_k else k)
+                # a guess for the target's next token, then one draft more than this step verifies
+                # (what auto k may grow to after a kept block; adaptive k's next k at most): more
+                # would outlast the verification it hides behind, for drafts the next step seldom takes
+                block = 1 + min(len(proposal.tokens) + 1, min(k + 1, config.k_max) if config.adaptive_k else k)
                 following = tokens + proposal.tokens
                 future = ahead_drafter.propose_ahead(following, block, rule, config.confidence_threshold, len(tokens))
                 ahead = (future, len(following))
@@ -529,7 +533,10 @@ def _learn(chooser: KChooser, drafter: Drafter | None, record: StepRecord, unsee
     m, proposed, accepted = len(proposal.tokens), record.proposed, record.accepted
     if record.index > 0:
         chooser.costs.observe_verify(m + 1, record.verify_s)
-        if proposal.passes and not record.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
+        # drafts made ahead were not on this step's clock (``draft_s`` is the wait for them): not
+        # a draft step's cost, which ``cost.step_cost`` weighs against the verification itself
+        in_turn = not record.drafted_ahead
+        if proposal.passes and in_turn and not record.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
             chooser.costs.observe_draft(proposal.passes, record.draft_s)
     if record.first_ask and proposal.passes:
         chooser.costs.observe_draft_catch_up(unseen, record.draft_s)
