@@ -352,13 +352,7 @@ def _steps(
             drafter_asked = drafter_asked or first_ask
             drafted = _clock(target.device)
             if ahead_drafter is not None and proposal.tokens:
-                # a guess for the target's next token, then one draft more than this step verifies
-                # (what auto k may grow to after a kept block; adaptive k's next k at most): more
-                # would outlast the verification it hides behind, for drafts the next step seldom takes
-                block = 1 + min(len(proposal.tokens) + 1, min(k + 1, config.k_max) if config.adaptive_k else k)
-                following = tokens + proposal.tokens
-                future = ahead_drafter.propose_ahead(following, block, rule, config.confidence_threshold, len(tokens))
-                ahead = (future, len(following))
+                ahead = _draft_next_block(ahead_drafter, tokens, proposal.tokens, k, rule, config)
             step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
             finished = _clock(target.device)
             record = StepRecord(
@@ -385,6 +379,19 @@ def _steps(
     finally:
         if ahead is not None:
             ahead[0].result()  # the drafter's runner is consistent again before anyone uses it
+
+
+def _draft_next_block(
+    drafter: ModelDrafter, tokens: list[int], drafts: list[int], k: int, rule: Rule, config: GenerationConfig
+) -> Ahead:
+    """Start drafting, on the drafter's thread, the block after ``tokens + drafts``: a guess for
+    the target's next token, then one draft more than this step verifies (what auto k may grow to
+    after a kept block; adaptive k's next k at most). More would outlast the verification it hides
+    behind, for drafts the next step seldom takes."""
+    block = 1 + min(len(drafts) + 1, min(k + 1, config.k_max) if config.adaptive_k else k)
+    following = tokens + drafts
+    future = drafter.propose_ahead(following, block, rule, config.confidence_threshold, verified=len(tokens))
+    return future, len(following)
 
 
 def _take_ahead(
