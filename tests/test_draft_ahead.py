@@ -28,9 +28,9 @@ def spied(monkeypatch):
         return propose_ahead(self, *args, **kwargs)
 
     def taking(*args, **kwargs):
-        branch = from_ahead(*args, **kwargs)
+        branch, guessed = from_ahead(*args, **kwargs)
         seen["taken"] += branch is not None
-        return branch
+        return branch, guessed
 
     monkeypatch.setattr(drafters.ModelDrafter, "propose_ahead", drafting)
     monkeypatch.setattr(decode, "_from_ahead", taking)
@@ -98,3 +98,21 @@ def test_a_draft_dear_in_turn_pays_when_drafted_ahead():
     assert best_k(0.9, 0.45, verify, 5).k == 0
     choice = best_k(0.9, 0.45, verify, 5, ahead=True)
     assert choice.k > 0 and choice.predicted_speedup > 1.03
+
+
+def test_beside_a_plain_step_the_drafter_guesses_ahead_and_a_right_guess_is_verified_next(
+    tiny_models, monkeypatch, spied
+):
+    """A draft step measured dearer than any gain: auto k verifies no draft it would have to
+    wait for; drafted ahead beside the plain steps (off the clock), the guesses are free evidence
+    and the drafts they leave ready are verified. The answer is the target's alone."""
+    from app.engine.decoding.cost import KChooser
+
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "1")
+    monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    engine = _engine(tiny_models)
+    config = GenerationConfig(max_new_tokens=40, k=4)  # auto k
+    result = engine.generate(PROMPT, config)
+    assert spied["taken"] > 0 and result.stats.accepted > 0
+    assert all(s.drafted_ahead for s in result.steps[1:] if s.drafted)  # none drafted on the clock
+    assert result.token_ids == engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False)).token_ids

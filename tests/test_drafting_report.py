@@ -84,6 +84,7 @@ def test_generate_says_when_auto_k_drafted_nothing(capsys, models, monkeypatch):
     from app.engine.decoding.cost import KChooser
 
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    monkeypatch.setenv("SPECCHAT_DRAFT_AHEAD", "0")  # drafted ahead, a draft step costs the clock nothing
     args = ["--target", models["target"], "--weights", "fp32", "--draft", models["draft"], "--max-new-tokens", "8"]
     data = run_json(capsys, "generate", *args, "--prompt", "Hello world!")
     assert data["stats"]["proposed"] == 0 and data["config"]["speculative"]

@@ -50,6 +50,7 @@ def test_an_answer_that_drafted_nothing_says_so_under_it(qtbot, open_window, tin
     from app.engine.decoding.cost import KChooser
 
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    monkeypatch.setenv("SPECCHAT_DRAFT_AHEAD", "0")  # drafted ahead, a draft step costs the clock nothing
     window = open_window(replace(tiny_settings(tiny_models), auto_k=True))
     result = send_and_wait(qtbot, window, QUESTION)
     assert result.stats.proposed == 0

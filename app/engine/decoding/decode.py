@@ -213,17 +213,19 @@ def _drafting_ahead(drafter: Drafter | None, config: GenerationConfig) -> ModelD
     return drafter if config.greedy or config.sampling == "seed-invariant" else None
 
 
-def _from_ahead(ahead: Ahead, tokens: list[int]) -> Proposal | None:
+def _from_ahead(ahead: Ahead, tokens: list[int]) -> tuple[Proposal | None, bool]:
     """The block drafted ahead, when the target's answer went the way it guessed: every draft it
     followed accepted, and the target's own next token the block's first (its guess for it);
     then the rest of the block follows exactly ``tokens``. None otherwise (the branch is dropped:
-    the drafter rolls back to what it shares with ``tokens`` on its next ask)."""
+    the drafter rolls back to what it shares with ``tokens`` on its next ask). And whether the
+    guess was the target's token (after a plain step: evidence of acceptance, for free)."""
     future, after = ahead
     branch = future.result()  # waiting here is drafting time of this step
-    if len(tokens) != after + 1 or len(branch.tokens) < 2 or branch.tokens[0] != tokens[-1]:
-        return None
+    guessed = len(tokens) == after + 1 and bool(branch.tokens) and branch.tokens[0] == tokens[-1]
+    if not guessed or len(branch.tokens) < 2:
+        return None, guessed
     q = branch.q[1:] if branch.q is not None else None
-    return Proposal(branch.tokens[1:], q, branch.p_draft[1:], branch.passes, stopped=branch.stopped, fed=0)
+    return Proposal(branch.tokens[1:], q, branch.p_draft[1:], branch.passes, stopped=branch.stopped, fed=0), True
 
 
 def _drafter_for_answer(
@@ -234,9 +236,12 @@ def _drafter_for_answer(
 
     A draft model first feeds the part of the conversation it has not seen (a long prompt:
     its own prefill). With auto k that is worth it only if the drafting it enables saves more
-    over the answer than the catch-up costs; decided once, at the start of the answer.
+    over the answer than the catch-up costs; decided once, at the start of the answer. A draft
+    model that drafts ahead catches up beside the target's first plain steps: always kept.
     """
     if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
+        return drafter, 0, None
+    if _drafting_ahead(drafter, config) is not None:  # its catch-up runs on its own core, off the clock
         return drafter, 0, None
     unseen = drafter.unseen(prompt)
     plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
@@ -329,6 +334,7 @@ def _steps(
     drafter_asked = False  # until the drafter is asked, it may hold an earlier turn's state
     ahead_drafter = _drafting_ahead(drafter, config)
     ahead: Ahead | None = None  # the next block, drafted while the target verified this one
+    plain_before = False  # the previous step verified no draft
     if chooser is not None:
         chooser.ahead = ahead_drafter is not None  # its step costs (``cost.step_cost``)
     try:
@@ -340,7 +346,9 @@ def _steps(
             if chooser is not None:
                 chooser.costs.context = len(tokens)  # this step's passes are measured and predicted at it
             k_cap = min(k, out.limit - out.count - 1, context_length - len(tokens))
-            branch = _from_ahead(ahead, tokens) if ahead is not None else None
+            branch, guessed = _from_ahead(ahead, tokens) if ahead is not None else (None, False)
+            if ahead is not None and plain_before and chooser is not None:  # the guess beside a plain step
+                chooser.acceptance.observe(MODEL_KEY, 1, int(guessed))
             ahead = None
             if branch is not None and k_cap > 0:
                 proposal, choice, shadow = _take_ahead(branch, chooser, k_cap, config)
@@ -351,8 +359,13 @@ def _steps(
             first_ask = not drafter_asked and proposal is not NO_PROPOSAL
             drafter_asked = drafter_asked or first_ask
             drafted = _clock(target.device)
-            if ahead_drafter is not None and proposal.tokens:
-                ahead = _draft_next_block(ahead_drafter, tokens, proposal.tokens, k, rule, config)
+            # drafted ahead beside a plain step too (on the spare core, off the clock): its guess is
+            # free evidence, and a right guess leaves a draft ready for the next step
+            if ahead_drafter is not None and (proposal.tokens or index > 0):
+                first = not drafter_asked
+                ahead = _draft_next_block(ahead_drafter, tokens, proposal.tokens, k, rule, config, new_turn=first)
+                drafter_asked = True
+            plain_before = not proposal.tokens
             step = _verify_step(target, rule, tokens, proposal, out, new_turn=index == 0)
             finished = _clock(target.device)
             record = StepRecord(
@@ -382,7 +395,13 @@ def _steps(
 
 
 def _draft_next_block(
-    drafter: ModelDrafter, tokens: list[int], drafts: list[int], k: int, rule: Rule, config: GenerationConfig
+    drafter: ModelDrafter,
+    tokens: list[int],
+    drafts: list[int],
+    k: int,
+    rule: Rule,
+    config: GenerationConfig,
+    new_turn: bool,
 ) -> Ahead:
     """Start drafting, on the drafter's thread, the block after ``tokens + drafts``: a guess for
     the target's next token, then one draft more than this step verifies (what auto k may grow to
@@ -390,7 +409,8 @@ def _draft_next_block(
     behind, for drafts the next step seldom takes."""
     block = 1 + min(len(drafts) + 1, min(k + 1, config.k_max) if config.adaptive_k else k)
     following = tokens + drafts
-    future = drafter.propose_ahead(following, block, rule, config.confidence_threshold, verified=len(tokens))
+    threshold = config.confidence_threshold
+    future = drafter.propose_ahead(following, block, rule, threshold, verified=len(tokens), new_turn=new_turn)
     return future, len(following)
 
 

@@ -217,19 +217,20 @@ class ModelDrafter:
         )
 
     def propose_ahead(
-        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, verified: int
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, verified: int, new_turn: bool
     ) -> Future[Proposal]:
         """``propose(tokens, k, ...)`` on the drafter's own thread, while the target verifies:
         ``tokens`` ends in the drafts being verified, as if all pass, so the first draft is this
         model's guess for the target's next token. Only the first ``verified`` tokens are known to
-        be right, and later calls trust no more than those. Nothing else may use the runner until
+        be right, and later calls trust no more than those (``new_turn``: as ``propose``'s, the
+        drafter's first ask of an answer trusts nothing). Nothing else may use the runner until
         the future is done (``decode`` waits for it before the next step or at the end)."""
         if self._executor is None:
             # one thread, one torch thread: the core the target's threads leave free
             self._executor = ThreadPoolExecutor(1, "specchat-draft", initializer=torch.set_num_threads, initargs=(1,))
 
         def run() -> Proposal:
-            proposal = self.propose(tokens, k, rule, confidence_threshold, new_turn=False)
+            proposal = self.propose(tokens, k, rule, confidence_threshold, new_turn=new_turn)
             self._seen = verified
             return proposal
 
