@@ -41,7 +41,7 @@ def test_threads_above_the_cores_are_capped_with_a_reason(asked, capsys):
 
 
 def test_the_engine_caps_a_thread_count_above_the_cpus():
-    from app.engine.runners.cpu_kernels import parse_threads
+    from app.engine.runners.threads import parse_threads
 
     assert parse_threads(18446744073709551616) == available_cpus()
     assert parse_threads("999") == available_cpus()

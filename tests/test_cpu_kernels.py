@@ -25,15 +25,10 @@ from app.engine.config import LoadOptions
 from app.engine.errors import InvalidSettingError
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_probe
-from app.engine.runners.cpu_kernels import (
-    ROWWISE,
-    PrepackedLinear,
-    apply_cpu_kernels,
-    cpu_kernels_of,
-    has_cpu_kernels,
-)
+from app.engine.runners.cpu_kernels import ROWWISE, apply_cpu_kernels, cpu_kernels_of, has_cpu_kernels
 from app.engine.runners.cpu_probe import PROBE_ENV, CpuProbe, cpuinfo_flags, force_probe, probe
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.prepacked import PrepackedLinear
 from app.engine.runners.quant import batch_invariant, quantized_layers
 
 PROMPT = "def add(a, b):\n    return a + b\nThe quick brown fox jumps over the lazy dog."
@@ -359,7 +354,7 @@ def test_each_row_called_directly_equals_the_one_row_call_of_its_path(groups, dt
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     from app.engine.runners import native
-    from app.engine.runners.cpu_kernels import _one_row_at_a_time, native_attention
+    from app.engine.runners.cpu_kernels import native_attention, one_row_at_a_time
 
     module = nn.Module()
     module.num_key_value_groups, module.is_causal = groups, True
@@ -371,14 +366,14 @@ def test_each_row_called_directly_equals_the_one_row_call_of_its_path(groups, dt
     assert kernel == (dtype == torch.bfloat16 and native.kernels() is not None)  # the path this CPU takes
     for rows in (1, 2, 5):
         q = query[:, :, -rows:]
-        got = _one_row_at_a_time(module, q, key, value, scaling=0.125)
+        got = one_row_at_a_time(module, q, key, value, scaling=0.125)
         stock = torch.cat([
             sdpa_attention_forward(module, q[:, :, i : i + 1].float(), k32[:, :, : 37 - rows + i + 1],
                                    v32[:, :, : 37 - rows + i + 1], None, scaling=0.125)[0].to(dtype)
             for i in range(rows)
         ], dim=1)  # fmt: skip
         alone = torch.cat([
-            _one_row_at_a_time(module, q[:, :, i : i + 1], key[:, :, : 37 - rows + i + 1],
+            one_row_at_a_time(module, q[:, :, i : i + 1], key[:, :, : 37 - rows + i + 1],
                                value[:, :, : 37 - rows + i + 1], scaling=0.125)
             for i in range(rows)
         ], dim=1)  # fmt: skip
@@ -395,7 +390,7 @@ def test_a_prepacked_linears_rows_do_not_depend_on_how_many_are_fed_together(com
     """Up to a long prompt's rows: each row equals the row fed alone (K = 576 is where oneDNN's bf16
     GEMM took another kernel above 32 rows on an AMX Xeon; the chunks of ``PACK_MAX_ROWS`` keep
     every row on the small-M kernel)."""
-    from app.engine.runners.cpu_kernels import PACK_MAX_ROWS
+    from app.engine.runners.prepacked import PACK_MAX_ROWS
 
     if not probe().can_pack(compute):
         pytest.skip(f"this CPU cannot prepack {compute}")

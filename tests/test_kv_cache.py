@@ -12,7 +12,8 @@ from transformers.cache_utils import DynamicSlidingWindowLayer
 
 from app.engine.runners import kv
 from app.engine.runners.cpu_kernels import apply_cpu_kernels
-from app.engine.runners.kv import CachedModel, GrowingLayer
+from app.engine.runners.growing import GrowingLayer
+from app.engine.runners.kv import CachedModel
 
 VOCAB = 384
 

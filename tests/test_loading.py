@@ -22,7 +22,7 @@ from transformers import PreTrainedTokenizerFast, T5Config
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 from app.engine.models import loading
 from app.engine.models.loading import LoadedModel, check_compatible, load_model
-from app.engine.runners import cpu_kernels
+from app.engine.runners import prepacked
 from app.engine.runners.cpu_probe import force_probe, probe
 from app.engine.runners.quant import Int4Linear, Int8Linear
 
@@ -169,7 +169,7 @@ def kernels_that_fail(monkeypatch):
     def refuse(cls, layer, compute):
         raise RuntimeError(MKLDNN_ERROR)
 
-    monkeypatch.setattr(cpu_kernels.PrepackedLinear, "of", classmethod(refuse))
+    monkeypatch.setattr(prepacked.PrepackedLinear, "of", classmethod(refuse))
 
 
 def test_a_failure_while_applying_the_kernels_is_a_plain_load_error(llama_folder, kernels_that_fail):

@@ -27,8 +27,9 @@ from app.engine import Engine, GenerationConfig
 from app.engine.config import LoadOptions
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_kernels, native
-from app.engine.runners.cpu_kernels import PACK_MAX_ROWS, ROWWISE, PrepackedLinear, cpu_kernels_of
+from app.engine.runners.cpu_kernels import ROWWISE, cpu_kernels_of
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.prepacked import PACK_MAX_ROWS, PrepackedLinear
 from app.engine.runners.quant import quantized_layers
 
 PROMPT_ROWS = PACK_MAX_ROWS + 9  # a prompt's pass crosses a linear's chunk of rows

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from app.engine import Engine, GenerationConfig
-from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, threads_for_load
+from app.engine.runners.threads import OtherLoad, ThreadGovernor, threads_for_load
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from app.cli import main
 from app.engine import Engine
 from app.engine.config import LoadOptions, available_cpus
 from app.engine.errors import InvalidSettingError
-from app.engine.runners.cpu_kernels import auto_threads, choose_threads, parse_threads, physical_cores
+from app.engine.runners.threads import auto_threads, choose_threads, parse_threads, physical_cores
 from app.ui.settings.settings_dialog import SettingsDialog
 from app.ui.settings.store import AppSettings, ModelSettings
 from app.worker import EngineWorker

@@ -293,7 +293,7 @@ def agree(path: Path, n: int = 32) -> None:
 def head() -> None:
     import torch
 
-    from app.engine.runners.cpu_kernels import PrepackedLinear
+    from app.engine.runners.prepacked import PrepackedLinear
     from app.engine.runners.quant import Int4Linear, Int8Linear
 
     torch.set_num_threads(1)

@@ -51,8 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.engine.config import LoadOptions
 from app.engine.models.loading import LoadedModel, bundled_model_path, load_model
 from app.engine.runners import cpu_kernels, kv
-from app.engine.runners.cpu_kernels import apply_threads
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.threads import apply_threads
 
 # the clock every part is timed with: this thread's CPU time (the default: on a machine where
 # other processes take the cores, wall time measures the scheduler) or wall time
@@ -226,12 +226,12 @@ def stock_rows() -> Iterator[None]:
 
     from app.engine.runners import lean
 
-    saved = cpu_kernels._one_row_at_a_time
-    cpu_kernels._one_row_at_a_time = lean._one_row_at_a_time = one_row_at_a_time  # the lean pass imported it
+    saved = cpu_kernels.one_row_at_a_time
+    cpu_kernels.one_row_at_a_time = lean.one_row_at_a_time = one_row_at_a_time  # the lean pass imported it
     try:
         yield
     finally:
-        cpu_kernels._one_row_at_a_time = lean._one_row_at_a_time = saved
+        cpu_kernels.one_row_at_a_time = lean.one_row_at_a_time = saved
 
 
 @contextmanager

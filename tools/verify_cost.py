@@ -27,8 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine.models.loading import LoadedModel, load_model
-from app.engine.runners.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels, apply_threads
+from app.engine.runners.cpu_kernels import PACKED_DTYPES, apply_cpu_kernels
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.threads import apply_threads
 
 BLOCKS = (1, 2, 4, 6, 8)
 CONTEXT = 100

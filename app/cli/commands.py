@@ -194,7 +194,7 @@ def _bench_prompts(args: argparse.Namespace) -> list[str]:
 def run_peer_bench(args: argparse.Namespace, config: GenerationConfig, out: TextIO) -> int:
     from app.bench import peer
     from app.engine.models.catalog import find_bundled_model
-    from app.engine.runners.cpu_kernels import choose_threads
+    from app.engine.runners.threads import choose_threads
 
     try:
         tools = peer.PeerTools.find(args.peer)

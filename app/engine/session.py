@@ -44,8 +44,8 @@ from app.engine.models.loading import (
     source_identity,
 )
 from app.engine.models.measured import machine_description
-from app.engine.runners.cpu_kernels import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.threads import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 
 
 def _text(value: str) -> str:

@@ -26,20 +26,15 @@ What the CPU can pack is asked once (``cpu_probe.probe``): bf16 weights on a CPU
 pack bf16 (AVX2 only) are computed in fp32. ``apply_cpu_kernels`` leaves a ``CpuKernels`` on
 the model saying what was applied, per part, with a note for whatever fell back.
 
-``choose_threads`` / ``apply_threads`` pick torch's CPU thread count ("auto": physical cores
-minus one): oversubscribed OpenMP threads collapse speed on a busy machine.
+Its neighbours: the prepacked linears (``runners/prepacked.py``), SpecChat's kernels
+(``runners/native``), the weight-only forms (``runners/quant.py``), torch's CPU threads
+(``runners/threads.py``).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
-import statistics
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -50,71 +45,17 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward, use
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.pytorch_utils import Conv1D
 
-from app.engine.config import cap_threads
-from app.engine.errors import InvalidSettingError
 from app.engine.runners import native
 from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.native import calls
 from app.engine.runners.native.calls import ATTEND_MAX_HEAD_DIM
+from app.engine.runners.prepacked import PrepackedLinear, weight_of
 from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 
 ROWWISE = "specchat_rowwise"
-# rows per oneDNN call: a prepacked linear's rows are bit-identical for M = 1 (fed as 2) .. 32 on
-# every CPU measured; bf16 on an AVX-512 + AMX CPU takes another kernel from M = 33 (a prompt)
-PACK_MAX_ROWS = 32
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
 HALF_DTYPES = (torch.bfloat16, torch.float16)
 
-
-
-# ---------------------------------------------------------------- linears
-
-
-class PrepackedLinear(nn.Module):
-    """``y = x Wᵀ + b`` on a weight reordered once for oneDNN.  x [..., in] → y [..., out]
-
-    ``compute``: the dtype oneDNN multiplies in. A bf16 weight on a CPU that cannot prepack bf16
-    is upcast once to fp32 (exactly: every bf16 is an fp32) and its bf16 inputs with it; the
-    output is rounded back to the input's dtype, so the rest of the model still runs in bf16."""
-
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, compute: torch.dtype) -> None:
-        super().__init__()
-        self.out_features, self.in_features = weight.shape
-        self.compute = compute
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(compute), None)
-        self.register_buffer("packed_weight", packed, persistent=False)
-        self.bias = None if bias is None else nn.Parameter(bias.detach().to(compute), requires_grad=False)
-
-    @classmethod
-    def of(cls, layer: nn.Module, compute: torch.dtype) -> PrepackedLinear:
-        """From an ``nn.Linear`` (weight [out, in]) or a GPT-2 ``Conv1D`` (weight [in, out])."""
-        weight, bias = _weight(layer), layer.bias
-        assert bias is None or isinstance(bias, torch.Tensor)
-        return cls(weight.t().contiguous() if isinstance(layer, Conv1D) else weight, bias, compute)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        dtype = x.dtype
-        rows = x.to(self.compute).reshape(-1, self.in_features)  # [M, in]
-        chunks = torch.split(rows, PACK_MAX_ROWS) if rows.shape[0] > PACK_MAX_ROWS else (rows,)
-        out = torch.cat([self._rows(chunk) for chunk in chunks]) if len(chunks) > 1 else self._rows(rows)
-        return out.reshape(*x.shape[:-1], self.out_features).to(dtype)
-
-    def _rows(self, x: torch.Tensor) -> torch.Tensor:
-        """One oneDNN call over at most ``PACK_MAX_ROWS`` rows.  [M, in] → [M, out]
-
-        oneDNN takes a GEMV path for one row that sums K (> ~1k) in another order than its GEMM;
-        fed as two equal rows, a lone row (a token, or a prompt's last chunk) gets the GEMM's bits
-        (~2% slower)."""
-        alone = x.shape[0] == 1
-        if alone:
-            x = x.expand(2, -1).contiguous()  # [2, in]
-        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
-        return out[:1] if alone else out
-
-    def extra_repr(self) -> str:
-        compute = str(self.compute).removeprefix("torch.")
-        shape = f"in_features={self.in_features}, out_features={self.out_features}"
-        return f"{shape}, bias={self.bias is not None}, compute={compute}"
 
 
 # ---------------------------------------------------------------- norms
@@ -178,14 +119,8 @@ def _linear_layers(model: PreTrainedModel) -> list[tuple[nn.Module, str, nn.Modu
         (parent, name, child)
         for parent in model.modules()
         for name, child in parent.named_children()
-        if type(child) in (nn.Linear, Conv1D) and _weight(child).device.type == "cpu"
+        if type(child) in (nn.Linear, Conv1D) and weight_of(child).device.type == "cpu"
     ]
-
-
-def _weight(layer: nn.Module) -> torch.Tensor:
-    weight = layer.weight
-    assert isinstance(weight, torch.Tensor)
-    return weight.detach()
 
 
 def _compute_dtype(weight: torch.dtype, cpu: CpuProbe) -> torch.dtype | None:
@@ -208,7 +143,7 @@ def _prepack_linears(model: PreTrainedModel, cpu: CpuProbe) -> tuple[int, int, s
     computes: set[torch.dtype] = set()
     swapped = 0
     for parent, name, child in layers:
-        compute = _compute_dtype(_weight(child).dtype, cpu)
+        compute = _compute_dtype(weight_of(child).dtype, cpu)
         if compute is None:
             continue
         setattr(parent, name, PrepackedLinear.of(child, compute))
@@ -231,10 +166,10 @@ def _own_remaining_weights(model: PreTrainedModel) -> None:
 # ---------------------------------------------------------------- attention
 
 
-ASK = object()  # ``_one_row_at_a_time``'s ``gqa`` when the caller has not asked ``_direct_gqa``
+ASK = object()  # ``one_row_at_a_time``'s ``gqa`` when the caller has not asked ``direct_gqa``
 
 
-def _one_row_at_a_time(
+def one_row_at_a_time(
     module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: object = ASK, **kwargs: Any
 ) -> torch.Tensor:
     """Each of q's rows over its own causal prefix — the last ``window`` keys of it on a
@@ -243,12 +178,12 @@ def _one_row_at_a_time(
 
     Each row is the SDPA call transformers' ``sdpa_attention_forward`` makes for one row with no
     mask, made directly (its Python costs 18 µs a row; a pass over 8 tokens makes 8 per layer),
-    and the rows are put together once. ``gqa``: ``_direct_gqa``'s answer when the caller
+    and the rows are put together once. ``gqa``: ``direct_gqa``'s answer when the caller
     already has it (it reads the environment on every call). A row whose window starts after the
     first key is one call over exactly the keys it may see, as decoding that row makes it."""
     q_len, kv_len = query.shape[2], key.shape[2]
     if gqa is ASK:
-        gqa = _direct_gqa(module, key, value, kwargs)
+        gqa = direct_gqa(module, key, value, kwargs)
     window = _window(module, kwargs)
     spans = [(max(0, end - window) if window else 0, end) for end in range(kv_len - q_len + 1, kv_len + 1)]
     if gqa is None:  # a case transformers' function treats otherwise: let it
@@ -337,7 +272,7 @@ def _native_rows(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, sc
     return calls.attend(query.contiguous(), key, value, scale if scale is not None else 1 / math.sqrt(dim))
 
 
-def _direct_gqa(module: nn.Module, key: torch.Tensor, value: torch.Tensor, kwargs: dict[str, Any]) -> bool | None:
+def direct_gqa(module: nn.Module, key: torch.Tensor, value: torch.Tensor, kwargs: dict[str, Any]) -> bool | None:
     """``enable_gqa`` of the SDPA call ``sdpa_attention_forward`` makes for one row with no mask
     (None: it would do something else there — pack the heads, add a bias, raise)."""
     if any(kwargs.get(name) is not None for name in ("softcap", "position_bias", "is_causal")):
@@ -367,7 +302,7 @@ def rowwise_attention(
     sliding causal) one, which the rows' spans are. A batch or a dropout runs plain SDPA (not exact)."""
     if query.shape[0] != 1 or dropout:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    return _one_row_at_a_time(module, query, key, value, scaling=scaling, **kwargs), None
+    return one_row_at_a_time(module, query, key, value, scaling=scaling, **kwargs), None
 
 
 def _window(module: nn.Module, kwargs: dict[str, Any]) -> int | None:
@@ -551,141 +486,3 @@ def has_cpu_kernels(model: PreTrainedModel) -> bool:
     """Whether prepacked linears run in ``model``."""
     report = cpu_kernels_of(model)
     return report is not None and report.applied
-
-
-# ---------------------------------------------------------------- threads
-
-AUTO = "auto"
-_THREADS = re.compile(r"^\s*(auto|\d+)\s*$", re.IGNORECASE)
-
-
-def physical_cores() -> int:
-    """Physical cores this process may run on (hyper-threads counted once)."""
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    cores = set()
-    for cpu in allowed:
-        try:
-            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id") as f:
-                core = f.read().strip()
-            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id") as f:
-                package = f.read().strip()
-        except OSError:
-            core, package = str(cpu), "0"
-        cores.add((package, core))
-    return max(1, len(cores))
-
-
-def parse_threads(value: str | int | None) -> int | None:
-    """``"auto"`` / None → None (choose), a positive integer → itself, capped to the CPUs this
-    process may use (``config.cap_threads``); else InvalidSettingError."""
-    if value is None:
-        return None
-    text = str(value)
-    match = _THREADS.match(text)
-    if match is None or match.group(1) == "0":
-        raise InvalidSettingError(f"'{value}' is not a number of CPU threads; use auto or a whole number ≥ 1.")
-    return None if match.group(1).lower() == AUTO else cap_threads(int(match.group(1)))
-
-
-def auto_threads() -> int:
-    """Physical cores minus one (at least one): a core left for the GUI thread and whatever else
-    runs. Oversubscribed OpenMP threads collapse: on 2 busy cores, 2 threads decoded the bundled
-    model at 0.25 tok/s against 6.2 tok/s with 1 thread (tools/thread_speed.py)."""
-    return max(1, physical_cores() - 1)
-
-
-def choose_threads(value: str | int | None = AUTO) -> int:
-    """The thread count to use: the number asked for, or ``auto_threads()``."""
-    asked = parse_threads(value)
-    return asked if asked is not None else auto_threads()
-
-
-def apply_threads(value: str | int | None = AUTO) -> int:
-    """Set torch's intra-op threads (and, before any parallel work, its inter-op threads)."""
-    threads = choose_threads(value)
-    torch.set_num_threads(threads)
-    try:
-        torch.set_num_interop_threads(threads)
-    except RuntimeError:  # allowed once per process, before inter-op work has started
-        pass
-    return threads
-
-
-# ------------------------------------------------- threads while answering (auto)
-
-IDLE_SLACK = 0.25  # busy cores of other processes that still count as none (daemons, the GUI)
-THREAD_SAMPLES = 7  # running median of plain passes per thread count
-SLOWER = 1.05  # more threads must measure at least 5 % faster to be kept
-
-
-class OtherLoad:
-    """Cores kept busy by *other* processes since the previous call: the machine's busy time
-    (/proc/stat) minus this process's own CPU time, over the wall time between the calls.
-    None when it cannot be read (not Linux) or on the first call."""
-
-    def __init__(
-        self,
-        stat_path: str = "/proc/stat",
-        clock: Callable[[], float] = time.monotonic,
-        own_cpu: Callable[[], float] = lambda: sum(os.times()[:2]),
-    ) -> None:
-        self.stat_path = stat_path
-        self.clock, self.own_cpu = clock, own_cpu
-        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.previous = self._read()
-
-    def _read(self) -> tuple[float, float, float] | None:
-        try:
-            with open(self.stat_path) as f:
-                fields = [float(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
-        return (sum(fields[:8]) - idle) / self.hz, self.own_cpu(), self.clock()  # guest time is in user
-
-    def __call__(self) -> float | None:
-        now, before = self._read(), self.previous
-        self.previous = now
-        if now is None or before is None or now[2] - before[2] <= 0.05:
-            return None
-        others = (now[0] - before[0]) - (now[1] - before[1])
-        return max(0.0, others / (now[2] - before[2]))
-
-
-def threads_for_load(cores: int, others_busy: float) -> int:
-    """The most threads that do not oversubscribe the machine: the cores other processes leave
-    free (their busy cores rounded up, past a little slack), at least one."""
-    return max(1, min(cores, cores - math.ceil(others_busy - IDLE_SLACK)))
-
-
-@dataclass
-class ThreadGovernor:
-    """``auto`` threads while answering: all physical cores when other processes leave them
-    idle, fewer as they get busy (never oversubscribed: 2 threads on 2 busy cores collapsed to
-    0.25 tok/s against 6.2 with 1), and never more threads than the fewest that measured no
-    slower on this machine's recent plain passes (``observe``). ``load()`` says how many cores
-    other processes kept busy since it was last asked (``OtherLoad``; injected in tests); the
-    engine chooses between answers."""
-
-    cores: int
-    load: Callable[[], float | None]
-    costs: dict[int, deque[float]] = field(default_factory=dict)  # threads -> plain-pass seconds
-
-    def observe(self, threads: int, seconds: float) -> None:
-        if seconds > 0.0:
-            self.costs.setdefault(threads, deque(maxlen=THREAD_SAMPLES)).append(seconds)
-
-    def cost(self, threads: int) -> float | None:
-        samples = self.costs.get(threads)
-        return statistics.median(samples) if samples else None
-
-    def choose(self, others: float | None) -> int:
-        """Threads for the next answer, given the cores other processes keep busy (None:
-        unknown, cores − 1)."""
-        threads = max(1, self.cores - 1) if others is None else threads_for_load(self.cores, others)
-        while threads > 1:  # measured: more threads must pay
-            more, fewer = self.cost(threads), self.cost(threads - 1)
-            if more is None or fewer is None or more < fewer * SLOWER:
-                break
-            threads -= 1
-        return threads

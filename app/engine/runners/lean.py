@@ -8,7 +8,7 @@ output dataclasses, per-linear reshapes and casts — takes several more. ``Lean
 same arithmetic, op for op, in one function: the same RMSNorm formula (fp32 variance, weight
 times the input-dtype result), the model's own rotary module, the same rotate-half rotary
 arithmetic, the cache layer's own ``update``, and the row-wise attention rows
-(``cpu_kernels._one_row_at_a_time``) that transformers' path calls for such a block. Its logits
+(``cpu_kernels.one_row_at_a_time``) that transformers' path calls for such a block. Its logits
 are equal to ``model(...)``'s bit for bit (tests/test_lean.py checks every supported
 architecture and weights form), so the exactness of block verification is the same property
 as before; only the Python around the kernels is gone.
@@ -41,11 +41,12 @@ from app.engine.runners.cpu_kernels import (
     ASK,
     ROWWISE,
     NativeRMSNorm,
-    _direct_gqa,
-    _one_row_at_a_time,
     attend_takes,
+    direct_gqa,
+    one_row_at_a_time,
     rows_sdpa,
 )
+from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.native import calls
 from app.engine.runners.quant import WeightOnlyLinear, side_by_side
 
@@ -124,7 +125,7 @@ class _Layer:
         self.q_heads = int(attn.q_proj.out_features) // self.head_dim
         self.heads = [self.q_heads, int(attn.k_proj.out_features) // self.head_dim]  # q's, k's
         self.scaling = float(attn.scaling)
-        self.gqa: object = ASK  # ``_direct_gqa``'s answer, asked on the first pass
+        self.gqa: object = ASK  # ``direct_gqa``'s answer, asked on the first pass
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
         # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
         self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
@@ -135,7 +136,7 @@ class _Layer:
         if not self.one_call:
             return False
         if self.gqa is ASK:
-            self.gqa = _direct_gqa(self.attn, kv.keys, kv.values, {})
+            self.gqa = direct_gqa(self.attn, kv.keys, kv.values, {})
         return self.gqa is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, bool(self.gqa))
 
     def attend_in_one_call(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, kv: Any) -> torch.Tensor:
@@ -149,10 +150,10 @@ class _Layer:
         """The row-wise attention rows, as transformers' path calls them.  → [T, Hq·D]"""
         rows = q.shape[2]
         if self.gqa is ASK:
-            self.gqa = _direct_gqa(self.attn, keys, values, {})
+            self.gqa = direct_gqa(self.attn, keys, values, {})
         if rows == 1 and self.gqa is not None:  # one-token decoding: its one SDPA call, made here
             return rows_sdpa(q, keys, values, self.scaling, bool(self.gqa)).reshape(1, -1)  # [1, Hq, 1, D]: [1, Hq·D]
-        attended = _one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)
+        attended = one_row_at_a_time(self.attn, q, keys, values, gqa=self.gqa, scaling=self.scaling)
         return attended.reshape(rows, -1)
 
 
@@ -180,7 +181,7 @@ class LeanPass:
             rows > 0
             and len(cache.layers) == len(self.layers)
             and cache.get_seq_length() > 0
-            and all(type(layer).__name__ == "GrowingLayer" for layer in cache.layers)
+            and all(isinstance(layer, GrowingLayer) for layer in cache.layers)
         )
 
     def __call__(self, ids: Sequence[int], cache: DynamicCache, keep: int) -> torch.Tensor:

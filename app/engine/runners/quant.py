@@ -33,6 +33,7 @@ from transformers.pytorch_utils import Conv1D
 
 from app.engine.runners import native
 from app.engine.runners.native import calls
+from app.engine.runners.prepacked import PrepackedLinear
 
 GROUP = 32  # inputs per int4 group (scale, zero)
 INT4_N_MULTIPLE = 16  # the CPU int4 packing wants out_features divisible by 16
@@ -467,7 +468,7 @@ def quantized_layers(model: nn.Module) -> list[WeightOnlyLinear]:
 
 
 # block sizes asked: a verified block, a prompt's pass with drafts folded in, a prompt of several
-# chunks (a prepacked linear is fed at most ``cpu_kernels.PACK_MAX_ROWS`` rows a call)
+# chunks (a prepacked linear is fed at most ``prepacked.PACK_MAX_ROWS`` rows a call)
 INVARIANCE_ROWS = (5, 34, 70)
 
 
@@ -497,8 +498,6 @@ def _probe_layer(form: str, weight: torch.Tensor) -> nn.Module:
         return Int4Linear.from_float(weight)
     if form == "int8":
         return Int8Linear.from_float(weight)
-    from app.engine.runners.cpu_kernels import PrepackedLinear  # cpu_kernels imports this module
-
     dtype = torch.bfloat16 if form == "prepacked-bf16" else torch.float32
     return PrepackedLinear(weight.to(dtype), None, dtype)
 
