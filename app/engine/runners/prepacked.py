@@ -39,8 +39,10 @@ class PrepackedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
         rows = x.to(self.compute).reshape(-1, self.in_features)  # [M, in]
-        chunks = torch.split(rows, PACK_MAX_ROWS) if rows.shape[0] > PACK_MAX_ROWS else (rows,)
-        out = torch.cat([self._rows(chunk) for chunk in chunks]) if len(chunks) > 1 else self._rows(rows)
+        if rows.shape[0] > PACK_MAX_ROWS:
+            out = torch.cat([self._rows(chunk) for chunk in torch.split(rows, PACK_MAX_ROWS)])
+        else:
+            out = self._rows(rows)
         return out.reshape(*x.shape[:-1], self.out_features).to(dtype)
 
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
