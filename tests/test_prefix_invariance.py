@@ -84,6 +84,37 @@ def test_a_prompt_split_at_any_point_gives_the_logits_of_one_pass(
         assert torch.equal(parts, whole), f"split after {split} of {len(ids)} tokens"
 
 
+@pytest.fixture
+def threads():
+    """Sets torch's thread count for the test and puts back the one it found."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_a_rows_numbers_do_not_depend_on_the_thread_count(wide_models, arch, path, threads):  # noqa: F811
+    """A cache written at one thread count and read by rows computed at another (``auto`` threads
+    change between answers; the drafter drafts on a thread of its own) gives the logits of one
+    thread. Thread counts above the cores are asked on purpose: a kernel that splits a row's
+    reduction between threads (ATen's one-row SDPA did, on an AMD EPYC) computes it otherwise
+    at each count, whatever the cores."""
+    dtype, _ = path
+    loaded = load_model(wide_models[arch], device="cpu", dtype=dtype)
+    assert _on_path(cpu_kernels_of(loaded.model), path)
+    ids = _random_ids(PROMPT_ROWS, loaded.vocab_size, seed=5)
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    threads(1)
+    whole = runner.forward(ids, keep=0)
+    for count in (2, 3, 4):
+        runner.reset()
+        threads(1)
+        first = runner.forward(ids[:20], keep=0)  # the cache written on one thread
+        threads(count)
+        rest = runner.forward(ids[20:], keep=0)
+        assert torch.equal(torch.cat([first, rest]), whole), f"{count} threads"
+
+
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_a_prefix_reused_from_another_conversation_gives_a_fresh_passs_logits(wide_models, arch, path):  # noqa: F811
     """The cache holds conversation A (a shared start + A's own tokens + an answer decoded one

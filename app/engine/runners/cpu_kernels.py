@@ -34,6 +34,8 @@ Its neighbours: the prepacked linears (``runners/prepacked.py``), SpecChat's ker
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,11 +190,12 @@ def one_row_at_a_time(
     spans = [(max(0, end - window) if window else 0, end) for end in range(kv_len - q_len + 1, kv_len + 1)]
     if gqa is None:  # a case transformers' function treats otherwise: let it
         rows = []
-        for i, (start, end) in enumerate(spans):
-            out, _ = sdpa_attention_forward(
-                module, query[:, :, i : i + 1], key[:, :, start:end], value[:, :, start:end], None, **kwargs
-            )
-            rows.append(out)  # [1, 1, H, D]
+        with one_thread(query):
+            for i, (start, end) in enumerate(spans):
+                out, _ = sdpa_attention_forward(
+                    module, query[:, :, i : i + 1], key[:, :, start:end], value[:, :, start:end], None, **kwargs
+                )
+                rows.append(out)  # [1, 1, H, D]
         return torch.cat(rows, dim=1)
     scale = kwargs.get("scaling")
     if spans[-1][0] == 0:  # every row sees its whole prefix
@@ -227,15 +230,36 @@ def rows_sdpa(
     if query.device.type == "cpu" and dtype in HALF_DTYPES:
         query, key, value = query.float(), key.float(), value.float()
     q_len, kv_len = query.shape[2], key.shape[2]
-    outs = [
-        F.scaled_dot_product_attention(
-            query[:, :, i : i + 1], key[:, :, : kv_len - q_len + i + 1], value[:, :, : kv_len - q_len + i + 1],
-            scale=scale, enable_gqa=gqa,
-        )  # [1, H, 1, D]
-        for i in range(q_len)
-    ]  # fmt: skip
+    with one_thread(query):
+        outs = [
+            F.scaled_dot_product_attention(
+                query[:, :, i : i + 1], key[:, :, : kv_len - q_len + i + 1], value[:, :, : kv_len - q_len + i + 1],
+                scale=scale, enable_gqa=gqa,
+            )  # [1, H, 1, D]
+            for i in range(q_len)
+        ]  # fmt: skip
     out = outs[0] if q_len == 1 else torch.cat(outs, dim=2)
     return out.to(dtype)
+
+
+@contextmanager
+def one_thread(query: torch.Tensor) -> Iterator[None]:
+    """ATen's one-row SDPA on the CPU on one thread. Its result depends on the thread count: it
+    splits a row's keys between threads (on an AMD EPYC with AVX-512, torch 2.13, 1, 2, 3 and 4
+    threads gave four different results for the same row, from 8 keys up), and the thread count
+    changes between answers (``auto`` threads) and between the target's and the drafter's
+    threads, so a cache written at one count would be read by rows computed at another. One
+    thread costs little: 33 µs a row over 100 keys either way, 2.2 against 1.2 ms over 4,000
+    (12 heads of 128, fp32); a pass's linears keep their threads. 0.2 µs a call."""
+    threads = torch.get_num_threads() if query.device.type == "cpu" else 1
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def native_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: bool) -> bool:
