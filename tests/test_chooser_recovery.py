@@ -11,6 +11,8 @@ import pytest
 
 import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
+from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, AcceptanceModel, CostModel, KChooser, lookup_key
 from app.engine.decoding.decode import StepRecord, _learn, _Verified
 from app.engine.decoding.drafters import Proposal
@@ -177,7 +179,7 @@ def test_a_confidence_stop_before_the_first_draft_is_evidence(load_tiny):
     costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
     engine.chooser = KChooser(costs=costs)
     config = replace(AUTO, confidence_threshold=0.999)  # a random model is never that sure
-    result = engine.generate(PROMPT, config)
+    result = engine.generate(PROMPT, config, options=AnswerOptions(drafter_choice=DRAFT_MODEL))  # no lookup drafts
     assert result.stats.proposed == 0
     assert result.stats.draft_passes < result.stats.target_passes / 3
     assert engine.chooser.acceptance.alpha(MODEL_KEY) < 0.3

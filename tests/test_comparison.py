@@ -13,6 +13,7 @@ from app.engine.analysis.comparison import CACHE_POLICY, ORDER, run_comparison
 from app.engine.backend import NEW_ANSWER, AnswerOptions
 from app.engine.config import GenerationConfig
 from app.engine.decoding import decode as decode_module
+from app.engine.decoding.suffix_drafter import SUFFIX_DRAFTER_NAME
 from app.engine.events import RunStats, TokenInfo
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
@@ -216,5 +217,6 @@ def test_a_rerun_that_skips_the_draft_model_still_counts_as_the_same_models(load
     assert stored.made_by is not None and stored.made_by.drafter == engine.drafter_name  # it drafted
     monkeypatch.setattr(engine.chooser, "worth_catching_up", lambda *args: False)
     report = run_comparison(engine, PROMPT, config, stored=stored)
-    assert report.speculative.made_by.drafter == "none"  # the rerun skipped it, and says so
+    # the rerun skipped the draft model and drafted from lookup alone, and says so
+    assert report.speculative.made_by.drafter == SUFFIX_DRAFTER_NAME
     assert report.stored is not None and report.stored.same_models and report.stored.reproduced is True

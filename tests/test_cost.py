@@ -8,6 +8,8 @@ from dataclasses import replace
 import pytest
 
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
+from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
     MODEL_KEY,
@@ -228,6 +230,9 @@ def test_the_chooser_drafts_the_most_for_a_perfect_drafter(load_tiny):
     assert result.stats.drafts_accepted_share == 1.0
 
 
+MODEL_ALONE = AnswerOptions(drafter_choice=DRAFT_MODEL)  # no lookup drafts beside the model's
+
+
 def test_the_target_as_its_own_cheap_draft_is_verified_in_blocks(load_tiny):
     target = load_tiny("llama")
     engine = Engine(target, target)
@@ -244,7 +249,7 @@ def test_a_draft_step_as_dear_as_the_target_is_not_worth_drafting(load_tiny):
     target = load_tiny("llama")
     engine = Engine(target, target)
     engine.chooser = KChooser(costs=FrozenCosts(draft_step=1.0))
-    result = engine.generate("The quick brown fox", AUTO)
+    result = engine.generate("The quick brown fox", AUTO, options=MODEL_ALONE)
     assert result.stats.draft_passes == 0 and all(s.k == 0 for s in result.steps)
 
 
@@ -354,11 +359,11 @@ def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tin
     costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
     engine.chooser = KChooser(costs=costs)
     prompt = "The quick brown fox jumps over the lazy dog. " * 4
-    skipped = engine.generate(prompt, AUTO)
+    skipped = engine.generate(prompt, AUTO, options=MODEL_ALONE)
     assert skipped.stats.draft_passes == 0 and skipped.stats.proposed == 0
     costs.draft_catch_up[0] = 0.001
     engine.reset()
-    assert engine.generate(prompt, AUTO).stats.proposed > 0
+    assert engine.generate(prompt, AUTO, options=MODEL_ALONE).stats.proposed > 0
 
 
 def test_pass_costs_are_kept_per_band_of_context_length():

@@ -12,6 +12,7 @@ from tiny_models import build_model, save
 from app.engine import Engine, GenerationConfig
 from app.engine.backend import AnswerOptions
 from app.engine.decoding.cost import MODEL_KEY, AcceptanceModel, KChooser
+from app.engine.decoding.drafters import model_of
 from app.engine.models.loading import load_model
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
@@ -137,7 +138,9 @@ def test_eos_inside_an_accepted_block_ends_the_answer_there_though_the_drafter_w
     first = plain.token_ids.index(eos)
     target_eos = replace(target, eos_token_ids=(eos,))
     engine = Engine(target_eos, target_eos)
-    engine._drafter.eos_ids = frozenset()  # type: ignore[union-attr]  # drafts past the EOS
+    model = model_of(engine._drafter)
+    assert model is not None
+    model.eos_ids = frozenset()  # drafts past the EOS
     result = engine.generate(PROMPT, replace(GREEDY, k=8))
     assert result.token_ids == plain.token_ids[: first + 1] and result.stop_reason == "eos"
     last = result.steps[-1]

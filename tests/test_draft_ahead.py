@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine, GenerationConfig
-from app.engine.config import LoadOptions
+from app.engine.backend import AnswerOptions
+from app.engine.config import DRAFT_MODEL, LoadOptions
 from app.engine.decoding import decode, drafters
 from app.engine.session import DRAFT_AHEAD_ENV
 
+MODEL_ALONE = AnswerOptions(drafter_choice=DRAFT_MODEL)
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown fox"
 GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
 SEEDED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, temperature=0.8, seed=3, sampling="seed-invariant")
@@ -112,7 +114,7 @@ def test_beside_a_plain_step_the_drafter_guesses_ahead_and_a_right_guess_is_veri
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
     engine = _engine(tiny_models)
     config = GenerationConfig(max_new_tokens=40, k=4)  # auto k
-    result = engine.generate(PROMPT, config)
+    result = engine.generate(PROMPT, config, options=MODEL_ALONE)  # lookup's drafts are verified on the clock
     assert spied["taken"] > 0 and result.stats.accepted > 0
     assert all(s.drafted_ahead for s in result.steps[1:] if s.drafted)  # none drafted on the clock
     assert result.token_ids == engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False)).token_ids

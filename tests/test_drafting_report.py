@@ -82,8 +82,12 @@ def test_generate_says_when_auto_k_drafted_nothing(capsys, models, monkeypatch):
     """A draft step measured dearer than any gain (a pass's worth of seconds): auto k verifies no
     draft, and generate says so under its figures, in JSON as in text, with the same sentence."""
     from app.engine.decoding.cost import KChooser
+    from app.engine.decoding.drafters import Proposal
+    from app.engine.decoding.suffix_drafter import SuffixDrafter
 
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    # lookup finds nothing (its drafts cost no pass: they would be verified whatever a draft step costs)
+    monkeypatch.setattr(SuffixDrafter, "propose", lambda self, *args, **kwargs: Proposal([], None, [], passes=0))
     monkeypatch.setenv("SPECCHAT_DRAFT_AHEAD", "0")  # drafted ahead, a draft step costs the clock nothing
     args = ["--target", models["target"], "--weights", "fp32", "--draft", models["draft"], "--max-new-tokens", "8"]
     data = run_json(capsys, "generate", *args, "--prompt", "Hello world!")

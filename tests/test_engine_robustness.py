@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine import Engine, GenerationConfig
+from app.engine.decoding.suffix_drafter import SUFFIX_DRAFTER_NAME
 from app.engine.errors import StaleStreamError
 
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
@@ -59,9 +60,9 @@ def test_an_answer_names_no_draft_model_when_the_engine_skipped_it(load_tiny):
     engine.reset()
     engine.chooser.worth_catching_up = lambda *args: False  # the catch-up would not be repaid
     skipped = engine.generate(PROMPT, config)
-    assert skipped.stats.draft_passes == 0 and skipped.stats.proposed == 0
-    assert skipped.drafter == skipped.made_by.drafter == "none"
-    assert not skipped.speculative and skipped.made_by.draft_dtype is None
+    assert skipped.stats.draft_passes == 0  # lookup drafted alone (the engine's drafter takes it beside the model)
+    assert skipped.drafter == skipped.made_by.drafter == SUFFIX_DRAFTER_NAME
+    assert skipped.made_by.draft_dtype is None and skipped.made_by.draft_weights is None
 
 
 def _kv_bytes(engine: Engine) -> int:

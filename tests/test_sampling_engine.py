@@ -17,6 +17,8 @@ import pytest
 import torch
 
 from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
+from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import MODEL_KEY, KChooser
 from app.engine.decoding.drafters import ModelDrafter, Proposal
@@ -306,6 +308,7 @@ def test_the_engine_distribution_check_catches_a_drafter_that_stops_after_drawin
 # 2 drafts, 1 draft and none (DESIGN.md's tokens per second: 1.96 / (2d + 1), 1.6 / (d + 1), 1)
 AUTO_DRAFT_COSTS = (0.05, 0.42, 3.0)
 AUTO_K = replace(TOP_K, auto_k=True)
+MODEL_ALONE = AnswerOptions(drafter_choice=DRAFT_MODEL)
 
 
 def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
@@ -334,7 +337,7 @@ def test_standard_sampling_with_automatic_k_has_the_target_distribution(load_tin
     pairs, first_k, chosen = Counter(), Counter(), Counter()
     for seed in range(RUNS):
         engine.chooser = choosers[seed % len(choosers)]
-        result = engine.generate(PROMPT, replace(AUTO_K, seed=seed))
+        result = engine.generate(PROMPT, replace(AUTO_K, seed=seed), options=MODEL_ALONE)
         pairs[tuple(result.token_ids[:2])] += 1
         first_k[result.steps[0].k] += 1
         chosen.update(step.k for step in result.steps)
@@ -370,3 +373,25 @@ def test_a_confidence_threshold_keeps_seed_invariant_text_identical_with_and_wit
         assert 0 < careful.stats.proposed < eager.stats.proposed  # the threshold did stop drafting
         texts.add(careful.text)
     assert len(texts) > 1
+
+
+def test_standard_sampling_with_the_model_and_lookup_together_has_the_target_distribution(load_tiny):
+    """The default drafter with a draft model: each step verifies prompt lookup's block or the
+    model's, as the chooser rates them before any draw (nothing recorded: the suffix index's
+    matches of the same prompt asked before would win every step). Both kinds are verified over
+    the runs, and the first two tokens keep the target's exact joint distribution."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama-draft"))
+    assert engine.drafter_name.endswith(" + lookup")
+    choosers = [held_chooser(0.05), held_chooser(3.0)]  # the model's block wins the first pass; lookup's does
+    exact = exact_pair_probs(engine, AUTO_K)
+    pairs, kinds = Counter(), Counter()
+    for seed in range(RUNS):
+        engine.chooser = choosers[seed % len(choosers)]
+        result = engine.generate(PROMPT, replace(AUTO_K, seed=seed), options=AnswerOptions(record=False))
+        pairs[tuple(result.token_ids[:2])] += 1
+        for step in result.steps:
+            if step.accepted or step.rejected:
+                kinds["model" if step.draft_passes else "lookup"] += 1
+    assert kinds["model"] > RUNS / 10 and kinds["lookup"] > RUNS / 10, kinds
+    stat, df = chi2_statistic(pairs, exact, RUNS)
+    assert stat < chi2_critical(df), (stat, df, pairs, kinds)

@@ -20,7 +20,8 @@ SAMPLING_MODES = ("standard", "seed-invariant")
 
 LOOKUP = "lookup"  # the draft source meaning prompt lookup (no draft model)
 SUFFIX = "suffix"  # prompt lookup plus the suffix index over every conversation seen (no draft model)
-DRAFT_MODEL = "model"  # the loaded draft model, when an experiment picks a drafter by name
+DRAFT_MODEL = "model"  # the loaded draft model alone, when an experiment picks a drafter by name
+DRAFT_AND_LOOKUP = "model+lookup"  # the draft model and free lookup drafts together: the default with a draft model
 
 MAX_SEED = 2**64 - 1  # what torch.Generator.manual_seed accepts
 # past 10 every repeated token is as good as banned (below 0.1, forced); the bounds keep

@@ -288,6 +288,14 @@ class StepEvent:
         )
 
 
+MIXED_SUFFIX = " + lookup"  # the draft model and lookup together: "draft model: NAME + lookup"
+
+
+def _model_field(made_by: RunProvenance, name: str) -> object:
+    value = getattr(made_by, name)
+    return value.removesuffix(MIXED_SUFFIX) if name == "drafter" else value
+
+
 @dataclass(frozen=True)
 class RunProvenance:
     """What made a run: the models, how they were loaded, and the settings. Recorded with every
@@ -327,10 +335,12 @@ class RunProvenance:
         return cls(**values)
 
     def differences(self, other: RunProvenance) -> tuple[str, ...]:
-        """The fields (target, dtype, device, and for a run that drafted, drafter and
-        draft_dtype) in which ``other`` names different models than this one."""
-        names = self.MODEL_FIELDS + (self.DRAFTER_FIELDS if self.drafter != "none" else ())
-        return tuple(n for n in names if getattr(self, n) != getattr(other, n))
+        """The fields (target, dtype, device, and for a run a draft model drafted, drafter and
+        draft_dtype) in which ``other`` names different models than this one. A drafter is
+        compared by its model: the draft model alone and with lookup beside it are one model;
+        lookup alone (no draft model) is none."""
+        names = self.MODEL_FIELDS + (self.DRAFTER_FIELDS if self.draft_dtype is not None else ())
+        return tuple(n for n in names if _model_field(self, n) != _model_field(other, n))
 
     def describe(self) -> str:
         """ "SmolLM2 (int4 (quantized by SpecChat) from GGUF · 0.1 GB, cpu) + draft model: tiny (int8 …)";

@@ -25,10 +25,10 @@ from typing import Any, Literal, TypeGuard
 import torch
 
 from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
-from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
+from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
 from app.engine.decoding.cost import KChooser
 from app.engine.decoding.decode import Target, decode
-from app.engine.decoding.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, PromptLookupDrafter, model_of
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
@@ -160,7 +160,10 @@ class Engine(TimedArms):
         if draft is not None:
             self.draft_form = draft.form or WeightsForm(forms.FORM_OF.get(draft.dtype, draft.dtype))
             runner = CachedModel(draft.model, vocab)
-            self._drafters[DRAFT_MODEL] = self._drafter = ModelDrafter(runner, draft.name, eos_ids)
+            model = self._drafters[DRAFT_MODEL] = ModelDrafter(runner, draft.name, eos_ids)
+            # the default: free drafts (this conversation's and earlier ones') where the chooser
+            # rates them above the model's, the model's otherwise
+            self._drafters[DRAFT_AND_LOOKUP] = self._drafter = MixedDrafter(model, self._suffix)
         elif suffix:
             self._drafter = self._suffix
         elif lookup:
@@ -254,15 +257,16 @@ class Engine(TimedArms):
             if spent / (round_ + 1) * (round_ + 2) > WARM_UP_SECONDS:  # another round would overrun
                 break
         draft = []
-        if isinstance(self._drafter, ModelDrafter):  # a running median: one slow sample on a busy machine is outvoted
-            draft = [_timed_pass(self._drafter.runner, 1) for _ in range(3)]
+        model = model_of(self._drafter)
+        if model is not None:  # a running median: one slow sample on a busy machine is outvoted
+            draft = [_timed_pass(model.runner, 1) for _ in range(3)]
         return {"verify": verify, "draft": draft}
 
     def _timings_key(self) -> list[str] | None:
         """What the warm-up's timings depend on: the models' files and forms, the threads and the
         machine (None: a model not read from a file, whose timings are not kept)."""
         parts = [machine_description(), f"{torch.get_num_threads()} threads"]
-        for model in (self.target, self.draft if isinstance(self._drafter, ModelDrafter) else None):
+        for model in (self.target, self.draft if model_of(self._drafter) is not None else None):
             if model is None:
                 continue
             identity = source_identity(model.source)
@@ -312,7 +316,8 @@ class Engine(TimedArms):
         (``decode``), on a core of its own: the target keeps at most the other cores' threads, the
         drafter one. On a GPU the two share one device, so they draft in turn; ``DRAFT_AHEAD_ENV``
         "0" drafts in turn on the CPU too, "1" drafts ahead even on one core (the tests)."""
-        if not isinstance(drafter, ModelDrafter):
+        drafter = model_of(drafter)
+        if drafter is None:
             return
         cores, asked = physical_cores(), os.environ.get(DRAFT_AHEAD_ENV, "").strip()
         drafter.ahead = self.target.device.type == "cpu" and (asked == "1" or (asked != "0" and cores >= 2))
@@ -326,7 +331,8 @@ class Engine(TimedArms):
 
     def _runners(self) -> list[CachedModel]:
         """The target's cached model, then the draft model's if there is one."""
-        draft = [self._drafter.runner] if isinstance(self._drafter, ModelDrafter) else []
+        model = model_of(self._drafter)
+        draft = [model.runner] if model is not None else []
         return [self._target_kv, *draft]
 
     @property
@@ -340,7 +346,7 @@ class Engine(TimedArms):
     @property
     def drafter_choices(self) -> list[str]:
         """What ``AnswerOptions.drafter_choice`` may name here: ``LOOKUP`` and ``SUFFIX``
-        always, ``DRAFT_MODEL`` when a draft model is loaded."""
+        always, ``DRAFT_MODEL`` and ``DRAFT_AND_LOOKUP`` when a draft model is loaded."""
         return list(self._drafters)
 
     @property
@@ -372,7 +378,7 @@ class Engine(TimedArms):
         model for it); by default the one ``config`` and ``drafter_choice`` would use."""
         drafter = self._pick_drafter(drafter_choice) if drafted_by == "planned" else drafted_by
         drafting = config.speculative and drafter is not None
-        uses_model = drafting and isinstance(drafter, ModelDrafter)
+        uses_model = drafting and model_of(drafter) is not None
         draft = self.draft if uses_model else None
         return RunProvenance(
             target=self.target.name,

@@ -547,6 +547,10 @@
         <translation>conversations antérieures</translation>
     </message>
     <message>
+        <source>draft model: {0} + lookup</source>
+        <translation>modèle brouillon&#xa0;: {0} + recherche</translation>
+    </message>
+    <message>
         <source>draft model: {0}</source>
         <translation>modèle brouillon&#xa0;: {0}</translation>
     </message>

@@ -50,7 +50,7 @@ def test_an_incompatible_pair_is_refused_before_anything_is_generated(
     window = open_window(tiny_settings(tiny_models))
     message = _reload(qtbot, window, replace(window.settings.models, draft_path=str(other_tokenizer_model)))
     assert "incompatible" in message.lower() and message in window.banner_text.text()
-    assert send_and_wait(qtbot, window).drafter == "draft model: llama-draft"
+    assert send_and_wait(qtbot, window).drafter == "draft model: llama-draft + lookup"
 
 
 def test_a_corrupt_model_file_shows_a_readable_error(open_window, qtbot, tiny_models, tmp_path):

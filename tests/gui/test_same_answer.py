@@ -48,8 +48,12 @@ def test_an_answer_that_drafted_nothing_says_so_under_it(qtbot, open_window, tin
     is the sentence generate and bench print (``no_drafts_note``)."""
     from app.engine.analysis.explanation import no_drafts_note
     from app.engine.decoding.cost import KChooser
+    from app.engine.decoding.drafters import Proposal
+    from app.engine.decoding.suffix_drafter import SuffixDrafter
 
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    # lookup finds nothing (its drafts cost no pass: they would be verified whatever a draft step costs)
+    monkeypatch.setattr(SuffixDrafter, "propose", lambda self, *args, **kwargs: Proposal([], None, [], passes=0))
     monkeypatch.setenv("SPECCHAT_DRAFT_AHEAD", "0")  # drafted ahead, a draft step costs the clock nothing
     window = open_window(replace(tiny_settings(tiny_models), auto_k=True))
     result = send_and_wait(qtbot, window, QUESTION)

@@ -27,7 +27,7 @@ from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.answer_text import AnswerText
 from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
-from app.engine.decoding.drafters import Drafter, ModelDrafter, Proposal
+from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, Proposal, model_of
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
 from app.engine.runners.kv import CachedModel
@@ -201,6 +201,42 @@ def _propose(
     return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice, None
 
 
+def _propose_mixed(
+    drafter: MixedDrafter,
+    chooser: KChooser,
+    tokens: list[int],
+    k_cap: int,
+    rule: Rule,
+    config: GenerationConfig,
+    prefill: bool,
+    new_turn: bool,
+    branch: Proposal | None,
+) -> tuple[Proposal, Choice | None, Shadow]:
+    """``_propose`` for the draft model and a free drafter together (auto k): the free drafter's
+    block (drafts at hand, judged by its evidence) or the model's (the block drafted ahead,
+    ``branch``, already paid for; else drafts it would now pay for), whichever the chooser
+    predicts faster; neither when no k > 0 clears its margin. The free block wins a tie: it costs
+    no pass. A free block set aside is judged for free by the target's next token (``Shadow``)."""
+    threshold = config.confidence_threshold
+    free = drafter.propose_free(tokens, k_cap, rule, threshold, new_turn)
+    key = _evidence_key(drafter.free, free) if free.tokens else None
+    free_choice = chooser.choose(key, len(free.tokens), drafts_ready=True, prefill=prefill) if key else None
+    if branch is not None:
+        model_choice = chooser.choose(MODEL_KEY, min(k_cap, len(branch.tokens)), drafts_ready=True)
+    else:
+        model_choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+    free_wins = free_choice is not None and free_choice.predicted_speedup >= model_choice.predicted_speedup
+    if free_choice is not None and free_choice.k > 0 and free_wins:
+        return free.first(free_choice.k), free_choice, None
+    if model_choice.k > 0:
+        if branch is not None:
+            return branch.first(model_choice.k), model_choice, None
+        return drafter.propose_model(tokens, model_choice.k, rule, threshold, False), model_choice, None
+    shadow = (key, free.tokens[0]) if key is not None else None
+    # the free part was asked: an empty block, not NO_PROPOSAL (the answer's drafter was asked)
+    return free.first(0), free_choice or model_choice, shadow
+
+
 Ahead = tuple["Future[Proposal]", int]  # a block drafted during a verification, and the length it follows
 
 
@@ -208,9 +244,10 @@ def _drafting_ahead(drafter: Drafter | None, config: GenerationConfig) -> ModelD
     """The draft model, when it drafts the next block while the target verifies this one: where
     the engine found a core free for it (``ModelDrafter.ahead``), greedy or seed-invariant
     sampling (no random draws shared between the two threads; standard sampling drafts in turn)."""
-    if not isinstance(drafter, ModelDrafter) or not drafter.ahead:
+    model = model_of(drafter)
+    if model is None or not model.ahead:
         return None
-    return drafter if config.greedy or config.sampling == "seed-invariant" else None
+    return model if config.greedy or config.sampling == "seed-invariant" else None
 
 
 def _from_ahead(ahead: Ahead, tokens: list[int]) -> tuple[Proposal | None, bool]:
@@ -238,6 +275,7 @@ def _drafter_for_answer(
     its own prefill). With auto k that is worth it only if the drafting it enables saves more
     over the answer than the catch-up costs; decided once, at the start of the answer. A draft
     model that drafts ahead catches up beside the target's first plain steps: always kept.
+    The draft model and a free drafter together: a catch-up not repaid leaves the free one.
     """
     if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
         return drafter, 0, None
@@ -247,6 +285,8 @@ def _drafter_for_answer(
     plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
     if chooser.worth_catching_up(unseen, limit, plan):
         return drafter, unseen, None
+    if isinstance(drafter, MixedDrafter):  # its free part drafts alone
+        return drafter.free, 0, None
     reason = "catch_up_not_repaid" if plan.k > 0 else plan.reason
     return None, unseen, replace(plan, k=0, predicted_speedup=1.0, reason=reason)
 
@@ -350,12 +390,18 @@ def _steps(
             if ahead is not None and plain_before and chooser is not None:  # the guess beside a plain step
                 chooser.acceptance.observe(MODEL_KEY, 1, int(guessed))
             ahead = None
-            if branch is not None and k_cap > 0:
+            if isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
+                proposal, choice, shadow = _propose_mixed(
+                    drafter, chooser, tokens, k_cap, rule, config, index == 0, not drafter_asked, branch
+                )
+            elif branch is not None and k_cap > 0:
                 proposal, choice, shadow = _take_ahead(branch, chooser, k_cap, config)
             else:  # drafting before the prefill folds the first verification into the prompt's pass
                 proposal, choice, shadow = _propose(
                     drafter, chooser, tokens, k_cap, rule, config, prefill=index == 0, new_turn=not drafter_asked
                 )
+            # the free drafter's blocks carry their evidence key, the model's none
+            from_branch = branch is not None and bool(proposal.tokens) and proposal.key is None
             first_ask = not drafter_asked and proposal is not NO_PROPOSAL
             drafter_asked = drafter_asked or first_ask
             drafted = _clock(target.device)
@@ -363,6 +409,8 @@ def _steps(
             # free evidence, and a right guess leaves a draft ready for the next step
             if ahead_drafter is not None and (proposal.tokens or index > 0):
                 first = not drafter_asked
+                if isinstance(drafter, MixedDrafter):
+                    first = drafter.asks_first("model", first)
                 ahead = _draft_next_block(ahead_drafter, tokens, proposal.tokens, k, rule, config, new_turn=first)
                 drafter_asked = True
             plain_before = not proposal.tokens
@@ -380,7 +428,7 @@ def _steps(
                 first_ask=first_ask,
                 shadow=shadow,
                 stop_reason=out.stop_reason,
-                drafted_ahead=branch is not None and bool(proposal.tokens),
+                drafted_ahead=from_branch,
             )
             if chooser is not None:
                 _learn(chooser, drafter, record, unseen)

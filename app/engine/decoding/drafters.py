@@ -15,7 +15,7 @@ import torch
 
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import lookup_key
-from app.engine.events import THIS_CONVERSATION, TokenOrigin
+from app.engine.events import MIXED_SUFFIX, THIS_CONVERSATION, TokenOrigin
 from app.engine.runners.kv import CachedModel
 
 
@@ -242,3 +242,65 @@ class ModelDrafter:
 
     def reset(self) -> None:
         self.runner.reset()
+
+
+class MixedDrafter:
+    """The draft model and a free drafter together (prompt lookup and the suffix index: drafts
+    copied from this conversation or an earlier one, at no pass's cost). With auto k, each step
+    the chooser rates both on what it measured (the free block's acceptance by its evidence, on
+    drafts already at hand; the model's, on what its drafts cost) and the step verifies the block
+    it rates faster (``decode._propose_mixed``). With a fixed k nothing measured chooses between
+    them: the model drafts alone (``propose`` is the model's).
+
+    Each part keeps its own turn: the model's first ask of an answer trusts nothing of its cache
+    even when the free part was asked before it (``asks_first``)."""
+
+    cheap = False
+
+    def __init__(self, model: ModelDrafter, free: Drafter) -> None:
+        self.model = model
+        self.free = free
+        self.name = f"{model.name}{MIXED_SUFFIX}"
+        self._asked: set[str] = set()  # the parts asked in this answer
+
+    def asks_first(self, part: str, new_turn: bool) -> bool:
+        """Whether this ask of ``part`` ("model" or "free") is its first of the answer
+        (``new_turn``: the mixed drafter's own first ask of it)."""
+        if new_turn:
+            self._asked.clear()
+        first = part not in self._asked
+        self._asked.add(part)
+        return first
+
+    def propose_free(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        first = self.asks_first("free", new_turn)
+        return self.free.propose(tokens, k, rule, confidence_threshold, first)
+
+    def propose_model(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        first = self.asks_first("model", new_turn)
+        return self.model.propose(tokens, k, rule, confidence_threshold, first)
+
+    def propose(
+        self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
+    ) -> Proposal:
+        return self.propose_model(tokens, k, rule, confidence_threshold, new_turn)
+
+    def unseen(self, tokens: list[int]) -> int:
+        return self.model.unseen(tokens)
+
+    def reset(self) -> None:
+        self.model.reset()
+        self.free.reset()
+
+
+
+
+def model_of(drafter: Drafter | None) -> ModelDrafter | None:
+    """The draft model a drafter runs (itself, or a mixed drafter's), None for a free one."""
+    if isinstance(drafter, MixedDrafter):
+        return drafter.model
+    return drafter if isinstance(drafter, ModelDrafter) else None

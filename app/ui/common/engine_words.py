@@ -1,5 +1,6 @@
 """The engine's own words, in the interface's language: the loading messages it reports, the
-drafter names it gives ("prompt lookup", "draft model: NAME") and the bundled model's name.
+drafter names it gives ("prompt lookup", "draft model: NAME", "draft model: NAME + lookup") and
+the bundled model's name.
 
 The engine words them in English (one wording for the CLI and the GUI, and the JSON keeps
 them so); the window translates them here. A message this module does not know is shown as
@@ -11,8 +12,11 @@ import re
 
 from PySide6.QtCore import QCoreApplication
 
+from app.engine.events import MIXED_SUFFIX  # the draft model and lookup: "draft model: NAME + lookup"
+
 BUNDLED_SUFFIX = " (bundled)"  # app/engine/models/catalog.py BUNDLED_NAME ends with it
 DRAFT_MODEL_PREFIX = "draft model: "  # app/engine/decoding/drafters.py ModelDrafter.name
+
 SUFFIX_DRAFTER = "suffix index"  # app/engine/decoding/suffix_drafter.py: "earlier conversations" on screen
 
 
@@ -35,6 +39,9 @@ def drafter_label(drafter: str) -> str:
         return QCoreApplication.translate("Engine", "none")
     if drafter == SUFFIX_DRAFTER:
         return QCoreApplication.translate("Engine", "earlier conversations")
+    if drafter.startswith(DRAFT_MODEL_PREFIX) and drafter.endswith(MIXED_SUFFIX):
+        name = model_label(drafter.removeprefix(DRAFT_MODEL_PREFIX).removesuffix(MIXED_SUFFIX))
+        return QCoreApplication.translate("Engine", "draft model: {0} + lookup").format(name)
     if drafter.startswith(DRAFT_MODEL_PREFIX):
         name = model_label(drafter.removeprefix(DRAFT_MODEL_PREFIX))
         return QCoreApplication.translate("Engine", "draft model: {0}").format(name)

@@ -1,0 +1,83 @@
+"""The draft model and lookup together (``MixedDrafter``, the default drafter with a draft model):
+each step the chooser takes lookup's block (drafts copied from the conversation, no pass) or the
+model's, whichever it rates faster. The answer is the target's alone, greedy, with the model
+drafting in turn or ahead; with a fixed k the model drafts alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine import Engine, GenerationConfig
+from app.engine.backend import AnswerOptions
+from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LoadOptions
+from app.engine.decoding.drafters import MixedDrafter, ModelDrafter
+from app.engine.events import MIXED_SUFFIX
+from app.engine.session import DRAFT_AHEAD_ENV
+
+# an answer that repeats its prompt: lookup has long matches, the model the rest
+PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(a, b):"
+AUTO = GenerationConfig(max_new_tokens=48, k=4)
+# nothing indexed: an answer given before would be in the suffix index, whose 32-token matches
+# of the same prompt win every step
+UNRECORDED = AnswerOptions(record=False)
+
+
+def _engine(tiny_models, arch: str) -> Engine:
+    return Engine.load(str(tiny_models[arch]), str(tiny_models[f"{arch}-draft"]), LoadOptions(device="cpu"))
+
+
+def _kinds(result) -> tuple[int, int]:
+    """(steps that verified lookup's drafts, steps that verified the model's)."""
+    drafted = [s for s in result.steps if s.accepted or s.rejected]
+    model = [s for s in drafted if s.draft_passes or s.drafted_ahead]
+    return len(drafted) - len(model), len(model)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("ahead", ["0", "1"], ids=["in turn", "ahead"])
+def test_lookup_and_the_model_together_give_the_target_alones_answer(tiny_models, monkeypatch, arch, ahead):
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, ahead)
+    engine = _engine(tiny_models, arch)
+    assert engine.drafter_name.endswith(MIXED_SUFFIX) and DRAFT_AND_LOOKUP in engine.drafter_choices
+    plain = engine.generate(PROMPT, GenerationConfig(**{**AUTO.to_dict(), "speculative": False}), options=UNRECORDED)
+    mixed = engine.generate(PROMPT, AUTO, options=UNRECORDED)
+    assert mixed.token_ids == plain.token_ids
+    assert mixed.made_by is not None and mixed.made_by.drafter == engine.drafter_name
+    story = "Once upon a time, once upon a time, there was"  # another answer, by what the chooser learnt
+    kinds = [_kinds(mixed), _kinds(engine.generate(story, AUTO, options=UNRECORDED))]
+    assert sum(free for free, _ in kinds) > 0 and sum(model for _, model in kinds) > 0, kinds  # both kinds verified
+    again = engine.generate(PROMPT, AUTO)  # the model's cache holds another answer: trusted nothing of it
+    assert again.token_ids == plain.token_ids
+
+
+def test_with_a_fixed_k_the_model_drafts_alone(tiny_models, monkeypatch):
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    engine = _engine(tiny_models, "llama")
+    fixed = GenerationConfig(max_new_tokens=24, k=3, auto_k=False)
+    mixed = engine.generate(PROMPT, fixed)
+    alone = engine.generate(PROMPT, fixed, options=AnswerOptions(drafter_choice=DRAFT_MODEL))
+    assert [(t.id, t.source) for t in mixed.tokens] == [(t.id, t.source) for t in alone.tokens]
+    assert all(s.draft_passes > 0 for s in mixed.steps if s.accepted or s.rejected)
+
+
+def test_the_models_first_ask_of_an_answer_trusts_nothing_even_after_lookups(tiny_models, monkeypatch):
+    """Lookup drafted first in this answer; the model's first ask still compares its whole cache
+    (an earlier answer's) with the sequence: ``new_turn`` for it."""
+    engine = _engine(tiny_models, "llama")
+    mixed = engine._drafters[DRAFT_AND_LOOKUP]
+    assert isinstance(mixed, MixedDrafter) and isinstance(mixed.model, ModelDrafter)
+    asked = []
+    propose = ModelDrafter.propose
+
+    def spy(self, tokens, k, rule, threshold, new_turn=True):
+        asked.append(new_turn)
+        return propose(self, tokens, k, rule, threshold, new_turn)
+
+    monkeypatch.setattr(ModelDrafter, "propose", spy)
+    assert mixed.asks_first("free", True) and not mixed.asks_first("free", False)
+    assert mixed.asks_first("model", False)  # the free part was asked first: the model's first all the same
+    assert not mixed.asks_first("model", False)
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    engine.generate(PROMPT, AUTO, options=UNRECORDED)
+    engine.generate(PROMPT, AUTO, options=UNRECORDED)
+    assert asked.count(True) == 2  # one fresh ask per answer
