@@ -238,15 +238,15 @@ def _run_bench_scenario(args: argparse.Namespace, config: GenerationConfig, out:
 def sweep_drafters(args: argparse.Namespace) -> tuple[list[str], str | None]:
     """The drafter choices and the draft model source to load (``model`` stands for it)."""
     from app.engine.analysis.sweep import NONE
-    from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
+    from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LOOKUP, SUFFIX
 
     items = args.drafters or [NONE, LOOKUP] + ([args.draft] if args.draft else [])
-    sources = [item for item in items if item not in (NONE, LOOKUP, SUFFIX, DRAFT_MODEL)]
+    sources = [item for item in items if item not in (NONE, LOOKUP, SUFFIX, DRAFT_MODEL, DRAFT_AND_LOOKUP)]
     if len(set(sources)) > 1:
         raise UsageError("a sweep can load one draft model at a time: give one model source in --drafters")
     source = sources[0] if sources else args.draft
-    if DRAFT_MODEL in items and source is None:
-        raise UsageError("'model' in --drafters needs --draft SRC")
+    if (DRAFT_MODEL in items or DRAFT_AND_LOOKUP in items) and source is None:
+        raise UsageError("'model' or 'model+lookup' in --drafters needs --draft SRC")
     choices = [DRAFT_MODEL if item in sources else item for item in items]
     return choices, source
 

@@ -334,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_drafter_list,
         default=None,
         metavar="LIST",
-        help="comma-separated: none, lookup, suffix, and at most one draft model source "
+        help="comma-separated: none, lookup, suffix, model (the --draft model alone), model+lookup (it and "
+        "lookup together, the default drafter with a draft model), or one draft model source "
         "(default: none,lookup plus --draft when given)",
     )
     sweep.add_argument(
@@ -382,9 +383,9 @@ def _server_options(command: argparse.ArgumentParser, plain: bool) -> None:
 
 def _drafter_list(text: str) -> list[str]:
     from app.engine.analysis.sweep import NONE
-    from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX
+    from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LOOKUP, SUFFIX
 
-    keywords = (NONE, LOOKUP, SUFFIX, DRAFT_MODEL)
+    keywords = (NONE, LOOKUP, SUFFIX, DRAFT_MODEL, DRAFT_AND_LOOKUP)
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError("expected a comma-separated list such as none,lookup")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from app.engine.analysis.explanation import alpha_of, decode_speedup, whole_run_speedup
 from app.engine.backend import AnswerOptions, Backend, Conversation
-from app.engine.config import DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
+from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig
 from app.engine.errors import InvalidSettingError
 from app.engine.events import RunResult
 
@@ -31,6 +31,7 @@ DRAFTER_LABELS = {
     LOOKUP: "prompt lookup",
     SUFFIX: "suffix index",  # prompt lookup + every earlier conversation
     DRAFT_MODEL: "draft model",
+    DRAFT_AND_LOOKUP: "draft model + lookup",  # the default with a draft model
 }
 
 
