@@ -17,6 +17,7 @@ MODEL_ALONE = AnswerOptions(drafter_choice=DRAFT_MODEL)
 PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown fox"
 GREEDY = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)
 SEEDED = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, temperature=0.8, seed=3, sampling="seed-invariant")
+SEEDED_STANDARD = GenerationConfig(max_new_tokens=40, k=4, auto_k=False, temperature=0.8, seed=3)
 
 
 @pytest.fixture
@@ -118,3 +119,31 @@ def test_beside_a_plain_step_the_drafter_guesses_ahead_and_a_right_guess_is_veri
     assert spied["taken"] > 0 and result.stats.accepted > 0
     assert all(s.drafted_ahead for s in result.steps[1:] if s.drafted)  # none drafted on the clock
     assert result.token_ids == engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False)).token_ids
+
+
+def test_an_answer_that_does_not_draft_ahead_gets_its_threads_back(tiny_models, monkeypatch):
+    """Drafting ahead caps the target at cores − 1 threads (the drafter takes the last core); the
+    next answer without it (speculation off: a comparison's target-only arm) runs on the threads
+    it was given again, not on the capped count."""
+    import torch
+
+    from app.engine import session
+
+    monkeypatch.setattr(session, "physical_cores", lambda: 2)
+    monkeypatch.delenv(DRAFT_AHEAD_ENV, raising=False)
+    before = torch.get_num_threads()
+    try:
+        engine = Engine.load(
+            str(tiny_models["llama"]), str(tiny_models["llama-draft"]), LoadOptions(device="cpu", threads=2)
+        )
+        assert torch.get_num_threads() == 2
+        engine.generate(PROMPT, GREEDY)
+        assert torch.get_num_threads() == 1  # drafted ahead: the target on one core, the drafter on the other
+        engine.generate(PROMPT, GenerationConfig(**{**GREEDY.to_dict(), "speculative": False}))
+        assert torch.get_num_threads() == 2
+        engine.generate(PROMPT, GREEDY)
+        assert torch.get_num_threads() == 1
+        engine.generate(PROMPT, SEEDED_STANDARD)  # standard sampling drafts in turn
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

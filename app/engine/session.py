@@ -156,6 +156,7 @@ class Engine(TimedArms):
         # ``auto`` threads on the CPU: re-chosen between answers from the machine's load and
         # the plain passes measured per thread count (None: a fixed number, or not the CPU)
         self.thread_governor: ThreadGovernor | None = None
+        self._uncapped_threads: int | None = None  # the threads before drafting ahead capped them
         self.draft_form: WeightsForm | None = None
         if draft is not None:
             self.draft_form = draft.form or WeightsForm(forms.FORM_OF.get(draft.dtype, draft.dtype))
@@ -311,18 +312,26 @@ class Engine(TimedArms):
             if threads != torch.get_num_threads():
                 torch.set_num_threads(threads)
 
-    def _draft_ahead(self, drafter: Drafter | None) -> None:
+    def _draft_ahead(self, drafter: Drafter | None, config: GenerationConfig) -> None:
         """A draft model on the CPU drafts the next block while the target verifies this one
         (``decode``), on a core of its own: the target keeps at most the other cores' threads, the
         drafter one. On a GPU the two share one device, so they draft in turn; ``DRAFT_AHEAD_ENV``
-        "0" drafts in turn on the CPU too, "1" drafts ahead even on one core (the tests)."""
-        drafter = model_of(drafter)
-        if drafter is None:
-            return
+        "0" drafts in turn on the CPU too, "1" drafts ahead even on one core (the tests). An answer
+        that does not draft ahead (no draft model, speculation off, standard sampling) gets its
+        threads back: a target-only arm of a comparison ran on the capped count before, so at
+        ``--threads 2`` on 2 cores it decoded on one thread beside llama.cpp's two."""
+        model = model_of(drafter)
         cores, asked = physical_cores(), os.environ.get(DRAFT_AHEAD_ENV, "").strip()
-        drafter.ahead = self.target.device.type == "cpu" and (asked == "1" or (asked != "0" and cores >= 2))
-        if drafter.ahead and cores >= 2 and torch.get_num_threads() >= cores:
+        if model is not None:
+            model.ahead = self.target.device.type == "cpu" and (asked == "1" or (asked != "0" and cores >= 2))
+        ahead = model is not None and model.ahead and (config.greedy or config.sampling == "seed-invariant")
+        if ahead and cores >= 2 and torch.get_num_threads() >= cores:
+            self._uncapped_threads = torch.get_num_threads()
             torch.set_num_threads(cores - 1)
+        elif not ahead and self._uncapped_threads is not None:
+            if self.thread_governor is None:  # auto threads: ``_tune_threads`` chose them just now
+                torch.set_num_threads(self._uncapped_threads)
+            self._uncapped_threads = None
 
     @property
     def forward_seconds(self) -> float:
@@ -550,7 +559,7 @@ class Engine(TimedArms):
         drafter = chosen if config.speculative else None
         self._answer_drafter = drafter
         self._tune_threads()
-        self._draft_ahead(drafter)
+        self._draft_ahead(drafter, config)
         record = self._recorder(prompt, options)
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
