@@ -24,8 +24,10 @@ from app.engine.runners.quant import (
     NATIVE_LAYOUT,
     Int4Linear,
     Int8Linear,
+    Q4KLinear,
     int4_layout,
     pack_native,
+    q4k_parts,
     quantize_int4,
     side_by_side,
     unpack_native,
@@ -56,13 +58,54 @@ def bf16_step(values: torch.Tensor) -> torch.Tensor:
     return values.abs() * 2.0**-7 + 1e-3
 
 
+MAKE = {"int4": Int4Linear.from_float, "int8": Int8Linear.from_float, "q4k": Q4KLinear.from_float}
+FORMS = list(MAKE)
+
+
 LINEAR_ORDER = """Each output's float order, on every path, row count, column and thread: two 8-lane
 accumulators, E over the even blocks and O over the odd ones (a lone last block goes to E), lane l
 of a block holding the exact integer sum of its bytes 4l..4l+3; per block acc += float(lane) ·
 (weight scale · dx) (int4: the block's d times dx; int8: dx, the row scale s after the sum); then
 one horizontal sum hsum8 (the two 128-bit halves added, then the upper pair onto the lower, then
 lane 1 onto lane 0) of E + O for int8, times s, and of (E + O) + Z for int4, Z the zero term
-sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); rounded to bf16 once."""
+sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); rounded to bf16 once.
+Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes J (lane l: the
+sum over its 8 blocks b of sc_b times the exact sum of the block's bytes 4l..4l+3), A += float(J) ·
+(d · dk) in 8 lanes, and Z += float(m_2i·S_2i + m_2i+1·S_2i+1) · (dmin · dk) in 4 lanes, S_b the
+block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once."""
+
+
+def quantized_rows_k(x: torch.Tensor) -> torch.Tensor:
+    """The Q4_K kernel's activation rounding, in fp64: per row, blocks of 256, scale max|x| / 127,
+    x · (127 / max|x|) in fp32 rounded half to even, clamped to ±127; returned dequantized."""
+    m, k = x.shape
+    blocks = x.float().reshape(m, k // 256, 256)
+    amax = blocks.abs().amax(-1, keepdim=True)
+    inverse = torch.where(amax > 0, torch.full_like(amax, 127.0) / amax, torch.zeros_like(amax))  # a true fp32 division
+    q = torch.round(blocks * inverse).clamp(-127, 127)
+    return (q.double() * (amax.double() / 127)).reshape(m, k)
+
+
+@needs_kernels
+@pytest.mark.parametrize("k", [256, 512, 1536])
+def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
+    """Q4_K: within half a bf16 step of the fp64 sum over the same int8 rows (the integers are exact,
+    the float slack is the fp32 sum's), the weight the file's: d·sc·q − dmin·m."""
+    gen = torch.Generator().manual_seed(k)
+    weight = torch.randn(48, k, generator=gen) * 0.05 + torch.rand(48, 1, generator=gen) * 0.1
+    layer = Q4KLinear.from_float(weight)
+    q, sc, m, d, dmin = q4k_parts(layer.rows, k)
+    want = (q.float().reshape(48, -1, 32) * (d.repeat_interleave(8, 1) * sc.float())[..., None]
+            - (dmin.repeat_interleave(8, 1) * m.float())[..., None]).reshape(48, k)  # fmt: skip
+    assert torch.equal(layer.dequantized(), want)
+    assert float((want - weight).abs().max()) < 0.1 * float(weight.abs().max())  # a sane quantizer
+    x = (torch.randn(6, k, generator=gen) * 2).to(torch.bfloat16)
+    x[1, :256] = 0  # an all-zero super-block
+    x[2, 7] = 500.0  # an outlier: its super-block's other values round to few levels
+    got = layer(x).double()
+    expected = quantized_rows_k(x) @ want.double().t()
+    half_step = expected.abs() * 2.0**-8 + 1e-5
+    assert ((got - expected).abs() <= half_step).all()
 
 
 def test_the_kernels_are_built_on_an_x86_cpu_with_a_compiler():
@@ -137,12 +180,12 @@ def test_pack_native_round_trips_every_group_count():
 
 
 @needs_kernels
-@pytest.mark.parametrize("form", ["int4", "int8"])
+@pytest.mark.parametrize("form", FORMS)
 def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
     gen = torch.Generator().manual_seed(3)
-    k, n = 96, 1040  # n: not a multiple of the thread split's chunks
+    k, n = (256 if form == "q4k" else 96), 1040  # n: not a multiple of the thread split's chunks
     weight = torch.randn(n, k, generator=gen) * 0.05
-    layer = Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    layer = MAKE[form](weight)
     paths = [True, False] if native.kernels().cpu()[1] else [False]
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
@@ -156,7 +199,9 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
 
 
-def _matmul(layer: Int4Linear | Int8Linear, vnni: bool) -> calls.Matmul:
+def _matmul(layer: Int4Linear | Int8Linear | Q4KLinear, vnni: bool) -> calls.Matmul:
+    if isinstance(layer, Q4KLinear):
+        return calls.q4k_mm([layer.rows], layer.in_features, vnni=vnni)
     if isinstance(layer, Int4Linear):
         return calls.q4_mm([layer.packed], layer.in_features, vnni=vnni)
     return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
@@ -174,7 +219,7 @@ def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, i
     k, m = 256, 4
     n = 8 * calls.thread_work() // (m * k) + (48 if form == "int4" else 44)  # 44: a short last chunk
     weight = torch.randn(n, k, generator=gen) * 0.05
-    kernel = _matmul(Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight), native.vnni())
+    kernel = _matmul(MAKE[form](weight), native.vnni())
     same, most, split_calls = True, 0, 0
     deadline = time.monotonic() + seconds
     while split_calls < 3 and time.monotonic() < deadline:
@@ -187,7 +232,7 @@ def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, i
 
 
 @needs_kernels
-@pytest.mark.parametrize("form", ["int4", "int8"])
+@pytest.mark.parametrize("form", FORMS)
 def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
     same, most = _split_against_one_thread(form)
     assert most == 2, "no call over the threshold ran on two threads"
@@ -196,7 +241,7 @@ def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
 
 @needs_kernels
 @pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
-@pytest.mark.parametrize("form", ["int4", "int8"])
+@pytest.mark.parametrize("form", FORMS)
 def test_a_worker_that_computes_nothing_is_caught(form, tmp_path, monkeypatch):
     """The thread-split check fails on a kernel whose worker threads take their columns and
     compute none (q8mm.c built with Q8MM_IDLE_WORKER)."""
@@ -244,6 +289,7 @@ def test_the_seams_constants_are_the_kernels():
         pytest.skip(native.why_not())
     module = native.kernels()
     assert (calls.QK, calls.MAX_PARTS, calls.ATTEND_MAX_HEAD_DIM) == (module.QK, module.MAX_PARTS, module.ATTEND_MAX_D)
+    assert (calls.QK_K, calls.Q4K_SUPER_BLOCK_BYTES) == (module.QKK, module.Q4K_SB_BYTES)
 
 
 def _bf16(*shape: int) -> torch.Tensor:
@@ -254,6 +300,7 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
     """name → (the error, a part of its message, a call that must raise it, not reach C)."""
     int8 = Int8Linear.from_float(torch.randn(32, 64))
     int4 = Int4Linear.from_float(torch.randn(32, 64))
+    q4k = Q4KLinear.from_float(torch.randn(32, 256))
     q, s = int8.q, int8.scale.float().contiguous()
     matmul = calls.q8_mm([(q, s)], 64)
     rows, weight = _bf16(2, 64), _bf16(64)
@@ -273,6 +320,10 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
         "q4_mm: int8 bytes for int4 rows": (ValueError, "torch.uint8", lambda: calls.q4_mm([q], 64)),
         "q4_mm: rows of another K": (ValueError, "int4 weight 0", lambda: calls.q4_mm([int4.packed], 96)),
         "q4_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4_mm([int4.packed] * 9, 64)),
+        "q4k_mm: int4 rows for Q4_K rows": (ValueError, "Q4_K weight 0", lambda: calls.q4k_mm([int4.packed], 256)),
+        "q4k_mm: K not a multiple of 256": (ValueError, "multiple of 256", lambda: calls.q4k_mm([q4k.rows], 64)),
+        "q4k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q4k_mm([q4k.rows], 512)),
+        "q4k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4k_mm([q4k.rows] * 9, 256)),
         "a linear's fp32 rows": (ValueError, "bf16 rows", lambda: matmul(rows.float())),
         "a linear's rows of another K": (ValueError, "bf16 rows", lambda: matmul(_bf16(2, 32))),
         "a linear's 1-D row": (ValueError, "bf16 rows", lambda: matmul(rows[0])),
@@ -345,7 +396,7 @@ def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
 
 @needs_kernels
 def test_every_wrapper_has_its_wrong_calls():
-    wrappers = {"q4_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
+    wrappers = {"q4_mm", "q4k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
     assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
 
 
@@ -378,14 +429,14 @@ def test_attend_layer_is_the_rotary_the_cache_write_and_attend(rows):
 
 
 @needs_kernels
-@pytest.mark.parametrize("form", ["int4", "int8"])
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("bias", [False, True])
 def test_layers_side_by_side_give_each_layers_own_bits(form, bias):
     """q | k | v in one call (the rows quantized once): each part equals its layer's own call bit
     for bit, for every row count and on both paths, biases included (Qwen2's q, k, v)."""
     gen = torch.Generator().manual_seed(21)
-    make = Int4Linear.from_float if form == "int4" else Int8Linear.from_float
-    k = 96
+    make = MAKE[form]
+    k = 256 if form == "q4k" else 96
     layers = [
         make(torch.randn(n, k, generator=gen) * 0.05, torch.randn(n, generator=gen) if bias else None)
         for n in (64, 32, 704)  # 704: 64 rows of it are over the threads' threshold (M·N·K ≥ 4M)
@@ -414,6 +465,8 @@ def test_layers_that_cannot_share_a_call_stay_apart():
     assert side_by_side([Int4Linear.from_float(w), Int4Linear.from_float(torch.randn(32, 96, generator=gen))]) is None
     assert side_by_side([Int4Linear.from_float(w, torch.ones(32)), Int4Linear.from_float(w)]) is None  # one bias
     assert side_by_side([Int4Linear.from_float(w)]) is None
+    wide = torch.randn(32, 256, generator=gen)
+    assert side_by_side([Q4KLinear.from_float(wide), Int4Linear.from_float(wide)]) is None  # Q4_K is not int4's rows
 
 
 def _attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:

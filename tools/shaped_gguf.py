@@ -67,6 +67,8 @@ SHAPES = {
     # meta-llama/Llama-2-7b-hf config.json
     "llama-7b": Shape("llama", 4096, 32, 11008, 32, 32, False, 1e4, 1e-5, 4096),
     "tiny": Shape("qwen2", 64, 2, 128, 4, 2, True, 1e4, 1e-6, 2048),
+    # the smallest whose rows take K-quants (a multiple of 256): the tests' Q4_K model
+    "small": Shape("qwen2", 256, 2, 512, 4, 2, True, 1e4, 1e-6, 2048),
 }
 TYPES = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q4_K_M")
 FILE_TYPE = {"Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q4_K": 14, "Q4_K_M": 15}  # llama_ftype (Q4_K: Q4_K_S)

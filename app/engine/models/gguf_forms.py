@@ -11,9 +11,10 @@ What each GGUF type becomes (``form_of``):
 - Q4_0 (``w = d·(q − 8)``) → int4 with scale = d, zero = 0;
 - Q4_1 (``w = d·q + m``) → int4 with scale = d, zero = m + 8d;
 - Q4_K (super-blocks of 256 = 8 × 32, 6-bit sub-scales and mins: ``w = d·sc·q − dmin·mn``) →
-  int4 with scale = d·sc, zero = 8·scale − dmin·mn;
+  where SpecChat's kernels run, Q4_K as it is (``Q4KForm``: the file's integers, d and dmin
+  exactly; ``quant.Q4KLinear``), else int4 with scale = d·sc, zero = 8·scale − dmin·mn;
 
-  all three exact but for the bf16 rounding of scale and zero (what int4pack reads);
+  the int4 ones exact but for the bf16 rounding of scale and zero (what int4pack reads);
 - Q5_0 / Q5_1 / Q5_K / Q6_K / Q8_0 and every other quantized type → int8 per row, rounded from
   the file's own dequantization against the bf16 scale the kernel reads (more bits than int4
   holds; per row, int8 keeps ~1/250 of the row's largest weight, which measured closer to the
@@ -64,7 +65,25 @@ class Int8Form:
         return self.q.float() * bf16(self.scale)[:, None]
 
 
-Form = Int4Form | Int8Form | torch.Tensor
+@dataclass(frozen=True)
+class Q4KForm:
+    """Q4_K's own parts, as ``quant.Q4KLinear.from_quantized`` takes them."""
+
+    q: torch.Tensor  # uint8 [N, K], 0..15
+    sc: torch.Tensor  # uint8 [N, K // 32], 0..63
+    m: torch.Tensor  # uint8 [N, K // 32], 0..63
+    d: torch.Tensor  # float32 [N, K // 256] (the file's fp16)
+    dmin: torch.Tensor  # float32 [N, K // 256]
+
+    def weight(self) -> torch.Tensor:
+        """fp32 [N, K] as the kernel computes it: d·sc·q − dmin·m, nothing rounded."""
+        n, k = self.q.shape
+        step = self.d.repeat_interleave(8, 1) * self.sc.float()
+        low = self.dmin.repeat_interleave(8, 1) * self.m.float()
+        return (self.q.reshape(n, -1, GROUP).float() * step[..., None] - low[..., None]).reshape(n, k)
+
+
+Form = Int4Form | Int8Form | Q4KForm | torch.Tensor
 
 
 def bf16(x: torch.Tensor) -> torch.Tensor:
@@ -84,12 +103,15 @@ def rows_of(raw: np.ndarray, qtype: Q, k: int) -> np.ndarray:
     return data.reshape(n, -1)
 
 
-def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native") -> Form:
+def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native", q4k: bool = False) -> Form:
     """The form of one [N, K] tensor. ``want``: "native" (the table above), "int4" or "int8"
-    (a forced form: other types are rounded to it from the file's dequantization)."""
+    (a forced form: other types are rounded to it from the file's dequantization). ``q4k``:
+    Q4_K stays Q4_K (``Q4KForm``) where int4 is wanted (SpecChat's kernels run)."""
     rows = rows_of(raw, qtype, k)
     if qtype in DENSE_TYPES and want == "native":
         return torch.from_numpy(dequantize(rows, qtype).reshape(-1, k).copy())
+    if q4k and want in ("native", "int4") and qtype == Q.Q4_K:
+        return q4k_of_blocks(rows)
     if want in ("native", "int4") and qtype in INT4_TYPES:
         return int4_of_blocks(rows, qtype)
     if want == "int4":
@@ -111,6 +133,28 @@ def int4_of_blocks(rows: np.ndarray, qtype: Q) -> Int4Form:
         for whole, part in zip((form.q, form.scale, form.zero), chunk, strict=True):
             whole[i : i + step] = part
     assert form is not None, "a tensor with no rows"
+    return form
+
+
+def q4k_of_blocks(rows: np.ndarray) -> Q4KForm:
+    """Q4_K rows ([N, bytes]) as their own parts, chunk by chunk."""
+    n, k = rows.shape[0], rows.shape[1] // INT4_BLOCK_BYTES[Q.Q4_K] * 256
+    form = Q4KForm(
+        torch.empty((n, k), dtype=torch.uint8), torch.empty((n, k // GROUP), dtype=torch.uint8),
+        torch.empty((n, k // GROUP), dtype=torch.uint8), torch.empty(n, k // 256), torch.empty(n, k // 256),
+    )
+    step = chunk_rows(k)
+    for i in range(0, n, step):
+        blocks = rows[i : i + step].reshape(-1, INT4_BLOCK_BYTES[Q.Q4_K])
+        rows_here = blocks.shape[0] * 256 // k
+        d = blocks[:, 0:2].view(np.float16).astype(np.float32)
+        dmin = blocks[:, 2:4].view(np.float16).astype(np.float32)
+        sc, mn = Q4_K.get_scale_min(blocks[:, 4:16])  # [B, 8] each, 6-bit
+        qs = blocks[:, 16:].reshape(-1, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+        parts = ((qs & 0x0F).reshape(rows_here, k), sc.reshape(rows_here, -1), mn.reshape(rows_here, -1),
+                 d.reshape(rows_here, -1), dmin.reshape(rows_here, -1))  # fmt: skip
+        for whole, part in zip((form.q, form.sc, form.m, form.d, form.dmin), parts, strict=True):
+            whole[i : i + step] = torch.from_numpy(np.ascontiguousarray(part).astype(whole.numpy().dtype))
     return form
 
 

@@ -35,15 +35,24 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
 from transformers.pytorch_utils import Conv1D
 
-from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, form_of
+from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, Q4KForm, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
-from app.engine.runners import heap
+from app.engine.runners import heap, native
 from app.engine.runners.heap import give_back
-from app.engine.runners.quant import INT4_N_MULTIPLE, Int4Linear, Int8Linear, int4_layout, pack_int4
+from app.engine.runners.quant import (
+    INT4_N_MULTIPLE,
+    Int4Linear,
+    Int8Linear,
+    Q4KLinear,
+    int4_layout,
+    pack_int4,
+    q4k_rows,
+)
 
 # of the cached forms; another number is converted again. 2: int4 kept as the CPU kernel packs
-# it (``int4_layout`` in the manifest), not as nibbles to pack again at every load
-FORMAT = 2
+# it (``int4_layout`` in the manifest), not as nibbles to pack again at every load; 3: Q4_K kept
+# as Q4_K (``q4k``) where SpecChat's kernels run
+FORMAT = 3
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
@@ -205,9 +214,13 @@ def _write_matrix(
     order, transposed = _row_order(processor, tensor.name, n)
     embedding = isinstance(module, nn.Embedding)
     wanted = "int8" if embedding or (want == "native" and n % INT4_N_MULTIPLE) else want
-    form = form_of(raw, qtype, k, wanted)
+    form = form_of(raw, qtype, k, wanted, q4k=native.kernels() is not None and not transposed)
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
         form = form_of(raw, qtype, k, "int8")
+    if isinstance(form, Q4KForm):  # the file's Q4_K as SpecChat's kernel reads it
+        shards.add(f"{name}.q4k", _rows(q4k_rows(form.q, form.sc, form.m, form.d, form.dmin), order))
+        return {"form": "int4", "q4k": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
+                "embedding": embedding}  # fmt: skip
     if isinstance(form, Int4Form):
         q, scale, zero = (_rows(t, order) for t in (form.q, form.scale, form.zero))
         shards.add(f"{name}.q4", pack_int4(q))  # as the kernel reads it: a load does not pack again
@@ -357,11 +370,16 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
 
 
 def _parts_of(info: dict[str, object]) -> set[str]:
-    parts = {"q4", "scale", "zero"} if info["form"] == "int4" else {"q8", "scale"}
+    if info.get("q4k"):
+        parts = {"q4k"}
+    else:
+        parts = {"q4", "scale", "zero"} if info["form"] == "int4" else {"q8", "scale"}
     return parts | {"bias"} if info.get("bias") else parts
 
 
 def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) -> nn.Module:
+    if info.get("q4k"):
+        return Q4KLinear(parts["q4k"], int(list(info["shape"])[1]), parts.get("bias"))  # type: ignore[call-overload]
     bias, scale = parts.get("bias"), parts["scale"].float()
     if info["form"] == "int4":
         return Int4Linear.from_packed(parts["q4"], scale, parts["zero"].float(), bias)  # packed (int4_layout)

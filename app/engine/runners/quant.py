@@ -202,6 +202,117 @@ class Int4Linear(WeightOnlyLinear):
         return self._matmul(eye).t().float()
 
 
+class Q4KLinear(WeightOnlyLinear):
+    """llama.cpp's Q4_K as the file holds it, under SpecChat's kernel only (``q4k_mm``): super-blocks
+    of 256 inputs, 8 blocks of 32, ``w = d·sc_b·q − dmin·m_b`` with d, dmin per super-block (the
+    file's fp16, kept exactly as fp32) and 6-bit integer sc_b, m_b. The activations are quantized
+    per 256 (one int8 scale, as llama.cpp's Q8_K) so that a super-block's dot product is one exact
+    integer sum: about half the arithmetic of ``Int4Linear``'s per-32 float scales, and 4.75 bits a
+    weight read instead of 6. One buffer: each row's super-blocks (``q4k_rows``)."""
+
+    form = "int4"
+    rows: torch.Tensor
+
+    def __init__(self, rows: torch.Tensor, in_features: int, bias: torch.Tensor | None) -> None:
+        super().__init__(in_features, rows.shape[0], bias)
+        self.register_buffer("rows", rows.contiguous())
+        self._native_fn: tuple[torch.Tensor, calls.Matmul] | None = None
+
+    @property
+    def native(self) -> bool:
+        return True
+
+    @classmethod
+    def from_quantized(
+        cls,
+        q: torch.Tensor,
+        sc: torch.Tensor,
+        m: torch.Tensor,
+        d: torch.Tensor,
+        dmin: torch.Tensor,
+        bias: torch.Tensor | None = None,
+    ) -> Q4KLinear:
+        """q uint8 [N, K] in 0..15; sc, m uint8 [N, K / 32] in 0..63; d, dmin fp32 [N, K / 256]."""
+        return cls(q4k_rows(q, sc, m, d, dmin), q.shape[1], bias)
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Q4KLinear:
+        """Round to nearest as Q4_K: each block's min/max range, its scale and min then rounded to
+        6 bits of the super-block's largest (a simple quantizer, for tests and measurements; a GGUF's
+        Q4_K tensors are taken as they are)."""
+        return cls.from_quantized(*quantize_q4k(weight), bias=bias)
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
+        return self._kernel()(x)
+
+    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        return self._native_kernel()
+
+    def _native_kernel(self) -> calls.Matmul:
+        rows = self.rows
+        if self._native_fn is None or self._native_fn[0] is not rows:
+            self._native_fn = (rows, calls.q4k_mm([rows], self.in_features))
+        return self._native_fn[1]
+
+    def dequantized(self) -> torch.Tensor:
+        """The weight the kernel computes with, fp32 [N, K]: d·sc·q − dmin·m."""
+        q, sc, m, d, dmin = q4k_parts(self.rows, self.in_features)
+        per = calls.QK_K // GROUP
+        scale = d.repeat_interleave(per, 1) * sc.float()
+        low = dmin.repeat_interleave(per, 1) * m.float()
+        return q.float() * scale.repeat_interleave(GROUP, 1) - low.repeat_interleave(GROUP, 1)
+
+
+def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
+    """SpecChat's Q4_K rows: per super-block of 256 inputs, d and dmin (fp32 bytes), sc [8] and
+    m [8] (uint8), then its 128 bytes of nibbles (``pack_native``'s block pairs).
+    → uint8 [N, K / 256 · 152]"""
+    n, k = q.shape
+    if k % calls.QK_K or sc.shape != (n, k // GROUP) or m.shape != sc.shape or d.shape != (n, k // calls.QK_K):
+        raise ValueError(
+            f"Q4_K needs K a multiple of {calls.QK_K} and parts of [N, K/32], [N, K/256]; got {tuple(q.shape)}"
+        )
+    if dmin.shape != d.shape or int(sc.max()) > 63 or int(m.max()) > 63 or int(q.max()) > 15:
+        raise ValueError("Q4_K's sub-scales and mins are 6-bit and its weights 4-bit")
+    s = k // calls.QK_K
+    as_bytes = lambda t: t.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)  # noqa: E731
+    nibbles = pack_native(q).reshape(n, s, calls.QK_K // 2)
+    small = [t.to(torch.uint8).reshape(n, s, 8) for t in (sc, m)]
+    parts = (as_bytes(d), as_bytes(dmin), *small, nibbles)
+    return torch.cat(parts, 2).reshape(n, s * calls.Q4K_SUPER_BLOCK_BYTES).contiguous()
+
+
+def q4k_parts(rows: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+    """``q4k_rows``' inverse: (q [N, K], sc [N, K / 32], m [N, K / 32], d [N, K / 256], dmin)."""
+    n, s = rows.shape[0], k // calls.QK_K
+    blocks = rows.reshape(n, s, calls.Q4K_SUPER_BLOCK_BYTES)
+    d = blocks[..., 0:4].contiguous().view(torch.float32).reshape(n, s)
+    dmin = blocks[..., 4:8].contiguous().view(torch.float32).reshape(n, s)
+    sc, m = blocks[..., 8:16].reshape(n, -1), blocks[..., 16:24].reshape(n, -1)
+    q = unpack_native(blocks[..., 24:].reshape(n, k // 2))
+    return q, sc, m, d, dmin
+
+
+def quantize_q4k(weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """A float weight [N, K] (K a multiple of 256) as Q4_K's parts (q, sc, m, d, dmin), ``from_quantized``'s."""
+    w = weight.detach().float()
+    n, k = w.shape
+    if k % calls.QK_K:
+        raise ValueError(f"Q4_K needs K a multiple of {calls.QK_K}; got {k}")
+    blocks = w.reshape(n, k // GROUP, GROUP)
+    lo = blocks.amin(-1).clamp(max=0)  # w = scale·q − min with min ≥ 0, as Q4_K
+    scale = (blocks.amax(-1) - lo) / 15
+    per = calls.QK_K // GROUP
+    d = (scale.reshape(n, -1, per).amax(-1) / 63).clamp(min=1e-10)
+    dmin = ((-lo).reshape(n, -1, per).amax(-1) / 63).clamp(min=1e-10)
+    sc = (scale / d.repeat_interleave(per, 1)).round().clamp(0, 63)
+    m = (-lo / dmin.repeat_interleave(per, 1)).round().clamp(0, 63)
+    step = (d.repeat_interleave(per, 1) * sc).clamp(min=1e-10)
+    low = dmin.repeat_interleave(per, 1) * m
+    q = ((blocks + low[..., None]) / step[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
+    return q, sc.to(torch.uint8), m.to(torch.uint8), d, dmin
+
+
 class Int8Linear(WeightOnlyLinear):
     """int8 weights with one scale per output row: ``w = q·scale`` (scale kept in bf16)."""
 
@@ -361,6 +472,8 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     k = first.in_features
     if isinstance(first, Int4Linear):
         call = calls.q4_mm([weights[0] for weights in own], k)
+    elif isinstance(first, Q4KLinear):
+        call = calls.q4k_mm([weights[0] for weights in own], k)
     else:
         call = calls.q8_mm([(weights[0], weights[1]) for weights in own], k)
     if bias is None:

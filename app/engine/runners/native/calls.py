@@ -24,6 +24,8 @@ from app.engine.runners import native
 
 BF16 = torch.bfloat16
 QK = 32  # q8mm.c's QK: inputs per block of quantized activations (and per int4 group)
+QK_K = 256  # q8mm.c's QKK: inputs per Q4_K super-block (and per block of its quantized activations)
+Q4K_SUPER_BLOCK_BYTES = 152  # q8mm.c's Q4K_SB_BYTES: d, dmin (fp32), sc [8], m [8], 128 bytes of nibbles
 MAX_PARTS = 8  # q8mm.c's MAX_PARTS: weights side by side in one linear call
 ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
 
@@ -52,15 +54,20 @@ def q4_row_bytes(k: int) -> int:
     return k // 2 + 8 * (k // QK)
 
 
+def q4k_row_bytes(k: int) -> int:
+    """Bytes of one Q4_K weight row over k inputs: k / 256 super-blocks of 152 bytes."""
+    return k // QK_K * Q4K_SUPER_BLOCK_BYTES
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Matmul:
     """``q4_mm`` / ``q8_mm`` over checked weights: bf16 rows x [M, K] → y [M, N] bf16, N the
     parts' outputs side by side. ``weights`` holds the tensors the pointers point into."""
 
-    call: Any  # the module's q4_mm or q8_mm
+    call: Any  # the module's q4_mm, q4k_mm or q8_mm
     k: int
     n: int
-    parts: tuple[int, ...]  # (w, N) per int4 part, (w, s, N) per int8 part
+    parts: tuple[int, ...]  # (w, N) per int4 / Q4_K part, (w, s, N) per int8 part
     weights: tuple[torch.Tensor, ...]
     vnni: int
 
@@ -114,6 +121,22 @@ def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Mat
             raise ValueError(f"int4 weight {i} over {k} inputs is [N, {q4_row_bytes(k)}] bytes; got {tuple(w.shape)}")
         parts += [w.data_ptr(), w.shape[0]]
     return Matmul(module.q4_mm, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+
+
+def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+    """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
+    [N, K / 256 · 152]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
+    module = _module()
+    _parts_count(len(rows))
+    if k <= 0 or k % QK_K:
+        raise ValueError(f"Q4_K takes an input size that is a positive multiple of {QK_K}; got {k}")
+    parts: list[int] = []
+    for i, w in enumerate(rows):
+        w = _tensor(f"Q4_K weight {i}", w, torch.uint8, 2)
+        if w.shape[1] != q4k_row_bytes(k) or w.shape[0] == 0:
+            raise ValueError(f"Q4_K weight {i} over {k} inputs is [N, {q4k_row_bytes(k)}] bytes; got {tuple(w.shape)}")
+        parts += [w.data_ptr(), w.shape[0]]
+    return Matmul(module.q4k_mm, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
 
 
 def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | None = None) -> Matmul:

@@ -10,8 +10,13 @@
  *         blocks in 32 bytes, see below) followed by its d [G] and mn [G] in fp32, so that one
  *         column is one stream from memory;   y = sum_g (d·dx)_g * I_g + sum_g mn_g * (dx·S)_g
  *   int8: w = s[n] * q, q in -128..127 [N, K];     y = s[n] * sum_g dx_g * I_g
+ *   q4k:  llama.cpp's Q4_K as it is in the file: super-blocks of 256 weights (8 blocks of 32),
+ *         w = d·sc_b·q − dmin·m_b with d, dmin fp32 (the file's fp16, exact) and 6-bit integer
+ *         sc_b, m_b; x quantized to int8 per 256 (one scale dk, as llama.cpp's Q8_K), so a
+ *         super-block's dot product is one exact int32 sum (sc_b applied in integers) and costs
+ *         one float multiply-add:   y = sum_s (d·dk)_s · J_s − sum_s (dmin·dk)_s · (sum_b m_b·S_b)
  *
- * (I_g: the block's integer dot product, S_g: the sum of its quantized x.)
+ * (I_g: the block's integer dot product, S_g: the sum of its quantized x; J_s: sum_b sc_b · I_b.)
  *
  * Batch invariance by construction: every output is computed by the same instruction sequence
  * whatever M, N, the thread split or the column group it falls in, so row i of an M-row call is
@@ -32,6 +37,11 @@
 #define QK 32
 /* an int4 row: its K / 2 bytes of nibbles, then d [G] and mn [G] in fp32 (G = K / 32): one stream */
 #define Q4_ROW_BYTES(K) ((K) / 2 + 8 * ((K) / QK))
+/* a q4k super-block: d, dmin (fp32), sc [8], m [8] (uint8), then its 128 bytes of nibbles (block
+ * pairs as int4's); a row is K / 256 of them, one stream */
+#define QKK 256
+#define Q4K_SB_BYTES 152
+#define Q4K_ROW_BYTES(K) ((K) / QKK * Q4K_SB_BYTES)
 
 static inline float bf16_to_f32(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -73,6 +83,38 @@ static void quantize_rows(const uint16_t *x, int64_t M, int64_t K, int8_t *q, fl
     }
 }
 
+/* x [M, K] bf16 → q [M, K] int8 in blocks of 256 (one scale dk [M, K / 256] each, as above) and
+ * the sums of each 32 of them, bs [M, K / 32] int16 (|bs| <= 32 · 127) */
+static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *dk, int16_t *bs) {
+    for (int64_t r = 0; r < M * (K / QKK); r++) {
+        const uint16_t *src = x + r * QKK;
+        float v[QKK], amax = 0.0f;
+        for (int j = 0; j < QKK; j++) {
+            v[j] = bf16_to_f32(src[j]);
+            float a = fabsf(v[j]);
+            amax = a > amax ? a : amax;
+        }
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int b = 0; b < QKK / QK; b++) {
+            int sum = 0;
+            for (int j = b * QK; j < (b + 1) * QK; j++) {
+                float t = nearbyintf(v[j] * id);
+                t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
+                q[r * QKK + j] = (int8_t)t;
+                sum += (int)t;
+            }
+            bs[r * (QKK / QK) + b] = (int16_t)sum;
+        }
+        dk[r] = amax / 127.0f;
+    }
+}
+
+__attribute__((target("avx2,fma"))) static inline float hsum4(__m128 s) { /* hsum8's last steps */
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
 __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) { /* one fixed order */
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -90,7 +132,8 @@ typedef struct Job Job;
 typedef void (*ColsFn)(const Job *, const Part *, uint16_t *, int64_t, int64_t);
 struct Job {
     const int8_t *xq;
-    const float *dx, *xs;
+    const float *dx, *xs; /* q4k: dx the per-256 scales dk; xs unused */
+    const int16_t *bs;    /* q4k: the sums of each 32 quantized x */
     int64_t M, K;
     const Part *parts;
     int nparts;
@@ -222,6 +265,60 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 DEFINE_TILES(avx2, "avx2,fma", DOT_AVX2)
 DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 
+/* q4k: a block's u8 x s8 products in 16 int16 lanes (no saturation: |2 · 15 · 127| < 2^15), then
+ * times its sub-scale and added pairwise into the super-block's 8 int32 lanes (lane l: the block's
+ * bytes 4l..4l+3): vpdpwssd, or vpmaddwd + vpaddd, the same integers (|J| < 2^23). */
+#define SCALED_AVX2(acc, p, sc) _mm256_add_epi32((acc), _mm256_madd_epi16((p), (sc)))
+#define SCALED_VNNI(acc, p, sc) _mm256_dpwssd_epi32((acc), (p), (sc))
+
+/* A tile of ROWS rows of one q4k column: per super-block, each row's J in integers, then
+ * acc += float(J) · (d · dk) and, for the mins, z += float(m · S pairwise, 4 lanes) · (dmin · dk);
+ * y = hsum8(acc) − hsum4(z). The same sequence for every output, whatever tile it falls in. */
+#define DEFINE_Q4K(SUFFIX, TARGET, SCALED)                                                                         \
+    __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
+        const int64_t S = j->K / QKK;                                                                              \
+        const __m256i low = _mm256_set1_epi8(0x0f);                                                                \
+        __m256 acc[MR];                                                                                            \
+        __m128 z[MR];                                                                                              \
+        const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->K);                                                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm_setzero_ps(); \
+        for (int64_t s = 0; s < S; s++) {                                                                          \
+            const uint8_t *b = wc + s * Q4K_SB_BYTES;                                                              \
+            float d, dmin;                                                                                         \
+            memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);                                                             \
+            const uint8_t *qs = b + 24;                                                                            \
+            /* the 8 sub-scales as int16 in both halves; block i's broadcast is one byte shuffle */                \
+            const __m256i scv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(b + 8)))); \
+            __m256i isum[MR];                                                                                      \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) isum[r] = _mm256_setzero_si256();               \
+            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                  \
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + p * 32));                            \
+                const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
+                const __m256i se = _mm256_shuffle_epi8(scv, _mm256_set1_epi16((short)(0x0100 + 0x0202 * 2 * p)));  \
+                const __m256i so = _mm256_shuffle_epi8(scv, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * p + 1)))); \
+                _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                           \
+                    const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;                                  \
+                    const __m256i pe = _mm256_maddubs_epi16(we, _mm256_loadu_si256((const __m256i *)x));           \
+                    const __m256i po = _mm256_maddubs_epi16(wo, _mm256_loadu_si256((const __m256i *)(x + 32)));    \
+                    isum[r] = SCALED(SCALED(isum[r], pe, se), po, so);                                             \
+                }                                                                                                  \
+            }                                                                                                      \
+            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(b + 16)));                    \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                               \
+                const float dk = j->dx[(m0 + r) * S + s];                                                          \
+                const __m128i ms = _mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(j->bs + ((m0 + r) * S + s) * 8))); \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dk), acc[r]);             \
+                z[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(dmin * dk), z[r]);                            \
+            }                                                                                                      \
+        }                                                                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                     \
+            y[(m0 + r) * j->N + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));                                    \
+    }
+
+DEFINE_Q4K(avx2, "avx2,fma", SCALED_AVX2)
+DEFINE_Q4K(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", SCALED_VNNI)
+
 /* One column at a time, its rows in tiles of MAXR (8 under AVX-512's 32 vector registers, 4 under
  * AVX2's 16) and one tile for the rest: each tile unpacks the column's weights once, and that
  * costs about half of a one-row pass even from L1 (tiles of 4, 2, 1 made 3 rows cost 1.60 one-row
@@ -251,6 +348,8 @@ DEFINE_COLS(q4, avx2, "avx2,fma", 4)
 DEFINE_COLS(q4, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q8, avx2, "avx2,fma", 4)
 DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
+DEFINE_COLS(q4k, avx2, "avx2,fma", 4)
+DEFINE_COLS(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
 /* The columns [c0, c1) of the parts side by side, each part's share by its own column loop. */
 static void run_columns(const Job *j, int64_t c0, int64_t c1) {
@@ -434,12 +533,16 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     return 0;
 }
 
-static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
-    const int per = int4 ? 2 : 3; /* a part's arguments: (w, N) or (w, s, N) */
+enum { FORM_Q8, FORM_Q4, FORM_Q4K };
+static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm"};
+
+static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
+    const int per = form == FORM_Q8 ? 3 : 2; /* a part's arguments: (w, s, N) or (w, N) */
+    const char *name = FORM_NAMES[form];
     int64_t a[6 + 3 * MAX_PARTS];
     if (nargs < 6 + per || nargs > 6 + per * MAX_PARTS || (nargs - 6) % per) {
-        PyErr_Format(PyExc_TypeError, "%s expects 6 arguments and 1 to %d parts of %d, got %zd arguments",
-                     int4 ? "q4_mm" : "q8_mm", MAX_PARTS, per, nargs);
+        PyErr_Format(PyExc_TypeError, "%s expects 6 arguments and 1 to %d parts of %d, got %zd arguments", name,
+                     MAX_PARTS, per, nargs);
         return NULL;
     }
     if (args_i64(args, nargs, a) < 0) return NULL;
@@ -449,35 +552,45 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int int4) {
     int64_t total = 0;
     for (int i = 0; i < nparts; i++) {
         const int64_t *p = a + 6 + per * i;
-        parts[i] = (Part){(const uint8_t *)(uintptr_t)p[0], int4 ? NULL : (const float *)(uintptr_t)p[1], p[per - 1]};
-        if (parts[i].N <= 0 || !parts[i].w || (!int4 && !parts[i].s)) {
+        parts[i] = (Part){(const uint8_t *)(uintptr_t)p[0], form == FORM_Q8 ? (const float *)(uintptr_t)p[1] : NULL,
+                          p[per - 1]};
+        if (parts[i].N <= 0 || !parts[i].w || (form == FORM_Q8 && !parts[i].s)) {
             PyErr_Format(PyExc_ValueError, "part %d: bad weight (N=%lld)", i, (long long)parts[i].N);
             return NULL;
         }
         total += parts[i].N;
     }
-    if (M <= 0 || K <= 0 || K % QK || !a[0] || !a[3]) {
+    const int64_t block = form == FORM_Q4K ? QKK : QK;
+    if (M <= 0 || K <= 0 || K % block || !a[0] || !a[3]) {
         PyErr_Format(PyExc_ValueError, "bad call M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
     const int64_t G = K / QK;
+    /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
+     * dk [M, K / 256] fp32 and bs [M, G] int16 */
     int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
     if (!xq) return PyErr_NoMemory();
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
     float *xs = dx + M * G;
+    int16_t *bs = (int16_t *)xs;
     const int vnni = (int)a[5];
-    const ColsFn fn = int4 ? (vnni ? q4_cols_vnni : q4_cols_avx2) : (vnni ? q8_cols_vnni : q8_cols_avx2);
-    const Job job = {xq, dx, xs, M, K, parts, nparts, (uint16_t *)(uintptr_t)a[3], total, fn};
+    ColsFn fn;
+    if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
+    else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
+    else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
+    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, (uint16_t *)(uintptr_t)a[3], total, fn};
     Py_BEGIN_ALLOW_THREADS;
-    quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
+    if (form == FORM_Q4K) quantize_rows_k((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, bs);
+    else quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
     run(&job, (int)a[4]);
     Py_END_ALLOW_THREADS;
     free(xq);
     Py_RETURN_NONE;
 }
 
-static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 1); }
-static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, 0); }
+static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q4); }
+static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q8); }
+static PyObject *q4k_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q4K); }
 
 static PyObject *threads_used(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(last_threads);
@@ -701,6 +814,7 @@ static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU
 static PyMethodDef methods[] = {
     {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
+    {"q4k_mm", (PyCFunction)(void (*)(void))q4k_mm, METH_FASTCALL, "Q4_K weights over one K x bf16 rows, side by side"},
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
@@ -718,6 +832,7 @@ PyMODINIT_FUNC PyInit__q8mm(void) {
     pthread_once(&once, register_fork_handler);
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddIntConstant(m, "QK", QK) || PyModule_AddIntConstant(m, "MAX_PARTS", MAX_PARTS) ||
+              PyModule_AddIntConstant(m, "QKK", QKK) || PyModule_AddIntConstant(m, "Q4K_SB_BYTES", Q4K_SB_BYTES) ||
               PyModule_AddIntConstant(m, "ATTEND_MAX_D", ATTEND_MAX_D) ||
               PyModule_AddIntConstant(m, "THREAD_WORK", THREAD_WORK) ||
               PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS))) {
