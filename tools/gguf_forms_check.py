@@ -54,15 +54,18 @@ def errors(path: Path) -> None:
     from gguf import GGMLQuantizationType as Q
     from gguf import GGUFReader
 
-    from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, form_of, reference
+    from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Q4KForm, form_of, reference
+    from app.engine.runners import native
+
+    q4k = native.kernels() is not None  # Q4_K stays Q4_K where SpecChat's kernels run, as a load keeps it
 
     def row(name: str, raw: np.ndarray, qtype: Q, k: int, wants: tuple[str, ...]) -> None:
         ref = reference(raw, qtype, k)
         cells = []
         for want in wants:
-            form = form_of(raw, qtype, k, want)
+            form = form_of(raw, qtype, k, want, q4k=q4k)
             err = float((form.weight() - ref).abs().max())  # type: ignore[union-attr]
-            kind = "int4" if isinstance(form, Int4Form) else "int8"
+            kind = "q4k" if isinstance(form, Q4KForm) else "int4" if isinstance(form, Int4Form) else "int8"
             cells.append(f"{want}->{kind} {err:.2e} ({err / float(ref.abs().max()):.1e} of max|w|)")
         print(f"{name:34s} {qtype.name:5s} max|w| {float(ref.abs().max()):.3f}  " + "  ".join(cells))
 
@@ -73,7 +76,7 @@ def errors(path: Path) -> None:
             continue
         k, qtype = int(t.shape[0]), Q(t.tensor_type)
         ref = reference(t.data, qtype, k)
-        err = float((form_of(t.data, qtype, k).weight() - ref).abs().max())  # type: ignore[union-attr]
+        err = float((form_of(t.data, qtype, k, q4k=q4k).weight() - ref).abs().max())  # type: ignore[union-attr]
         rel = err / float(ref.abs().max())
         if rel > worst.get(qtype.name, (0.0, ""))[0]:
             worst[qtype.name] = (rel, f"{t.name}: {err:.2e}, max|w| {float(ref.abs().max()):.3f}")
