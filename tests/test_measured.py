@@ -136,6 +136,9 @@ def test_the_warm_up_times_once_per_model_and_machine_and_replays_the_same_point
     monkeypatch.setattr(session, "machine_description", lambda: "Other CPU")
     Engine(target, lookup=True).warm_up()
     assert len(timed) == 2  # another machine measures again
+    monkeypatch.setattr(session.native, "build_id", lambda: "_q8mm-0123456789ab")
+    Engine(target, lookup=True).warm_up()
+    assert len(timed) == 3  # so does another build of the kernels (a pass's cost is theirs)
 
 
 def test_a_changed_model_file_or_a_damaged_entry_is_timed_again(load_tiny, isolated_cache, timed, tiny_models):

@@ -44,6 +44,7 @@ from app.engine.models.loading import (
     source_identity,
 )
 from app.engine.models.measured import machine_description
+from app.engine.runners import native
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.threads import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
 
@@ -264,9 +265,10 @@ class Engine(TimedArms):
         return {"verify": verify, "draft": draft}
 
     def _timings_key(self) -> list[str] | None:
-        """What the warm-up's timings depend on: the models' files and forms, the threads and the
-        machine (None: a model not read from a file, whose timings are not kept)."""
-        parts = [machine_description(), f"{torch.get_num_threads()} threads"]
+        """What the warm-up's timings depend on: the models' files and forms, the threads, the
+        machine and the build of SpecChat's kernels (None: a model not read from a file, whose
+        timings are not kept)."""
+        parts = [machine_description(), f"{torch.get_num_threads()} threads", native.build_id()]
         for model in (self.target, self.draft if model_of(self._drafter) is not None else None):
             if model is None:
                 continue

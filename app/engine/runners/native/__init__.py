@@ -138,6 +138,17 @@ def why_not() -> str:
     return _loaded()[1]
 
 
+def build_id() -> str:
+    """Which build of the kernels runs ("torch" when none does): a new source is a new id, so
+    timings kept for one build are not taken for another's."""
+    if kernels() is None:
+        return "torch"
+    try:
+        return _built_path().parent.name
+    except RuntimeError:  # a bundle that ships the built module alone
+        return "built"
+
+
 def vnni() -> bool:
     """Whether the AVX-512 VNNI path runs: the CPU has it and the CPU probe is not narrowed to
     AVX2 (``SPECCHAT_CPU_PROBE``; the two paths give the same bits, so this is speed only)."""
