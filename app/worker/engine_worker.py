@@ -34,6 +34,7 @@ from app.engine.backend import AnswerOptions, Backend
 from app.engine.config import GenerationConfig, LoadOptions
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
+from app.engine.startup import import_engine
 from app.worker.server_backend import (
     PlainEndpoint,
     ServerTarget,
@@ -158,7 +159,8 @@ Job = LoadRequest | GenerateRequest | CompareRequest | SweepRequest | HistoryReq
 
 
 def _load_engine(target: str, draft: str | None, options: LoadOptions) -> Backend:
-    from app.engine.session import Engine  # torch is imported here, on the worker thread
+    import_engine()  # transformers and the engine (seconds), the collector paused (engine/startup.py)
+    from app.engine.session import Engine
 
     engine = Engine.load(target, draft, options)
     if options.progress is not None:
@@ -697,7 +699,8 @@ class EngineWorker(QObject):
 
 
 def _probe_devices_list() -> list[str]:
-    from app.engine.runners.devices import available_devices  # imports torch, on the worker thread
+    import_engine(("torch",))  # the engine thread's first import of torch: the collector paused
+    from app.engine.runners.devices import available_devices
 
     return available_devices()
 
