@@ -131,7 +131,26 @@ def _split_smoke_prompt(argv: list[str]) -> tuple[list[str], str | None]:
     return argv[:at] + argv[at + 2 :], prompt
 
 
+def without_feature_import_hook() -> bool:
+    """Take PySide6's ``__feature__`` import hook out of ``builtins.__import__``; True if it was
+    there. PySide6 puts it in front of every import of the process for its opt-in
+    ``from __feature__ import snake_case, true_property`` (which SpecChat never uses): after
+    each new module it reads the module's whole source (``inspect.getsource``) to look for the
+    word "PySide6", and runs Python code for every import statement executed. The engine
+    thread's ~2,000 modules of torch and transformers paid 0.6-0.9 s for it (of ~5-6 s, CPU time
+    on one core) and left ~47 MB of their sources in ``linecache``. What it wraps
+    (``__orig_import__``, PySide6's own lazy import) stays."""
+    import builtins
+
+    hook, original = builtins.__import__, getattr(builtins, "__orig_import__", None)
+    if original is None or getattr(hook, "__name__", "") != "__feature_import__":
+        return False
+    builtins.__import__ = original
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    without_feature_import_hook()  # before the engine thread imports torch and transformers
     qt_args, smoke_prompt = _split_smoke_prompt(list(argv or []))
     if _no_display():
         from app.cli import COMMANDS

@@ -68,3 +68,40 @@ def test_the_qt_binding_keeps_its_references_to_none(qapp):
     for _ in range(2000):
         label.update()
     assert sys.getrefcount(None) - before > -200
+
+
+def test_the_app_takes_pyside_feature_import_hook_out_of_every_import():
+    """PySide6's ``__feature__`` hook reads the source of every module imported after it (the
+    engine thread's torch and transformers: ~2,000 files into ``linecache``); ``app.gui.main``
+    takes it out first, and Qt still imports and works."""
+    code = (
+        "import builtins, linecache, sys\n"
+        "import PySide6.QtCore\n"
+        "from app.gui import without_feature_import_hook\n"
+        "import colorsys\n"  # a module new to the process, imported through the hook: read
+        "assert colorsys.__file__ in linecache.cache, 'the hook no longer reads sources: drop the workaround?'\n"
+        "assert without_feature_import_hook() is True\n"
+        "assert builtins.__import__ is builtins.__orig_import__\n"
+        "import wave\n"  # after: not read
+        "assert wave.__file__ not in linecache.cache\n"
+        "assert without_feature_import_hook() is False\n"  # once
+        "from PySide6.QtCore import QObject, QTimer\n"
+        "from PySide6.QtWidgets import QWidget\n"
+        "timer = QTimer()\n"
+        "timer.setInterval(5)\n"
+        "assert timer.interval() == 5 and QObject(objectName='x').objectName() == 'x'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def test_no_module_of_the_app_uses_pyside_features():
+    """What ``without_feature_import_hook`` takes out only serves ``from __feature__ import``."""
+    import re
+    from pathlib import Path
+
+    statement = re.compile(r"^\s*(from\s+__feature__\s+import|import\s+__feature__)", re.MULTILINE)
+    root = Path(__file__).resolve().parents[2] / "app"
+    assert [p for p in root.rglob("*.py") if statement.search(p.read_text(encoding="utf-8"))] == []
