@@ -35,6 +35,10 @@ def test_the_startup_tool_reports_the_window_and_first_load_figures(tmp_path: Pa
         assert run["ready_s"] > 0
         assert abs(run["shown_s"] + run["ready_s"] - run["launch_to_ready_s"]) < 1e-6
         assert "prompt lookup" in run["model"]  # the window names the models that answer
+        stages = dict(run["stages"])  # ready_s in the parts the window heard of, in order
+        assert list(stages)[:2] == ["torch import", "transformers + engine import"]
+        assert "Loading weights…" in stages and all(seconds >= 0 for seconds in stages.values())
+        assert abs(sum(stages.values()) - run["ready_s"]) < 1e-6
     assert len(window["warm_runs"]) == 1
     loads = report["first_load"]
     assert [run["gguf"] for run in loads] == [bundled.name, bundled.name]  # the bundled one, then the path given

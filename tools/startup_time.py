@@ -11,7 +11,10 @@ settings folder and conversations folder, so the person's own files are neither 
   window's first paint; ``ready_s``: from that paint to the worker's ``loaded`` signal reaching the
   window (the first message is answered from then on); ``launch_to_ready_s``: their sum.
   ``cold``: a first launch (fresh caches); ``warm``: ``--warm`` launches after it with the caches
-  it left (their median; each run listed).
+  it left (their median; each run listed). ``stages``: ``ready_s`` in the parts the window hears
+  of: torch's import (until the worker's ``devices_found``), the rest of the engine's imports
+  (until the load's first progress message), then each progress message until the next, the
+  last until ``loaded`` (a warm median: each stage's).
 - ``first_load``: a first load of each GGUF (the bundled one, then those named), fresh cache:
   ``Engine.load(path, "lookup")`` then ``warm_up()``, as the app's worker loads. ``load_s``,
   ``warm_up_s``; MiB: ``base`` (RSS after the imports), ``peak`` (VmHWM after the load), ``file``;
@@ -88,8 +91,21 @@ def window_child() -> int:
     app = QApplication(["specchat"])
     figures: dict[str, Any] = {}
 
+    marks: list[tuple[str, float]] = []  # (the stage that starts, when), as the window hears of it
+
+    def mark(stage: str) -> None:
+        if not marks or marks[-1][0] != stage:
+            marks.append((stage, time.perf_counter()))
+
     def on_loaded(window: MainWindow) -> None:
-        figures["ready_s"] = time.perf_counter() - figures.pop("painted")
+        now = time.perf_counter()
+        painted = figures.pop("painted")
+        figures["ready_s"] = now - painted
+        # from the paint: torch's import until the devices are probed, then the rest of the engine's
+        # imports until the load's first progress message, then each message until the next
+        starts = [("torch import", painted), *((stage, max(at, painted)) for stage, at in marks)]
+        ends = [at for _, at in starts[1:]] + [now]
+        figures["stages"] = [[stage, end - at] for (stage, at), end in zip(starts, ends)]
         figures["model"] = window.model_label.text()
         print(MARK + json.dumps(figures), flush=True)
         QTimer.singleShot(0, window.close)
@@ -100,6 +116,9 @@ def window_child() -> int:
                 if event.type() == QEvent.Type.Show and "connected" not in figures:
                     figures["connected"] = True  # before run_app calls window.start()
                     watched.worker.loaded.connect(lambda *_: on_loaded(watched))
+                    # the load's stages as the window hears of them (``on_loaded``)
+                    watched.worker.devices_found.connect(lambda *_: mark("transformers + engine import"))
+                    watched.worker.load_progress.connect(lambda message, _f: mark(message))
                 elif event.type() == QEvent.Type.Paint and "painted" not in figures:
                     figures["painted"], figures["painted_at"] = time.perf_counter(), time.time()
                     app.removeEventFilter(self)  # a Python call per event would slow the app it measures
@@ -154,7 +173,19 @@ def measure(ggufs: list[str], warm: int, window: bool) -> dict[str, Any]:
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     first = runs[0]
-    return {k: statistics.median(run[k] for run in runs) if isinstance(v, float) else v for k, v in first.items()}
+    median = {k: statistics.median(run[k] for run in runs) if isinstance(v, float) else v for k, v in first.items()}
+    names = [[stage for stage, _ in run.get("stages", [])] for run in runs]
+    if all(n == names[0] for n in names):  # the same stages in every run: each stage's median
+        median["stages"] = [[stage, statistics.median(run["stages"][i][1] for run in runs)]
+                            for i, stage in enumerate(names[0])]
+    else:
+        median.pop("stages", None)
+    return median
+
+
+def _stages(run: dict[str, Any]) -> str:
+    """ "torch import 1.10 · transformers + engine import 2.61 · …" (seconds, from the paint)."""
+    return " · ".join(f"{stage.rstrip('…')} {seconds:.2f}" for stage, seconds in run.get("stages", []))
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -167,6 +198,8 @@ def _print(report: dict[str, Any]) -> None:
                 every = f" ({each})" if name == "warm" else ""
                 print(f"{name} start: window painted {run['shown_s']:.2f} s after launch, ready "
                       f"{run['ready_s']:.2f} s after that{every}, {run['launch_to_ready_s']:.2f} s after launch")
+                if run.get("stages"):
+                    print(f"  of which{' (medians)' if name == 'warm' else ''}: {_stages(run)}")
     for run in report["first_load"]:
         print(f"first load of {run['gguf']} ({run['weights']}): load {run['load_s']:.1f} s + warm-up "
               f"{run['warm_up_s']:.1f} s; peak {run['peak']:.0f} MiB over {run['base']:.0f} after the imports: "
