@@ -34,6 +34,7 @@ from app.engine.decoding.suffix_index import SuffixIndex
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
+from app.engine.models.draft_head import extend_draft_head, restrict_draft_head
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.loading import (
     DEFAULT_SOURCE,
@@ -210,6 +211,11 @@ class Engine(TimedArms):
         draft_model = load_one(draft, target_form if follow else asked, draft_probe, forms.DRAFT_SIZES)
         if follow and draft_model.form is not None:
             draft_model.form = replace(draft_model.form, reason="same_as_target")
+        # its head over the tokens it is likely to draft (``draft_head``): a draft's numbers never
+        # change the answer, and a large vocabulary's head is a quarter of a small draft's pass
+        head = restrict_draft_head(draft_model.model, draft_model.tokenizer, draft_model.vocab_size)
+        if head and draft_model.form is not None:
+            draft_model.form = replace(draft_model.form, head=head)
         return cls(loaded, draft_model)
 
     def warm_up(self) -> None:
@@ -559,6 +565,8 @@ class Engine(TimedArms):
         prompt, answer_so_far = self._prompt(conversation, options.continue_answer, answer_ids)
         chosen = self._pick_drafter(options.drafter_choice)
         drafter = chosen if config.speculative else None
+        if self.draft is not None and model_of(drafter) is not None:
+            extend_draft_head(self.draft.model, prompt)  # the words this conversation brings
         self._answer_drafter = drafter
         self._tune_threads()
         self._draft_ahead(drafter, config)
