@@ -36,6 +36,8 @@ from gguf import dequantize
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import Q4_K
 
+from app.engine.runners.quant import q4k_weight
+
 GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
 CHUNK_ELEMENTS = 1 << 20  # weights decoded at a time (4 MiB as fp32), whatever a row's length
 INT4_TYPES = (Q.Q4_0, Q.Q4_1, Q.Q4_K)
@@ -77,10 +79,7 @@ class Q4KForm:
 
     def weight(self) -> torch.Tensor:
         """fp32 [N, K] as the kernel computes it: d·sc·q − dmin·m, nothing rounded."""
-        n, k = self.q.shape
-        step = self.d.repeat_interleave(8, 1) * self.sc.float()
-        low = self.dmin.repeat_interleave(8, 1) * self.m.float()
-        return (self.q.reshape(n, -1, GROUP).float() * step[..., None] - low[..., None]).reshape(n, k)
+        return q4k_weight(self.q, self.sc, self.m, self.d, self.dmin)
 
 
 Form = Int4Form | Int8Form | Q4KForm | torch.Tensor

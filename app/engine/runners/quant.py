@@ -202,6 +202,9 @@ class Int4Linear(WeightOnlyLinear):
         return self._matmul(eye).t().float()
 
 
+Q4KParts = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # q, sc, m, d, dmin
+
+
 class Q4KLinear(WeightOnlyLinear):
     """llama.cpp's Q4_K as the file holds it, under SpecChat's kernel only (``q4k_mm``): super-blocks
     of 256 inputs, 8 blocks of 32, ``w = d·sc_b·q − dmin·m_b`` with d, dmin per super-block (the
@@ -256,11 +259,17 @@ class Q4KLinear(WeightOnlyLinear):
 
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, fp32 [N, K]: d·sc·q − dmin·m."""
-        q, sc, m, d, dmin = q4k_parts(self.rows, self.in_features)
-        per = calls.QK_K // GROUP
-        scale = d.repeat_interleave(per, 1) * sc.float()
-        low = dmin.repeat_interleave(per, 1) * m.float()
-        return q.float() * scale.repeat_interleave(GROUP, 1) - low.repeat_interleave(GROUP, 1)
+        return q4k_weight(*q4k_parts(self.rows, self.in_features))
+
+
+def q4k_weight(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
+    """Q4_K's parts as the weight, fp32 [N, K]: (d·sc)·q − dmin·m per block of 32, in fp32 as gguf
+    dequantizes it (every product exact: an fp16 times a 6-bit integer, then a 4-bit one)."""
+    n, k = q.shape
+    per = calls.QK_K // GROUP
+    step = d.repeat_interleave(per, 1) * sc.float()
+    low = dmin.repeat_interleave(per, 1) * m.float()
+    return (q.reshape(n, -1, GROUP).float() * step[..., None] - low[..., None]).reshape(n, k)
 
 
 def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
@@ -275,14 +284,17 @@ def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor
     if dmin.shape != d.shape or int(sc.max()) > 63 or int(m.max()) > 63 or int(q.max()) > 15:
         raise ValueError("Q4_K's sub-scales and mins are 6-bit and its weights 4-bit")
     s = k // calls.QK_K
-    as_bytes = lambda t: t.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)  # noqa: E731
+
+    def as_bytes(t: torch.Tensor) -> torch.Tensor:
+        return t.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)
+
     nibbles = pack_native(q).reshape(n, s, calls.QK_K // 2)
     small = [t.to(torch.uint8).reshape(n, s, 8) for t in (sc, m)]
     parts = (as_bytes(d), as_bytes(dmin), *small, nibbles)
     return torch.cat(parts, 2).reshape(n, s * calls.Q4K_SUPER_BLOCK_BYTES).contiguous()
 
 
-def q4k_parts(rows: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+def q4k_parts(rows: torch.Tensor, k: int) -> Q4KParts:
     """``q4k_rows``' inverse: (q [N, K], sc [N, K / 32], m [N, K / 32], d [N, K / 256], dmin)."""
     n, s = rows.shape[0], k // calls.QK_K
     blocks = rows.reshape(n, s, calls.Q4K_SUPER_BLOCK_BYTES)
@@ -293,7 +305,7 @@ def q4k_parts(rows: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
     return q, sc, m, d, dmin
 
 
-def quantize_q4k(weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
     """A float weight [N, K] (K a multiple of 256) as Q4_K's parts (q, sc, m, d, dmin), ``from_quantized``'s."""
     w = weight.detach().float()
     n, k = w.shape
