@@ -48,13 +48,15 @@ class SubsetHead(nn.Module):
         self.rows, self.vocab = rows, vocab
         self.inner = rows(keep)
         self.register_buffer("keep", keep)
+        self._kept = set(keep.tolist())  # ``keep`` as a set: an answer's extend is a set difference
 
     def extend(self, ids: Iterable[int]) -> int:
         """Keep ``ids`` too (those below the vocabulary): how many were new (the inner head is
         made again when any is)."""
-        new = {i for i in ids if 0 <= i < self.vocab} - set(self.keep.tolist())
+        new = {i for i in ids if 0 <= i < self.vocab} - self._kept
         if new:
-            keep = torch.tensor(sorted(new | set(self.keep.tolist())), dtype=torch.long, device=self.keep.device)
+            self._kept |= new
+            keep = torch.tensor(sorted(self._kept), dtype=torch.long, device=self.keep.device)
             self.inner, self.keep = self.rows(keep), keep
         return len(new)
 

@@ -107,36 +107,34 @@ def _vnni(vnni: bool | None) -> int:
     return int(native.vnni() if vnni is None else vnni)
 
 
+def _byte_rows(call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, vnni: bool | None) -> Matmul:
+    """A ``Matmul`` over weights each kept as uint8 rows of ``row_bytes`` over k inputs (int4, Q4_K)."""
+    _parts_count(len(rows))
+    parts: list[int] = []
+    for i, w in enumerate(rows):
+        w = _tensor(f"{name} weight {i}", w, torch.uint8, 2)
+        if w.shape[1] != row_bytes or w.shape[0] == 0:
+            raise ValueError(f"{name} weight {i} over {k} inputs is [N, {row_bytes}] bytes; got {tuple(w.shape)}")
+        parts += [w.data_ptr(), w.shape[0]]
+    return Matmul(call, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+
+
 def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
     """int4 weights side by side, each SpecChat's rows (``quant.native_rows``: uint8
     [N, K / 2 + 8·K / 32]) over the same k inputs. ``vnni``: the AVX-512 VNNI path (the same
     bits as AVX2's), as ``native.vnni()`` says unless given."""
     module = _module()
-    _parts_count(len(rows))
     _input_size(k)
-    parts: list[int] = []
-    for i, w in enumerate(rows):
-        w = _tensor(f"int4 weight {i}", w, torch.uint8, 2)
-        if w.shape[1] != q4_row_bytes(k) or w.shape[0] == 0:
-            raise ValueError(f"int4 weight {i} over {k} inputs is [N, {q4_row_bytes(k)}] bytes; got {tuple(w.shape)}")
-        parts += [w.data_ptr(), w.shape[0]]
-    return Matmul(module.q4_mm, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+    return _byte_rows(module.q4_mm, "int4", rows, k, q4_row_bytes(k), vnni)
 
 
 def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
     [N, K / 256 · 152]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
     module = _module()
-    _parts_count(len(rows))
     if k <= 0 or k % QK_K:
         raise ValueError(f"Q4_K takes an input size that is a positive multiple of {QK_K}; got {k}")
-    parts: list[int] = []
-    for i, w in enumerate(rows):
-        w = _tensor(f"Q4_K weight {i}", w, torch.uint8, 2)
-        if w.shape[1] != q4k_row_bytes(k) or w.shape[0] == 0:
-            raise ValueError(f"Q4_K weight {i} over {k} inputs is [N, {q4k_row_bytes(k)}] bytes; got {tuple(w.shape)}")
-        parts += [w.data_ptr(), w.shape[0]]
-    return Matmul(module.q4k_mm, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+    return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), vnni)
 
 
 def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | None = None) -> Matmul:
