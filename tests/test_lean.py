@@ -14,6 +14,7 @@ from app.engine.runners import cpu_probe, native
 from app.engine.runners.cpu_probe import force_probe, probe
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.lean import LeanPass, why_not
+from app.engine.runners.native import calls as native_calls
 from app.engine.runners.quant import batch_invariant
 
 FORMS = {  # weights form -> the probe answer it runs under (None: this CPU's own)
@@ -148,3 +149,35 @@ def test_a_sliding_window_cache_is_left_to_transformers_and_any_block_on_a_full_
     assert runner._cache is not None
     assert runner.lean is not None and runner.lean.takes(runner._cache, 1) and runner.lean.takes(runner._cache, 500)
     assert not runner.lean.takes(runner._cache, 0)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "float32"])
+def test_a_pass_on_spec_chats_kernels_runs_torchs_ops_on_one_thread_and_splits_its_linears(lean_models, dtype):
+    """With every linear SpecChat's kernel, torch's own ops in a lean pass run on one thread while
+    the linears split as many ways as torch's thread count said (two pools spinning for the same
+    cores slowed multi-row passes); with torch's linears (fp32 prepacked) nothing changes."""
+    if dtype == "int4" and (native.kernels() is None or not batch_invariant("int4")):
+        pytest.skip("SpecChat's int4 kernels are not built here")
+    loaded = load_model(lean_models["qwen2"], device="cpu", dtype=dtype)
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    runner.forward(_ids(20, loaded.vocab_size, seed=3), keep=1)
+    assert runner.lean is not None
+    seen: list[tuple[int, int]] = []
+    layer = runner.lean.layers[0]
+    act = layer.act
+
+    def recording(x: torch.Tensor) -> torch.Tensor:
+        seen.append((torch.get_num_threads(), native_calls.thread_count()))
+        return act(x)
+
+    layer.act = recording
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        fed = runner.forward([5, 6, 7], keep=3)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert fed.shape[0] == 3 and after == 2
+    assert seen == ([(1, 2)] if dtype == "int4" else [(2, 2)])
+    assert runner.lean.native is (dtype == "int4")

@@ -593,3 +593,32 @@ def test_rms_norm_is_llamas_formula_and_replaces_the_norms_of_a_bf16_model(load_
     norms = [m for m in model.modules() if isinstance(m, NativeRMSNorm)]
     assert len(norms) == 2 * model.config.num_hidden_layers + 1
     assert not any(type(m).__name__ == "LlamaRMSNorm" for m in model.modules())
+
+
+@needs_kernels
+def test_linear_threads_set_a_calls_split_whatever_torchs_thread_count():
+    """``calls.linear_threads(n)``: this thread's linear calls split n ways while torch runs on
+    one thread (the lean pass); outside it they follow torch's count again. A woken worker may
+    come late (xdist pins each worker to one core): tried until a call ran on two threads."""
+    from app.engine.runners.quant import Int8Linear
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        layer = Int8Linear.from_float(torch.randn(8 * calls.thread_work() // 1024 + 40, 256))
+        kernel = calls.q8_mm([(layer.q, layer.scale.float().contiguous())], 256)
+        x = torch.randn(4, 256).to(torch.bfloat16)
+        most, deadline = 0, time.monotonic() + 30
+        with calls.linear_threads(2):
+            assert calls.thread_count() == 2 and torch.get_num_threads() == 1
+            while most < 2 and time.monotonic() < deadline:
+                kernel(x)
+                most = max(most, calls.threads_used())
+        assert most == 2
+        assert calls.thread_count() == 1
+        kernel(x)
+        assert calls.threads_used() == 1
+        with pytest.raises(ValueError, match="at least one thread"), calls.linear_threads(0):
+            pass
+    finally:
+        torch.set_num_threads(before)

@@ -53,6 +53,7 @@ from app.engine.runners.native import calls
 from app.engine.runners.native.calls import ATTEND_MAX_HEAD_DIM
 from app.engine.runners.prepacked import PrepackedLinear, weight_of
 from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
+from app.engine.runners.threads import torch_threads
 
 ROWWISE = "specchat_rowwise"
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
@@ -251,15 +252,11 @@ def one_thread(query: torch.Tensor) -> Iterator[None]:
     threads, so a cache written at one count would be read by rows computed at another. One
     thread costs little: 33 µs a row over 100 keys either way, 2.2 against 1.2 ms over 4,000
     (12 heads of 128, fp32); a pass's linears keep their threads. 0.2 µs a call."""
-    threads = torch.get_num_threads() if query.device.type == "cpu" else 1
-    if threads == 1:
+    if query.device.type != "cpu":
         yield
         return
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def native_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, gqa: bool) -> bool:

@@ -10,7 +10,8 @@ import re
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -72,6 +73,21 @@ def apply_threads(value: str | int | None = AUTO) -> int:
     except RuntimeError:  # allowed once per process, before inter-op work has started
         pass
     return threads
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op thread count set to ``count`` within, restored after (nothing done when
+    it is that count already: a set costs ~0.2 µs)."""
+    before = torch.get_num_threads()
+    if before == count:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # ------------------------------------------------- threads while answering (auto)

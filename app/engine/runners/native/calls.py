@@ -14,7 +14,9 @@ Each kernel's fixed float order is stated once, beside its test (tests/test_nati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,31 @@ QK_K = 256  # q8mm.c's QKK: inputs per Q4_K super-block (and per block of its qu
 Q4K_SUPER_BLOCK_BYTES = 152  # q8mm.c's Q4K_SB_BYTES: d, dmin (fp32), sc [8], m [8], 128 bytes of nibbles
 MAX_PARTS = 8  # q8mm.c's MAX_PARTS: weights side by side in one linear call
 ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
+
+
+_local = threading.local()  # .threads: this thread's linears' threads (``linear_threads``)
+
+
+def thread_count() -> int:
+    """Threads this thread's linear calls split into: ``linear_threads``' count while one is
+    active here, else torch's intra-op thread count."""
+    count: int | None = getattr(_local, "threads", None)
+    return torch.get_num_threads() if count is None else count
+
+
+@contextmanager
+def linear_threads(count: int) -> Iterator[None]:
+    """Within it, this thread's linear calls split into ``count`` threads of the kernels' pool,
+    whatever torch's own thread count is (a lean pass runs torch's small ops on one thread
+    meanwhile: two pools spinning for the same cores slowed a 5-row pass 1.4x on 2 cores)."""
+    if count < 1:
+        raise ValueError(f"a linear call runs on at least one thread; got {count}")
+    before = getattr(_local, "threads", None)
+    _local.threads = count
+    try:
+        yield
+    finally:
+        _local.threads = before
 
 
 def _module() -> Any:
@@ -72,8 +99,8 @@ class Matmul:
     vnni: int
 
     def __call__(self, x: torch.Tensor, threads: int | None = None) -> torch.Tensor:
-        """bf16 rows [M, K] (a non-contiguous view is copied) → [M, N]; ``threads``: torch's
-        intra-op thread count unless given."""
+        """bf16 rows [M, K] (a non-contiguous view is copied) → [M, N]; ``threads``: this
+        thread's linear threads (``thread_count()``) unless given."""
         if (
             not isinstance(x, torch.Tensor)
             or x.dtype is not BF16
@@ -88,7 +115,7 @@ class Matmul:
         rows = x.shape[0]
         y = torch.empty((rows, self.n), dtype=BF16)
         if rows:
-            use = torch.get_num_threads() if threads is None else threads
+            use = thread_count() if threads is None else threads
             self.call(x.data_ptr(), rows, self.k, y.data_ptr(), use, self.vnni, *self.parts)
         return y
 
