@@ -456,3 +456,28 @@ def test_the_why_panels_v_shows_the_measured_int4_costs():
     v = {row.drafts: row.fitted for row in e.verify_cost_by_tokens}
     assert v[1] == pytest.approx(0.44 / 0.36) and v[3] == pytest.approx(0.61 / 0.36)
     assert v[7] == pytest.approx(1.24 / 0.36)
+
+
+def test_a_band_that_measured_only_bigger_passes_takes_its_plain_pass_from_another_bands_ratios():
+    """An answer whose every step verified drafts reaches context bands where no plain pass was
+    made: the plain pass there is the bigger pass divided by its ratio in the nearest band that
+    measured both, not the bigger pass itself (which made every block look free: auto k verified 5
+    drafts a step on a CPU where a 6-token pass costs 4 plain ones)."""
+    from app.engine.decoding.cost import CostModel, KChooser
+
+    costs = CostModel()
+    costs.context = 16
+    for _ in range(3):
+        costs.observe_verify(1, 0.2)
+        costs.observe_verify(6, 0.8)
+    costs.context = 60  # the next band: 6-token passes only
+    costs.observe_verify(6, 1.0)
+    assert costs.verify_cost(1) == pytest.approx(0.25)
+    assert costs.verify_cost(6) == pytest.approx(1.0)
+    chooser = KChooser(costs=costs)
+    for _ in range(30):
+        chooser.acceptance.observe("lookup3", 4, 4)
+    choice = chooser.choose("lookup3", 5, drafts_ready=True)
+    assert choice.pass_cost == pytest.approx(4.0)  # 1.0 s over 0.25
+    costs.observe_verify(1, 0.3)  # a plain pass of its own wins
+    assert costs.verify_cost(1) == pytest.approx(0.3)
