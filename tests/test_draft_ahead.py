@@ -11,6 +11,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL, LoadOptions
 from app.engine.decoding import decode, drafters
+from app.engine.draft_threads import Split
 from app.engine.session import DRAFT_AHEAD_ENV
 
 MODEL_ALONE = AnswerOptions(drafter_choice=DRAFT_MODEL)
@@ -121,29 +122,90 @@ def test_beside_a_plain_step_the_drafter_guesses_ahead_and_a_right_guess_is_veri
     assert result.token_ids == engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False)).token_ids
 
 
-def test_an_answer_that_does_not_draft_ahead_gets_its_threads_back(tiny_models, monkeypatch):
-    """Drafting ahead caps the target at cores − 1 threads (the drafter takes the last core); the
-    next answer without it (speculation off: a comparison's target-only arm) runs on the threads
-    it was given again, not on the capped count."""
+def test_an_answer_drafting_ahead_takes_a_thread_of_the_budget_and_gives_it_back(tiny_models, monkeypatch):
+    """``threads`` is the run's budget: drafting ahead, the target verifies on one thread fewer
+    (the draft model has the other) during the answer only; an answer that does not draft ahead
+    (speculation off: a comparison's target-only arm; standard sampling) runs on the whole budget."""
     import torch
 
-    from app.engine import session
-
-    monkeypatch.setattr(session, "physical_cores", lambda: 2)
-    monkeypatch.delenv(DRAFT_AHEAD_ENV, raising=False)
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "1")
     before = torch.get_num_threads()
     try:
         engine = Engine.load(
             str(tiny_models["llama"]), str(tiny_models["llama-draft"]), LoadOptions(device="cpu", threads=1)
         )
         torch.set_num_threads(2)  # as --threads 2 on 2 cores (a pinned xdist worker caps --threads at its one core)
+
+        def target_threads(config: GenerationConfig) -> set[int]:
+            seen: set[int] = set()
+            engine.generate(PROMPT, config, on_step=lambda step: seen.add(torch.get_num_threads()))
+            assert torch.get_num_threads() == 2  # the budget again after the answer
+            return seen
+
+        assert target_threads(GREEDY) == {1} and engine.split == Split(2, ahead=True)
+        assert target_threads(GenerationConfig(**{**GREEDY.to_dict(), "speculative": False})) == {2}
+        assert engine.split == Split(2)
+        assert target_threads(GREEDY) == {1}
+        assert target_threads(SEEDED_STANDARD) == {2} and engine.split == Split(2)  # standard sampling: in turn
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_ahead_is_taken_only_where_it_is_expected_faster_than_in_turn_on_every_thread():
+    """The real pair's costs as measured on two machines, at 2 threads. AVX-512 EPYC: a plain pass
+    at 2 threads 63 ms, at 1 thread 78 ms, v(n) = 1 + 0.15 (n - 1), a draft step 26 ms (in turn, 2
+    threads) or 30 ms (its own thread): ahead. AVX2-only EPYC: a plain pass 115 / 165 ms, a 5-token
+    pass 3.4 / 4.0 plain ones, a draft step 46 / 64 ms: in turn (plain steps on both threads win)."""
+    from app.engine.decoding.cost import CostModel, ahead_is_faster
+
+    def costs(plain: float, extra: float, draft: float) -> CostModel:
+        model = CostModel()
+        for n in (1, 2, 3, 4, 5, 6):
+            model.observe_verify(n, plain * (1 + extra * (n - 1)))
+        model.observe_draft(1, draft)
+        return model
+
+    avx512 = {"in_turn": costs(0.063, 0.15, 0.026), "ahead": costs(0.078, 0.15, 0.030)}
+    avx2 = {"in_turn": costs(0.115, 0.6, 0.046), "ahead": costs(0.165, 0.75, 0.064)}
+    assert ahead_is_faster(avx512["in_turn"], avx512["ahead"], alpha=0.9, k_max=5) is True
+    assert ahead_is_faster(avx2["in_turn"], avx2["ahead"], alpha=0.9, k_max=5) is False
+    assert ahead_is_faster(avx512["in_turn"], CostModel(), alpha=0.9, k_max=5) is None  # not measured: unknown
+    # a fixed k is weighed at that k: 5 drafts verified on the AVX2 machine lose either way, in turn least
+    assert ahead_is_faster(avx2["in_turn"], avx2["ahead"], alpha=0.9, k_max=5, fixed_k=5) is False
+
+
+def test_the_warm_up_times_both_ways_and_an_answer_takes_the_one_measured_faster(tiny_models, monkeypatch):
+    """At a budget of 2 the warm-up times drafting in turn and ahead (each way's passes and draft
+    steps); each answer takes the way its costs say is faster, and the chooser weighs that way's
+    costs. One thread: in turn only, nothing timed ahead."""
+    import torch
+
+    from app.engine.decoding.cost import CostModel
+
+    monkeypatch.delenv(DRAFT_AHEAD_ENV, raising=False)
+    before = torch.get_num_threads()
+    try:
+        engine = Engine.load(
+            str(tiny_models["llama"]), str(tiny_models["llama-draft"]), LoadOptions(device="cpu", threads=1)
+        )
+        engine.warm_up()
+        assert set(engine.chooser.ways) == {Split(1)}
+        torch.set_num_threads(2)
+        engine.warm_up()
+        in_turn, ahead = engine.chooser.ways[Split(2)], engine.chooser.ways[Split(2, ahead=True)]
+        for measured in (in_turn, ahead):
+            assert measured.verify_cost(1) is not None and measured.draft_cost() is not None
+        fast, slow = CostModel(), CostModel()
+        for n in range(1, 7):
+            fast.observe_verify(n, 0.01 * (1 + 0.1 * (n - 1)))
+            slow.observe_verify(n, 0.05 * n)
+        fast.observe_draft(1, 0.001)
+        slow.observe_draft(1, 0.05)
+        engine.chooser.ways[Split(2)], engine.chooser.ways[Split(2, ahead=True)] = slow, fast
         engine.generate(PROMPT, GREEDY)
-        assert torch.get_num_threads() == 1  # drafted ahead: the target on one core, the drafter on the other
-        engine.generate(PROMPT, GenerationConfig(**{**GREEDY.to_dict(), "speculative": False}))
-        assert torch.get_num_threads() == 2
+        assert engine.split == Split(2, ahead=True) and engine.chooser.costs is fast
+        engine.chooser.ways[Split(2)], engine.chooser.ways[Split(2, ahead=True)] = fast, slow
         engine.generate(PROMPT, GREEDY)
-        assert torch.get_num_threads() == 1
-        engine.generate(PROMPT, SEEDED_STANDARD)  # standard sampling drafts in turn
-        assert torch.get_num_threads() == 2
+        assert engine.split == Split(2) and engine.chooser.costs is fast
     finally:
         torch.set_num_threads(before)

@@ -113,9 +113,9 @@ def timed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     warm_ups: list[int] = []
     real = Engine._time_passes
 
-    def time_passes(engine: Engine) -> dict:
+    def time_passes(engine: Engine, split) -> dict:
         warm_ups.append(1)
-        return real(engine)
+        return real(engine, split)
 
     monkeypatch.setattr(Engine, "_time_passes", time_passes)
     return warm_ups

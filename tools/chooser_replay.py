@@ -46,7 +46,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.config import LoadOptions
 from app.engine.decoding import decode as decode_module
 from app.engine.decoding.cost import KChooser
-from app.engine.session import WARM_UP_BLOCK_SIZES
+from app.engine.draft_threads import WARM_UP_BLOCK_SIZES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROMPTS = ROOT / "resources" / "bench_prompts.txt"

@@ -177,8 +177,9 @@ def _common_options() -> argparse.ArgumentParser:
         type=_threads,
         default="auto",
         metavar="N",
-        help="CPU threads for torch: auto (the cores other processes leave idle, re-chosen between answers) "
-        "or a number (default: auto)",
+        help="CPU threads a run computes on, all told (a draft model shares them with the target: it drafts "
+        "ahead on one of its own or in turn on all, whichever measured faster): auto (the cores other "
+        "processes leave idle, re-chosen between answers) or a number (default: auto)",
     )
     models.add_argument(
         "--no-cpu-kernels",

@@ -314,6 +314,10 @@ class RunProvenance:
     exact_context: int | None = None
     weights: str = ""  # the target's form as a label: "int4 (quantized by SpecChat) from bf16 · 0.1 GB"
     draft_weights: str | None = None  # the draft model's form as a label; None without a draft model
+    # CPU threads the run computed on, all told (None: not recorded, or not the CPU), and whether
+    # the draft model drafted ahead on one of them, the target verifying on the rest
+    cpu_threads: int | None = None
+    draft_on_own_thread: bool = False
 
     def exact_at(self, context: int) -> bool:
         """Whether a verified block was exact at ``context`` tokens: then greedy speculation

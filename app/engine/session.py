@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeGuard
@@ -26,11 +25,12 @@ import torch
 
 from app.engine.backend import NEW_ANSWER, AnswerOptions, Conversation, TimedArms
 from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LOOKUP, SUFFIX, GenerationConfig, LoadOptions
-from app.engine.decoding.cost import KChooser
+from app.engine.decoding.cost import MODEL_KEY, CostModel, KChooser, ahead_is_faster
 from app.engine.decoding.decode import Target, decode
 from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, PromptLookupDrafter, model_of
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
+from app.engine.draft_threads import Split, time_ahead, time_in_turn, timed_pass
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
@@ -47,7 +47,14 @@ from app.engine.models.loading import (
 from app.engine.models.measured import machine_description
 from app.engine.runners import native
 from app.engine.runners.kv import CachedModel
-from app.engine.runners.threads import OtherLoad, ThreadGovernor, apply_threads, parse_threads, physical_cores
+from app.engine.runners.threads import (
+    OtherLoad,
+    ThreadGovernor,
+    apply_threads,
+    parse_threads,
+    physical_cores,
+    torch_threads,
+)
 
 
 def _text(value: str) -> str:
@@ -91,28 +98,10 @@ def _messages(conversation: object) -> list[dict[str, str]]:
 
 
 ARM_PROBE_PASSES = 5  # plain passes timed before each arm of a comparison (start_arm)
-WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in warm_up(), each beside a plain one
-# warm_up() times each size beside a plain pass, in rounds, while the rounds cost at most this
-# (at most WARM_UP_ROUNDS): the chooser weighs a size by its ratio to a plain pass, and one
-# sample of a ratio on a noisy 2-core machine is off by ±10 % (3 rounds: 1.1 s for the bundled
-# model; a 7B's passes make it one round)
-WARM_UP_SECONDS = 1.5
-WARM_UP_ROUNDS = 3
-DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``_draft_ahead``)
+DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``draft_threads``)
 LOAD_DEFAULTS = LoadOptions()
 WARM_UP_TIMINGS = "warm-up"  # the warm-up's timings in the measured store (models.measured)
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
-
-
-def _timed_pass(runner: CachedModel, size: int) -> float:
-    """Seconds of one pass over ``size`` tokens after the cached positions, which it leaves
-    as they were."""
-    position = len(runner.tokens)
-    started = time.perf_counter()
-    runner.forward([0] * size, keep=size)
-    seconds = time.perf_counter() - started
-    runner.truncate(position)
-    return seconds
 
 
 def _timings_valid(timings: Any) -> TypeGuard[dict[str, list[Any]]]:
@@ -158,7 +147,10 @@ class Engine(TimedArms):
         # ``auto`` threads on the CPU: re-chosen between answers from the machine's load and
         # the plain passes measured per thread count (None: a fixed number, or not the CPU)
         self.thread_governor: ThreadGovernor | None = None
-        self._uncapped_threads: int | None = None  # the threads before drafting ahead capped them
+        # the latest answer's way of sharing the threads with a draft model (``draft_threads``),
+        # and the budget to give back when it capped the target's threads
+        self.split: Split | None = None
+        self._budget: int | None = None
         self.draft_form: WeightsForm | None = None
         if draft is not None:
             self.draft_form = draft.form or WeightsForm(forms.FORM_OF.get(draft.dtype, draft.dtype))
@@ -222,59 +214,60 @@ class Engine(TimedArms):
         """Run each model once on the shapes decoding uses (a prompt, one token, a draft
         block): the first forward passes of a process pay one-off kernel set-up (~1.5 s on
         2 CPU cores), which would otherwise land on the first answer and skew a comparison.
-        Then the k chooser's first points: a target pass per block size and a draft step, timed
+        With ``auto`` threads, the thread count the machine allows is measured first. Then the
+        k chooser's first points: a target pass per block size and a draft step, for each way
+        this thread budget can share the threads with a draft model (``draft_threads``), timed
         here once per model files and machine and kept (``measured``: 0.7 s of the bundled
         model's launch), else read back (decoding keeps measuring)."""
+        self._give_back_threads()
         models = self._runners()
         for runner in models:
             runner.forward([0] * 16, keep=1)
             runner.forward([0], keep=1)
             runner.forward([0] * 6)
             runner.truncate(16)
-        costs = self.chooser.costs
-        costs.context = len(self._target_kv.tokens)  # a short context: the first band
-        timings = self._kept_timings()
-        for tokens, seconds in timings["verify"]:  # in the order timed: a ratio is to the plain pass before it
-            costs.observe_verify(tokens, seconds)
-        for seconds in timings["draft"]:
-            costs.observe_draft(1, seconds)
         self._measure_threads()
+        budget = torch.get_num_threads()
+        splits = [Split(budget)]
+        if self._may_draft_ahead(budget):
+            splits.append(Split(budget, ahead=True))
+        for split in splits:
+            costs = self.chooser.use(split)
+            costs.context = len(self._target_kv.tokens)  # a short context: the first band
+            timings = self._kept_timings(split)
+            for tokens, seconds in timings["verify"]:  # in the order timed: a ratio is to the plain pass before it
+                costs.observe_verify(tokens, seconds)
+            for seconds in timings["draft"]:
+                costs.observe_draft(1, seconds)
+        self.chooser.use(splits[0])
         for runner in models:
             runner.reset()
 
-    def _kept_timings(self) -> dict[str, list[Any]]:
+    def _kept_timings(self, split: Split) -> dict[str, list[Any]]:
         """The timings kept for these models on this machine, else timed now (and kept)."""
-        key = self._timings_key()
+        key = self._timings_key(split)
         kept = measured_store().get(WARM_UP_TIMINGS, key) if key else None
         if _timings_valid(kept):
             return kept
-        timings = self._time_passes()
+        timings = self._time_passes(split)
         if key:
             measured_store().put(WARM_UP_TIMINGS, key, timings)
         return timings
 
-    def _time_passes(self) -> dict[str, list[Any]]:
-        """Each block size's pass beside a plain one, in rounds while they cost at most
-        ``WARM_UP_SECONDS``, and three draft steps: [tokens, seconds] in the order timed."""
-        verify: list[tuple[int, float]] = []
-        started = time.perf_counter()
-        for round_ in range(WARM_UP_ROUNDS):
-            for size in WARM_UP_BLOCK_SIZES:
-                verify += [(1, _timed_pass(self._target_kv, 1)), (size, _timed_pass(self._target_kv, size))]
-            spent = time.perf_counter() - started
-            if spent / (round_ + 1) * (round_ + 2) > WARM_UP_SECONDS:  # another round would overrun
-                break
-        draft = []
+    def _time_passes(self, split: Split) -> dict[str, list[Any]]:
+        """The target's passes per block size and the draft model's steps, shared as ``split`` says."""
         model = model_of(self._drafter)
-        if model is not None:  # a running median: one slow sample on a busy machine is outvoted
-            draft = [_timed_pass(model.runner, 1) for _ in range(3)]
-        return {"verify": verify, "draft": draft}
+        if not split.ahead or model is None:
+            return time_in_turn(self._target_kv, model)
+        with torch_threads(split.target_threads):
+            return time_ahead(self._target_kv, model)
 
-    def _timings_key(self) -> list[str] | None:
-        """What the warm-up's timings depend on: the models' files and forms, the threads, the
-        machine and the build of SpecChat's kernels (None: a model not read from a file, whose
-        timings are not kept)."""
-        parts = [machine_description(), f"{torch.get_num_threads()} threads", native.build_id()]
+    def _timings_key(self, split: Split) -> list[str] | None:
+        """What the warm-up's timings depend on: the models' files and forms, the threads and how
+        they are shared, the machine and the build of SpecChat's kernels (None: a model not read
+        from a file, whose timings are not kept)."""
+        shared = " (the draft model ahead on one)" if split.ahead else ""
+        parts = [machine_description(), f"{split.threads} threads{shared}", native.build_id()]
         for model in (self.target, self.draft if model_of(self._drafter) is not None else None):
             if model is None:
                 continue
@@ -288,7 +281,8 @@ class Engine(TimedArms):
         """Before one arm of a comparison (on empty caches, which it leaves empty): time a plain
         pass (the median of ``ARM_PROBE_PASSES``) and start measuring the load of other
         processes. Call what it returns when the arm is over: what the machine did meanwhile."""
-        times = sorted(_timed_pass(self._target_kv, 1) for _ in range(ARM_PROBE_PASSES))
+        self._give_back_threads()
+        times = sorted(timed_pass(self._target_kv, 1) for _ in range(ARM_PROBE_PASSES))
         self._target_kv.reset()
         others = OtherLoad()
 
@@ -309,7 +303,7 @@ class Engine(TimedArms):
         if allowed != now:
             for threads in (now, allowed, now, allowed):  # interleaved: a burst of load hits both
                 torch.set_num_threads(threads)
-                governor.observe(threads, _timed_pass(self._target_kv, 1))
+                governor.observe(threads, timed_pass(self._target_kv, 1))
         torch.set_num_threads(governor.choose(others))
 
     def _tune_threads(self) -> None:
@@ -320,26 +314,63 @@ class Engine(TimedArms):
             if threads != torch.get_num_threads():
                 torch.set_num_threads(threads)
 
-    def _draft_ahead(self, drafter: Drafter | None, config: GenerationConfig) -> None:
-        """A draft model on the CPU drafts the next block while the target verifies this one
-        (``decode``), on a core of its own: the target keeps at most the other cores' threads, the
-        drafter one. On a GPU the two share one device, so they draft in turn; ``DRAFT_AHEAD_ENV``
-        "0" drafts in turn on the CPU too, "1" drafts ahead even on one core (the tests). An answer
-        that does not draft ahead (no draft model, speculation off, standard sampling) gets its
-        threads back: a target-only arm of a comparison ran on the capped count before, so at
-        ``--threads 2`` on 2 cores it decoded on one thread beside llama.cpp's two."""
+    def _split_for(self, drafter: Drafter | None, config: GenerationConfig) -> Split:
+        """How an answer by ``drafter`` shares this budget's threads (``draft_threads``): ahead
+        where a draft model on the CPU is expected to be faster so at the acceptance the chooser
+        has learnt (greedy or seed-invariant sampling: no random draws shared by two threads;
+        standard sampling drafts in turn), in turn otherwise. On a GPU the two share one device,
+        so they draft in turn. ``DRAFT_AHEAD_ENV`` "0" always drafts in turn, "1" always ahead,
+        even on one thread (the tests)."""
+        budget = self._budget if self._budget is not None else torch.get_num_threads()
+        one_stream = config.greedy or config.sampling == "seed-invariant"
+        if model_of(drafter) is None or self.target.device.type != "cpu" or not one_stream:
+            return Split(budget)
+        asked = os.environ.get(DRAFT_AHEAD_ENV, "").strip()
+        if asked in ("0", "1"):
+            return Split(budget, ahead=asked == "1")
+        if not self._may_draft_ahead(budget):
+            return Split(budget)
+        ahead = Split(budget, ahead=True)
+        ways = self.chooser.ways
+        faster = ahead_is_faster(
+            ways.get(Split(budget), CostModel()),
+            ways.get(ahead, CostModel()),
+            self.chooser.acceptance.alpha(MODEL_KEY),
+            config.k,
+            None if config.auto_k else config.k,
+        )
+        return ahead if faster else Split(budget)
+
+    def _may_draft_ahead(self, budget: int) -> bool:
+        """Whether a draft model could draft ahead on this budget: on the CPU, two threads or
+        more, not turned off (``DRAFT_AHEAD_ENV``)."""
+        asked = os.environ.get(DRAFT_AHEAD_ENV, "").strip()
+        return (
+            model_of(self._drafter) is not None
+            and self.target.device.type == "cpu"
+            and asked != "0"
+            and (budget >= 2 or asked == "1")
+        )
+
+    def _share_threads(self, drafter: Drafter | None, config: GenerationConfig) -> Split:
+        """This answer's way of sharing the threads, applied: the target's thread count, the
+        draft model's drafting ahead, the chooser's costs of that way."""
+        split = self._split_for(drafter, config)
         model = model_of(drafter)
-        cores, asked = physical_cores(), os.environ.get(DRAFT_AHEAD_ENV, "").strip()
         if model is not None:
-            model.ahead = self.target.device.type == "cpu" and (asked == "1" or (asked != "0" and cores >= 2))
-        ahead = model is not None and model.ahead and (config.greedy or config.sampling == "seed-invariant")
-        if ahead and cores >= 2 and torch.get_num_threads() >= cores:
-            self._uncapped_threads = torch.get_num_threads()
-            torch.set_num_threads(cores - 1)
-        elif not ahead and self._uncapped_threads is not None:
-            if self.thread_governor is None:  # auto threads: ``_tune_threads`` chose them just now
-                torch.set_num_threads(self._uncapped_threads)
-            self._uncapped_threads = None
+            model.ahead = split.ahead
+        if split.target_threads != torch.get_num_threads():
+            self._budget = split.threads
+            torch.set_num_threads(split.target_threads)
+        self.chooser.use(split)
+        self.split = split
+        return split
+
+    def _give_back_threads(self) -> None:
+        """After an answer that capped the target's threads: the budget again."""
+        if self._budget is not None:
+            torch.set_num_threads(self._budget)
+            self._budget = None
 
     @property
     def forward_seconds(self) -> float:
@@ -393,10 +424,13 @@ class Engine(TimedArms):
         """Which models, dtypes, device and settings make a run with ``config``.
         ``drafted_by``: the drafter an answer actually used (None: the engine skipped the draft
         model for it); by default the one ``config`` and ``drafter_choice`` would use."""
+        planned = drafted_by == "planned"
         drafter = self._pick_drafter(drafter_choice) if drafted_by == "planned" else drafted_by
         drafting = config.speculative and drafter is not None
         uses_model = drafting and model_of(drafter) is not None
         draft = self.draft if uses_model else None
+        split = self._split_for(drafter if drafting else None, config) if planned or self.split is None else self.split
+        on_cpu = self.target.device.type == "cpu"
         return RunProvenance(
             target=self.target.name,
             drafter=drafter.name if drafting and drafter is not None else "none",
@@ -407,6 +441,8 @@ class Engine(TimedArms):
             exact_context=self.target.kernels.exact_up_to() if self.target.kernels is not None else 0,
             weights=self.target.weights_label,
             draft_weights=draft.weights_label if draft is not None else None,
+            cpu_threads=split.threads if on_cpu else None,
+            draft_on_own_thread=uses_model and split.ahead,
         )
 
     def prompt_ids(
@@ -568,8 +604,9 @@ class Engine(TimedArms):
         if self.draft is not None and model_of(drafter) is not None:
             extend_draft_head(self.draft.model, prompt)  # the words this conversation brings
         self._answer_drafter = drafter
+        self._give_back_threads()
         self._tune_threads()
-        self._draft_ahead(drafter, config)
+        split = self._share_threads(drafter, config)
         record = self._recorder(prompt, options)
 
         def used(actual: Drafter | None) -> None:  # decode may skip a draft model for the answer
@@ -577,17 +614,22 @@ class Engine(TimedArms):
 
         target = Target(self._target_kv, self.target.tokenizer, self._eos_ids, self.target.context_length, self.chooser)
         steps = decode(target, drafter, prompt, config, cancel, answer_so_far, on_drafter=used)
-        for step in self._guarded(steps):
-            if self.thread_governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
-                self.thread_governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
-            record(step)
-            yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
-            if self._answers != answer:
-                steps.close()
-                raise StaleStreamError(
-                    "This answer can no longer go on: another answer was generated on the same "
-                    "engine since, and the caches now hold that conversation. Start it again."
-                )
+        governor = self.thread_governor if not split.ahead else None  # a plain pass beside drafting is not one alone
+        try:
+            for step in self._guarded(steps):
+                if governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
+                    governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+                record(step)
+                yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
+                if self._answers != answer:
+                    steps.close()
+                    raise StaleStreamError(
+                        "This answer can no longer go on: another answer was generated on the same "
+                        "engine since, and the caches now hold that conversation. Start it again."
+                    )
+        finally:
+            if self._answers == answer:  # a later answer owns the threads now
+                self._give_back_threads()
 
     def _recorder(self, prompt: list[int], options: AnswerOptions) -> Callable[[StepEvent], None]:
         """Index the prompt under the answer's owner (``AnswerOptions.history_id``, else a name

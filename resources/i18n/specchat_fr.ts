@@ -1971,8 +1971,8 @@
         <translation>Des façons plus rapides d’exécuter les modèles sur le CPU (poids empaquetés à l’avance, attention calculée ligne par ligne). Les résultats sont exactement les mêmes, simplement obtenus plus tôt.</translation>
     </message>
     <message>
-        <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster. At most the {0} CPUs of this computer: more threads only take turns on them, far slower.</source>
-        <translation>Combien de cœurs de processeur les modèles utilisent. auto : commence avec les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre les réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide. Au plus les {0} processeurs de cet ordinateur : davantage de fils ne font que se relayer sur eux, bien plus lentement.</translation>
+        <source>How many CPU cores the models use. auto: starts at the physical cores minus one, so the window stays responsive, then, between answers, takes the cores other programs leave idle, and only as many as measured faster. At most the {0} CPUs of this computer: more threads only take turns on them, far slower. A draft model shares them with the target: it drafts ahead on one of its own, or in turn on all of them, whichever measured faster.</source>
+        <translation>Combien de cœurs de processeur les modèles utilisent. auto : commence avec les cœurs physiques moins un, pour que la fenêtre reste réactive, puis, entre les réponses, prend les cœurs que les autres programmes laissent libres, et seulement autant que mesuré plus rapide. Au plus les {0} processeurs de cet ordinateur : davantage de fils ne font que se relayer sur eux, bien plus lentement. Un modèle de brouillon les partage avec le modèle cible : il rédige en avance sur un fil à lui, ou à tour de rôle sur tous, selon ce qui a été mesuré plus rapide.</translation>
     </message>
     <message>
         <source>CPU threads:</source>

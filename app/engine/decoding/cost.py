@@ -23,6 +23,7 @@ standard sampling); the acceptance rule sees an ordinary, shorter block.
 
 from __future__ import annotations
 
+import copy
 import statistics
 from collections import deque
 from collections.abc import Callable
@@ -415,6 +416,21 @@ def suffix_key(matched: int) -> str:
 MODEL_KEY = "model"
 
 
+@dataclass(frozen=True)
+class Split:
+    """How an answer uses ``threads`` CPU threads (``draft_threads``): a draft model drafting in
+    turn on all of them, or ahead on one of its own beside the target on the rest. Each way keeps
+    its own measured costs (``KChooser.use``)."""
+
+    threads: int
+    ahead: bool = False
+
+    @property
+    def target_threads(self) -> int:
+        """The target's threads (at least one: ahead on a budget of one, the tests, adds one)."""
+        return max(1, self.threads - 1) if self.ahead else self.threads
+
+
 @dataclass
 class KChooser:
     """Measured costs + estimated acceptance → the number of drafts each step verifies.
@@ -429,6 +445,22 @@ class KChooser:
     since_draft: int = 0
     # this answer's draft model drafts ahead (``decode`` says so per answer): ``step_cost``
     ahead: bool = False
+    # the costs measured each way of sharing the CPU threads (``Split``); ``costs`` is the one in use
+    ways: dict[Split, CostModel] = field(default_factory=dict)
+
+    def use(self, split: Split) -> CostModel:
+        """Weigh the costs measured ``split``'s way from now on. The first way taken adopts the
+        costs at hand; a way never taken since (``auto`` threads moved to another budget) starts
+        from a copy of the nearest budget's measured the same way, which ages toward its own."""
+        if split not in self.ways:
+            if not self.ways:
+                self.ways[split] = self.costs
+            else:
+                same_way = [s for s in self.ways if s.ahead == split.ahead]
+                nearest = min(same_way, key=lambda s: (abs(s.threads - split.threads), s.threads), default=None)
+                self.ways[split] = copy.deepcopy(self.ways[nearest]) if nearest is not None else CostModel()
+        self.costs = self.ways[split]
+        return self.costs
 
     def verify_cost(self, tokens: int) -> float:
         """Seconds (or, before any measurement, units of one plain step)."""
@@ -503,3 +535,35 @@ class KChooser:
         """One decoding step passed (costs and acceptance age by steps)."""
         self.acceptance.tick()
         self.costs.tick()
+
+
+# --- in turn or ahead: a thread budget shared by the target and a draft model (``draft_threads``)
+
+
+def drafting_rate(costs: CostModel, alpha: float, k_max: int, ahead: bool, fixed_k: int | None = None) -> float | None:
+    """Expected tokens per second of a draft model's answer on ``costs`` (one way of sharing the
+    threads: its target passes and draft steps as measured that way): the best k's with auto k
+    (0 included: a plain step), else ``fixed_k``'s. None when ``costs`` lack a plain pass or a
+    draft step."""
+    plain, draft = costs.verify_cost(1), costs.draft_cost()
+    curve = costs.curve(k_max + 1)
+    if plain is None or draft is None or curve is None:
+        return None
+    if fixed_k is None:
+        return best_k(alpha, draft, lambda n: curve[n - 1], k_max, ahead=ahead).predicted_speedup / plain
+    k = min(fixed_k, k_max)
+    return expected_tokens(alpha, k) / step_cost(alpha, k, draft, curve[k], ahead)
+
+
+def ahead_is_faster(
+    in_turn: CostModel, ahead: CostModel, alpha: float, k_max: int, fixed_k: int | None = None
+) -> bool | None:
+    """Whether drafting ahead (the target on one thread fewer, the draft model on its own) is
+    expected to give more tokens per second than drafting in turn on every thread, by at least
+    ``MIN_GAIN`` (in turn never competes with itself for a core, so a tie stays in turn). None when
+    either way's costs are not measured."""
+    turn = drafting_rate(in_turn, alpha, k_max, ahead=False, fixed_k=fixed_k)
+    beside = drafting_rate(ahead, alpha, k_max, ahead=True, fixed_k=fixed_k)
+    if turn is None or beside is None:
+        return None
+    return beside > turn * MIN_GAIN

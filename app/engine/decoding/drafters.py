@@ -7,9 +7,10 @@ standard acceptance rule); prompt lookup has none, so its drafts count as point 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import torch
 
@@ -17,6 +18,8 @@ from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import lookup_key
 from app.engine.events import MIXED_SUFFIX, THIS_CONVERSATION, TokenOrigin
 from app.engine.runners.kv import CachedModel
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -225,16 +228,20 @@ class ModelDrafter:
         be right, and later calls trust no more than those (``new_turn``: as ``propose``'s, the
         drafter's first ask of an answer trusts nothing). Nothing else may use the runner until
         the future is done (``decode`` waits for it before the next step or at the end)."""
-        if self._executor is None:
-            # one thread, one torch thread: the core the target's threads leave free
-            self._executor = ThreadPoolExecutor(1, "specchat-draft", initializer=torch.set_num_threads, initargs=(1,))
 
         def run() -> Proposal:
             proposal = self.propose(tokens, k, rule, confidence_threshold, new_turn=new_turn)
             self._seen = verified
             return proposal
 
-        return self._executor.submit(run)
+        return self.on_own_thread(run)
+
+    def on_own_thread(self, work: Callable[[], T]) -> Future[T]:
+        """``work`` on the drafter's own thread (one torch thread: the core the target's threads
+        leave free), where it drafts ahead; nothing else may use the runner until it is done."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, "specchat-draft", initializer=torch.set_num_threads, initargs=(1,))
+        return self._executor.submit(work)
 
     def unseen(self, tokens: list[int]) -> int:
         """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""

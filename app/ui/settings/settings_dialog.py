@@ -325,7 +325,9 @@ class SettingsDialog(QDialog):
                 "How many CPU cores the models use. auto: starts at the physical cores minus one, so "
                 "the window stays responsive, then, between answers, takes the cores other programs "
                 "leave idle, and only as many as measured faster. At most the {0} CPUs of this "
-                "computer: more threads only take turns on them, far slower."
+                "computer: more threads only take turns on them, far slower. A draft model shares "
+                "them with the target: it drafts ahead on one of its own, or in turn on all of them, "
+                "whichever measured faster."
             ).format(available_cpus())
         )
         form.addRow("", self.cpu_kernels)
