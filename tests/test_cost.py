@@ -481,3 +481,12 @@ def test_a_band_that_measured_only_bigger_passes_takes_its_plain_pass_from_anoth
     assert choice.pass_cost == pytest.approx(4.0)  # 1.0 s over 0.25
     costs.observe_verify(1, 0.3)  # a plain pass of its own wins
     assert costs.verify_cost(1) == pytest.approx(0.3)
+
+
+def test_with_no_plain_pass_measured_anywhere_bigger_passes_are_scaled_by_the_priors_ratio():
+    from app.engine.decoding.cost import UNMEASURED_EXTRA_PER_TOKEN, CostModel
+
+    costs = CostModel()
+    costs.context = 60
+    costs.observe_verify(6, 1.0)
+    assert costs.verify_cost(1) == pytest.approx(1.0 / (1 + 5 * UNMEASURED_EXTRA_PER_TOKEN))

@@ -249,6 +249,7 @@ def run(
             return llama_speculative(tools, files, prompt_text, config.max_new_tokens, threads, k, runner, context)
         return ours(engine, messages, config if kind == OURS_SPEC else plain, kind)
 
+    engine.warm_up()  # as the app's worker does: one-off kernel set-up, the chooser's first points
     ours(engine, messages, replace(config, max_new_tokens=min(8, config.max_new_tokens)), OURS_SPEC)  # warm-up
     table: list[dict[str, PeerRun]] = []
     for r in range(rounds):

@@ -85,6 +85,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     engine = load_engine(args, drafter=speculative)
     _clear_progress(sys.stderr)
     config = fit_to_engine(engine, config)
+    engine.warm_up()  # as the app's worker does: one-off kernel set-up, the chooser's first points
     from app.engine.analysis.explanation import explain, no_drafts_note
 
     if args.json:

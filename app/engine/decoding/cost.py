@@ -280,10 +280,9 @@ class CostModel:
         points = {n: statistics.median(s) for n, s in sorted(self.buckets.get(band, {}).items())}
         base = points.get(1)
         if base is None:
-            base = self._plain_from_other_band(band, points)
-            if base is None:
+            if not points:
                 return points
-            points[1] = base
+            base = points[1] = self._plain_from_other_band(band, points)
         for n, ratios in self.ratios.get(band, {}).items():
             points[n] = base * statistics.median(ratios)
         aged = {}
@@ -294,20 +293,21 @@ class CostModel:
             aged[n] = weight * seconds + (1.0 - weight) * prior
         return aged
 
-    def _plain_from_other_band(self, band: int, points: dict[int, float]) -> float | None:
+    def _plain_from_other_band(self, band: int, points: dict[int, float]) -> float:
         """A plain pass in ``band``, which measured only bigger passes (an answer whose every step
         verified drafts moves into bands where no plain pass is made): each of its sizes divided
         by that size's ratio to a plain pass in the nearest band that measured both (their
-        median). None when no band did. Taking the smallest size measured for the plain pass
-        instead makes every bigger pass look free: a 6-token pass of a compute-bound CPU's 1.5B,
-        4x a plain one, was weighed as 1.0x, and auto k verified 5 drafts every step."""
+        median); where no band did, by the prior's ratio. Taking the smallest size measured for
+        the plain pass instead makes every bigger pass look free: a 6-token pass of a
+        compute-bound CPU's 1.5B, 4x a plain one, was weighed as 1.0x, and auto k verified 5
+        drafts every step."""
         others = [b for b in self.buckets if b != band and 1 in self.buckets[b]]
         for other in sorted(others, key=lambda b: (abs(b - band), b)):
             shape = self._estimates(other)
             plains = [seconds * shape[1] / shape[n] for n, seconds in points.items() if n in shape and shape[n] > 0]
             if plains:
                 return statistics.median(plains)
-        return None
+        return statistics.median(s / (1.0 + (n - 1) * UNMEASURED_EXTRA_PER_TOKEN) for n, s in points.items())
 
     def verify_cost(self, tokens: int) -> float | None:
         """Seconds of a target pass over ``tokens`` tokens in the current context band."""
