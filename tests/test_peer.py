@@ -109,3 +109,28 @@ def test_bench_peer_through_the_cli_refuses_a_non_gguf_target(tools, tiny_models
     code = cli.main(["bench", "--peer", str(tools), "--target", str(tiny_models["llama"]), "--prompt", "hi"])
     assert code == 2
     assert "must be a .gguf file" in capsys.readouterr().err
+
+
+def test_no_run_of_ours_drafts_from_another_runs_answer(load_tiny, tools, tmp_path, monkeypatch):
+    """The suffix index holds every answer the engine gave; a peer bench answers one prompt over
+    and over, so without clearing it the speculative arm copied the target-only arm's answer
+    (every draft accepted) where llama.cpp drafts afresh."""
+    engine = Engine(load_tiny("llama"), suffix=True)
+    gguf = tmp_path / "t.gguf"
+    gguf.write_bytes(b"GGUF")
+    seen: list[set[str]] = []
+    generate = engine.generate
+
+    def spying(*args, **kwargs):
+        seen.append(set(engine.history.owners))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "generate", spying)
+    messages = [{"role": "user", "content": "the cat sat on the mat and the cat sat on the"}]
+    report = peer.run(
+        engine, peer.PeerTools.find(tools), peer.PeerFiles(gguf, None), messages,
+        GenerationConfig(max_new_tokens=16, k=3), 1, rounds=3,
+    )  # fmt: skip
+    assert len(seen) == 1 + 3 * 2  # the warm-up, then both of ours each round
+    assert all(owners == set() for owners in seen)
+    assert report["summary"]["identical"] is True

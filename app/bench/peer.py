@@ -210,6 +210,10 @@ def llama_speculative(
 
 def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfig, kind: str) -> PeerRun:
     engine.reset()
+    # no run drafts from another's answer: the same prompt answered by the target-only arm a
+    # moment before was in the suffix index, and the draft model + lookup copied it whole (every
+    # draft accepted, a 0.5B "guessing" a poem at 100 %) beside a llama.cpp that drafts afresh
+    engine.history.clear()
     result = engine.generate(messages, config)
     stats = result.stats
     decode_tps = (stats.new_tokens - 1) / stats.decode_s if stats.decode_s > 0 and stats.new_tokens > 1 else 0.0
