@@ -490,3 +490,26 @@ def test_with_no_plain_pass_measured_anywhere_bigger_passes_are_scaled_by_the_pr
     costs.context = 60
     costs.observe_verify(6, 1.0)
     assert costs.verify_cost(1) == pytest.approx(1.0 / (1 + 5 * UNMEASURED_EXTRA_PER_TOKEN))
+
+
+def test_sizes_not_measured_lately_age_toward_the_warm_ups_shape_not_a_constant():
+    """On a CPU where a pass grows with its rows (the real 1.5B on an AVX2-only EPYC: 2, 4 and 6
+    tokens cost 1.6, 3.7 and 3.9 plain passes), a band reached after the warm-up's figures aged
+    out weighs a bigger pass by the warm-up's ratios, not by 1 + 0.15 a token."""
+    from app.engine.decoding.cost import CROSS_BAND_FRESH, CostModel
+
+    costs = CostModel()
+    costs.context = 16
+    for n, ratio in ((2, 1.6), (3, 2.5), (4, 3.7), (6, 3.9)):
+        costs.observe_verify(1, 0.1)
+        costs.observe_verify(n, 0.1 * ratio)
+    costs.keep_shape()
+    assert costs.prior_ratio(4) == pytest.approx(3.7) and costs.prior_ratio(5) == pytest.approx(3.8)
+    assert costs.prior_ratio(8) == pytest.approx(3.9 + 2 * 2.9 / 5)  # the last measured cost per token goes on
+    for _ in range(CROSS_BAND_FRESH + 20):  # a long plain answer in the next bands: the warm-up's sizes age out
+        costs.context = 80
+        costs.observe_verify(1, 0.12)
+        costs.tick()
+    curve = costs.curve(6)
+    assert [round(c / curve[0], 2) for c in curve] == [1.0, 1.6, 2.5, 3.7, 3.8, 3.9]
+    assert CostModel().prior_ratio(4) == pytest.approx(1.45)  # nothing kept: the constant

@@ -239,6 +239,7 @@ class Engine(TimedArms):
                 costs.observe_verify(tokens, seconds)
             for seconds in timings["draft"]:
                 costs.observe_draft(1, seconds)
+            costs.keep_shape()  # what this machine's passes cost by size: the prior for later bands
         self.chooser.use(splits[0])
         for runner in models:
             runner.reset()
