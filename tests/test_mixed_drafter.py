@@ -81,3 +81,49 @@ def test_the_models_first_ask_of_an_answer_trusts_nothing_even_after_lookups(tin
     engine.generate(PROMPT, AUTO, options=UNRECORDED)
     engine.generate(PROMPT, AUTO, options=UNRECORDED)
     assert asked.count(True) == 2  # one fresh ask per answer
+
+
+def test_a_draft_model_that_cannot_pay_sits_the_answer_out_and_the_answer_says_why(tiny_models, monkeypatch):
+    """A draft step measured far dearer than any gain: auto k leaves the answer to lookup, the
+    run's provenance names lookup, and the answer's first event carries the plan; the CLI, the
+    bench and the window show the sentence it makes (saved and read back with the run)."""
+    from app.engine.analysis.explanation import sat_out_note
+    from app.engine.decoding.cost import KChooser
+    from app.engine.events import RunResult
+
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
+    engine = _engine(tiny_models, "llama")
+    engine.warm_up()
+    result = engine.generate(PROMPT, AUTO, options=UNRECORDED)
+    plain = engine.generate(PROMPT, GenerationConfig(**{**AUTO.to_dict(), "speculative": False}), options=UNRECORDED)
+    assert result.token_ids == plain.token_ids
+    assert result.made_by is not None and result.made_by.draft_dtype is None  # lookup alone
+    assert all(s.draft_passes == 0 for s in result.steps)
+    plan = result.steps[0].model_sat_out
+    assert plan is not None and plan.k == 0 and plan.draft_cost > 100
+    note = sat_out_note(result)
+    assert note.startswith("The draft model sat this answer out: on this machine a draft step costs ")
+    assert "no acceptance would repay it" in note
+    assert sat_out_note(RunResult.from_dict(result.to_dict())) == note
+    monkeypatch.undo()
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    fresh = Engine(engine.target, engine.draft)  # nothing measured: the model is tried
+    used = fresh.generate(PROMPT, AUTO, options=UNRECORDED)
+    assert used.steps[0].model_sat_out is None and sat_out_note(used) == ""
+
+
+def test_the_sat_out_sentence_names_the_break_even_acceptance_or_the_catch_up():
+    from app.engine.analysis.explanation import format_percent, format_ratio, sat_out_note
+    from app.engine.events import KDecision, RunResult, RunStats, StepEvent
+
+    def run(plan: KDecision) -> RunResult:
+        step = StepEvent(0, (), None, (), "prefill", 0, 0.0, 0.1, RunStats(), model_sat_out=plan)
+        return RunResult.from_steps([step], speculative=True, drafter="suffix index", config={"speculative": True})
+
+    dear = KDecision(0, "gain_below_margin", 0.25, best_k=1, best_gain=0.95, draft_cost=0.2, pass_cost=1.1)
+    note = sat_out_note(run(dear))  # 1 + a = 0.2 + 1.1: a = 0.3 breaks even
+    assert f"a draft step costs {format_ratio(0.2)} of a plain target pass" in note
+    assert f"would need {format_percent(0.3)} of its drafts accepted to break even, and {format_percent(0.25)}" in note
+    catch_up = KDecision(0, "catch_up_not_repaid", 0.6, best_k=2, best_gain=1.2, draft_cost=0.1, pass_cost=1.1)
+    assert "read the whole prompt" in sat_out_note(run(catch_up))

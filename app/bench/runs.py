@@ -292,8 +292,8 @@ def _drafting(run: RunResult, baseline: RunResult | None) -> dict[str, Any]:
     """What the drafting cost, from the Why panel's own explanation of this round: ``c`` (a draft
     step on the answer's clock ÷ a plain pass of the baseline), the share of drafting passes made
     ahead, the acceptance that would only break even at that cost, and the sentence saying that
-    no draft was used and why ("" when some were)."""
-    from app.engine.analysis.explanation import explain, no_drafts_note
+    no draft was used and why ("" when some were), or that the draft model sat the run out and why."""
+    from app.engine.analysis.explanation import explain, no_drafts_note, sat_out_note
 
     e = explain(run, baseline)
     return {
@@ -302,6 +302,7 @@ def _drafting(run: RunResult, baseline: RunResult | None) -> dict[str, Any]:
         "break_even_alpha": e.break_even_alpha,
         "alpha": e.alpha,
         "no_drafts_note": no_drafts_note(run),
+        "sat_out_note": sat_out_note(run),
     }
 
 
@@ -396,6 +397,8 @@ def _summary(
         "alpha": _median_of(runs, "alpha"),
         "rounds_without_drafts": sum(bool(r.get("no_drafts_note")) for r in runs),
         "no_drafts_note": next((r["no_drafts_note"] for r in runs if r.get("no_drafts_note")), ""),
+        "rounds_draft_model_sat_out": sum(bool(r.get("sat_out_note")) for r in runs),
+        "sat_out_note": next((r["sat_out_note"] for r in runs if r.get("sat_out_note")), ""),
     }
 
 
@@ -453,6 +456,8 @@ def format_report(report: dict[str, Any]) -> str:
         )
     if s.get("rounds_without_drafts"):
         lines.append(f"{s['rounds_without_drafts']} of {s['runs']} rounds: {s['no_drafts_note']}")
+    if s.get("rounds_draft_model_sat_out"):
+        lines.append(f"{s['rounds_draft_model_sat_out']} of {s['runs']} rounds: {s['sat_out_note']}")
     if s.get("weights"):
         lines.append(f"target weights: {s['weights']}")
     if s.get("draft_form"):

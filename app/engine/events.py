@@ -220,6 +220,9 @@ class StepEvent:
     # the drafts were made while the target verified the previous block (their passes were not
     # on this step's clock: ``draft_s`` is only the wait for them)
     drafted_ahead: bool = False
+    # on an answer's first event: the plan by which the loaded draft model sat the answer out
+    # (auto k: it would not pay, or not repay reading the prompt) while lookup drafted alone
+    model_sat_out: KDecision | None = None
 
     @property
     def tokens(self) -> tuple[TokenInfo, ...]:
@@ -255,6 +258,7 @@ class StepEvent:
             "verify_s": self.verify_s,
             "predicted_speedup": _finite(self.predicted_speedup),
             "decision": None if self.decision is None else self.decision.to_dict(),
+            "model_sat_out": None if self.model_sat_out is None else self.model_sat_out.to_dict(),
             "rejected_unseen": self.rejected_unseen,
             "unattributed": [t.id for t in self.unattributed],
             "stop_reason": self.stop_reason,
@@ -285,6 +289,7 @@ class StepEvent:
             rejected_unseen=int(data.get("rejected_unseen", 0)),
             unattributed=tuple(tokens[own:]),
             drafted_ahead=bool(data.get("drafted_ahead", False)),
+            model_sat_out=KDecision.from_dict(data["model_sat_out"]) if data.get("model_sat_out") else None,
         )
 
 

@@ -44,9 +44,9 @@ def test_a_new_chat_after_an_old_one_answers_as_a_fresh_window_does(qtbot, open_
 
 
 def test_an_answer_that_drafted_nothing_says_so_under_it(qtbot, open_window, tiny_models, monkeypatch):
-    """A draft step measured dearer than any gain: auto k verifies no draft, and the answer's note
-    is the sentence generate and bench print (``no_drafts_note``)."""
-    from app.engine.analysis.explanation import no_drafts_note
+    """A draft step measured dearer than any gain: auto k verifies no draft, and the answer's notes
+    are the sentences generate and bench print (``no_drafts_note``, ``sat_out_note``)."""
+    from app.engine.analysis.explanation import no_drafts_note, sat_out_note
     from app.engine.decoding.cost import KChooser
     from app.engine.decoding.drafters import Proposal
     from app.engine.decoding.suffix_drafter import SuffixDrafter
@@ -62,3 +62,5 @@ def test_an_answer_that_drafted_nothing_says_so_under_it(qtbot, open_window, tin
     assert note.startswith("No drafts used: plain steps only, because ")
     answer = window.chat_view.answers[-1]
     assert answer.status.isVisibleTo(window) and note in answer.status.text()
+    sat_out = sat_out_note(result)  # the draft model left the answer to lookup, which found nothing
+    assert sat_out.startswith("The draft model sat this answer out: ") and sat_out in answer.status.text()

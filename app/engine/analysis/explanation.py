@@ -785,6 +785,49 @@ NO_DRAFTS_USED = {
 }
 
 
+MODEL_SAT_OUT = {
+    "catch_up_not_repaid": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "The draft model sat this answer out: it would first have had to read the whole prompt, which "
+        "this answer could not repay. Lookup drafted alone.",
+    ),
+    "unrepaid": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
+        "pass and a pass verifying {k} drafts {v} plain passes, so no acceptance would repay it. Lookup "
+        "drafted alone.",
+    ),
+    "below_break_even": QT_TRANSLATE_NOOP(
+        "Explanation",
+        "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
+        "pass and a pass verifying {k} drafts {v} plain passes, so it would need {needed} of its drafts "
+        "accepted to break even, and {alpha} are expected. Lookup drafted alone.",
+    ),
+}
+
+
+def sat_out_note(run: RunResult, translate: Callable[[str], str] = _identity) -> str:
+    """For an answer whose loaded draft model sat out (auto k chose lookup alone for it): the
+    sentence saying so and why, from the plan that decided it ("" otherwise). Shown where the
+    no-drafts note is."""
+    plan = run.steps[0].model_sat_out if run.steps else None
+    if plan is None:
+        return ""
+    if plan.reason == "catch_up_not_repaid":
+        return translate(MODEL_SAT_OUT["catch_up_not_repaid"])
+    if plan.best_k <= 0:
+        return ""
+    needed = break_even_alpha(plan.best_k, plan.draft_cost, plan.pass_cost)
+    key = "unrepaid" if needed is None else "below_break_even"
+    return translate(MODEL_SAT_OUT[key]).format(
+        c=format_ratio(plan.draft_cost),
+        k=plan.best_k,
+        v=format_ratio(plan.pass_cost),
+        needed=format_percent(needed or 0.0),
+        alpha=format_percent(plan.alpha),
+    )
+
+
 def no_drafts_note(run: RunResult, translate: Callable[[str], str] = _identity) -> str:
     """For an answer asked to speculate that verified no draft: the sentence saying so and why
     ("" otherwise, or when the run does not record why: a server's run, an answer from an old file).

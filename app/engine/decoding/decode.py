@@ -265,11 +265,19 @@ def _from_ahead(ahead: Ahead, tokens: list[int]) -> tuple[Proposal | None, bool]
     return Proposal(branch.tokens[1:], q, branch.p_draft[1:], branch.passes, stopped=branch.stopped, fed=0), True
 
 
+@dataclass(frozen=True)
+class _AnswerDrafter:
+    drafter: Drafter | None  # what drafts this answer (None: nothing)
+    unseen: int  # prompt tokens a draft model has not seen (its catch-up)
+    set_aside: Choice | None = None  # the plan by which the drafter was set aside (nothing drafts)
+    model_sat_out: Choice | None = None  # the plan by which the draft model sat out, its free part drafting
+
+
 def _drafter_for_answer(
     drafter: Drafter | None, chooser: KChooser | None, prompt: list[int], config: GenerationConfig, limit: int
-) -> tuple[Drafter | None, int, Choice | None]:
-    """The drafter this answer uses, how many prompt tokens it has not seen, and, when it is
-    set aside, the plan that did not repay the catch-up.
+) -> _AnswerDrafter:
+    """The drafter this answer uses, how many prompt tokens it has not seen, and, when it or a
+    mixed drafter's model is set aside, the plan that did not repay the catch-up.
 
     A draft model first feeds the part of the conversation it has not seen (a long prompt:
     its own prefill). With auto k that is worth it only if the drafting it enables saves more
@@ -278,17 +286,18 @@ def _drafter_for_answer(
     The draft model and a free drafter together: a catch-up not repaid leaves the free one.
     """
     if drafter is None or drafter.cheap or chooser is None or not config.auto_k:
-        return drafter, 0, None
+        return _AnswerDrafter(drafter, 0)
     if _drafting_ahead(drafter, config) is not None:  # its catch-up runs on its own core, off the clock
-        return drafter, 0, None
+        return _AnswerDrafter(drafter, 0)
     unseen = drafter.unseen(prompt)
     plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
     if chooser.worth_catching_up(unseen, limit, plan):
-        return drafter, unseen, None
-    if isinstance(drafter, MixedDrafter):  # its free part drafts alone
-        return drafter.free, 0, None
+        return _AnswerDrafter(drafter, unseen)
     reason = "catch_up_not_repaid" if plan.k > 0 else plan.reason
-    return None, unseen, replace(plan, k=0, predicted_speedup=1.0, reason=reason)
+    not_repaid = replace(plan, k=0, predicted_speedup=1.0, reason=reason)
+    if isinstance(drafter, MixedDrafter):  # its free part drafts alone
+        return _AnswerDrafter(drafter.free, 0, model_sat_out=not_repaid)
+    return _AnswerDrafter(None, unseen, set_aside=not_repaid)
 
 
 def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
@@ -555,13 +564,20 @@ def decode(
     out = AnswerText(tokenizer, target.eos_ids, limit, config.stop_strings, limit_reason, context)
     if chooser is not None:
         chooser.costs.context = len(prompt)  # the catch-up plan is made at this answer's context
-    drafter, unseen, set_aside = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    answering = _drafter_for_answer(drafter, chooser, prompt, config, limit)
+    drafter = answering.drafter
     if on_drafter is not None:
         on_drafter(drafter)
     stats = RunStats(prompt_tokens=len(prompt), reused_prompt_tokens=runner.common_prefix(prompt[:-1]))
-    for record in _steps(runner, drafter, prompt, config, out, context_length, cancel, chooser, unseen, set_aside):
+    steps = _steps(
+        runner, drafter, prompt, config, out, context_length, cancel, chooser, answering.unseen, answering.set_aside
+    )
+    for record in steps:
         stats = _stats_after(stats, record, out.count)
-        yield _event(record, stats, tokenizer)
+        event = _event(record, stats, tokenizer)
+        if record.index == 0 and answering.model_sat_out is not None and config.speculative:
+            event = replace(event, model_sat_out=_decision(answering.model_sat_out))
+        yield event
 
 
 def _requested(

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.explanation import no_drafts_note
+from app.engine.analysis.explanation import no_drafts_note, sat_out_note
 from app.ui.chat.markdown_view import MarkdownView
 from app.ui.common.conversation import Message, TokenRecord
 from app.ui.common.formatting import how_made, localized_numbers, stats_line, stop_note
@@ -308,14 +308,16 @@ class AnswerWidget(QFrame):
 
     def _drafting_note(self) -> str:
         """ "No drafts used: plain steps only, because …" for an answer of this session that was
-        asked to speculate and verified no draft (a saved answer does not keep why)."""
+        asked to speculate and verified no draft, and "The draft model sat this answer out: …" for
+        one its draft model left to lookup (a saved answer does not keep why)."""
         result = self.message.result
         if result is None:
             return ""
-        note = no_drafts_note(
-            result, lambda text: QCoreApplication.translate("Explanation", text)  # i18n: noop
-        )
-        return localized_numbers(note)
+        def translate(text: str) -> str:
+            return QCoreApplication.translate("Explanation", text)  # i18n: noop
+
+        notes = [no_drafts_note(result, translate), sat_out_note(result, translate)]
+        return localized_numbers("\n".join(n for n in notes if n))
 
     def copy_markdown(self) -> None:
         """The answer's Markdown source, as plain text. (Not a QMimeData with an HTML flavour as
