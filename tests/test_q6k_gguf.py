@@ -19,6 +19,7 @@ from gguf import GGMLQuantizationType as Q
 
 from app.engine import Engine, GenerationConfig
 from app.engine.models import gguf_forms, gguf_model
+from app.engine.models.draft_head import LEFT_OUT, SubsetHead, restrict_head
 from app.engine.models.gguf_forms import Int8Form, Q6KForm, form_of
 from app.engine.models.loading import load_model
 from app.engine.runners import native
@@ -138,6 +139,30 @@ def test_the_lean_pass_keeps_transformers_bits_with_q6_k_layers_beside_q4_k(smal
     passes = [[r.forward(ids[:30], keep=1), r.feed_at(30, ids[30:35]), r.feed_at(33, ids[33:34])] for r in runners]
     for mine, theirs in zip(*passes, strict=True):
         assert mine is not None and theirs is not None and torch.equal(mine, theirs)
+
+
+@needs_kernels
+@needs_bundled
+@pytest.mark.parametrize("form", ["q6k", "q4k"])
+def test_a_draft_head_over_some_tokens_takes_the_rows_of_a_super_block_head(small_q4_k_m, form):
+    """The tied Q6_K head (or a Q4_K one) restricted to some tokens computes their logits bit for
+    bit as the whole head does, and leaves the others out."""
+    model = load_model(str(small_q4_k_m), device="cpu").model
+    if form == "q4k":
+        model.set_output_embeddings(Q4KLinear.from_float(model.get_output_embeddings().dequantized()))
+    head = model.get_output_embeddings()
+    x = torch.randn(3, 256, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    whole = head(x)
+    keep = torch.arange(0, head.out_features, 3)
+    assert restrict_head(model, keep) == f"head: {keep.numel():,} of {head.out_features:,} tokens"
+    sub = model.get_output_embeddings()
+    assert isinstance(sub, SubsetHead) and type(sub.inner) is type(head)
+    got = sub(x)
+    assert torch.equal(got[:, keep], whole[:, keep])
+    left = torch.ones(head.out_features, dtype=torch.bool)
+    left[keep] = False
+    assert bool((got[:, left] == LEFT_OUT).all())
+    assert sub.extend([1, 2]) == 2 and torch.equal(sub(x)[:, :3], whole[:, :3])  # a conversation's tokens
 
 
 @needs_kernels
