@@ -35,7 +35,7 @@ fi
 # quantized). Run again below as two other machines would see them (one list: add a file here).
 exactness_tests=(tests/test_cpu_kernels.py tests/test_loading.py tests/test_sliding_window.py tests/gui/test_cpu_path.py
   tests/test_quant.py tests/test_draft_form.py tests/test_lean.py tests/test_huge_pages.py tests/test_engine.py
-  tests/test_gguf_forms.py tests/test_prefix_invariance.py tests/test_q4k_gguf.py)
+  tests/test_gguf_forms.py tests/test_prefix_invariance.py tests/test_q4k_gguf.py tests/test_q6k_gguf.py)
 failed=()  # every pass runs; the script fails if any did
 "$bin/python" -m pytest -n auto || failed+=("the suite")
 echo "exactness tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"

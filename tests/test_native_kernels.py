@@ -25,9 +25,12 @@ from app.engine.runners.quant import (
     Int4Linear,
     Int8Linear,
     Q4KLinear,
+    Q6KLinear,
+    SuperBlockLinear,
     int4_layout,
     pack_native,
     q4k_parts,
+    q6k_parts,
     quantize_int4,
     side_by_side,
     unpack_native,
@@ -58,8 +61,12 @@ def bf16_step(values: torch.Tensor) -> torch.Tensor:
     return values.abs() * 2.0**-7 + 1e-3
 
 
-MAKE = {"int4": Int4Linear.from_float, "int8": Int8Linear.from_float, "q4k": Q4KLinear.from_float}
+MAKE = {
+    "int4": Int4Linear.from_float, "int8": Int8Linear.from_float, "q4k": Q4KLinear.from_float,
+    "q6k": Q6KLinear.from_float,
+}
 FORMS = list(MAKE)
+SUPER_BLOCK_FORMS = ("q4k", "q6k")  # their K: a multiple of 256
 
 
 LINEAR_ORDER = """Each output's float order, on every path, row count, column and thread: two 8-lane
@@ -72,7 +79,12 @@ sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); ro
 Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes J (lane l: the
 sum over its 8 blocks b of sc_b times the exact sum of the block's bytes 4l..4l+3), A += float(J) ·
 (d · dk) in 8 lanes, and Z += float(m_2i·S_2i + m_2i+1·S_2i+1) · (dmin · dk) in 4 lanes, S_b the
-block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once."""
+block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once.
+Q6_K (q6k): rows quantized per 256 as for Q4_K, S_j the sum of each 16 quantized x; per super-block s,
+8 int32 lanes J, lane l the sum over its 8 chunks of 32 inputs c of sc_j times the exact sum of q·x
+over the chunk's bytes 4l..4l+3 (j = 2c for l < 4, 2c + 1 above), less 32 · (sc_2l·S_2l +
+sc_2l+1·S_2l+1); A += float(J) · (d · dk) in 8 lanes (float(J) exact below 2^24, |J| < 2^26); y =
+hsum8(A), rounded to bf16 once."""
 
 
 def quantized_rows_k(x: torch.Tensor) -> torch.Tensor:
@@ -106,6 +118,61 @@ def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
     expected = quantized_rows_k(x) @ want.double().t()
     half_step = expected.abs() * 2.0**-8 + 1e-5
     assert ((got - expected).abs() <= half_step).all()
+
+
+def random_q6k(n: int, k: int, gen: torch.Generator) -> Q6KLinear:
+    """Q6_K over its whole range: q in 0..63 (q − 32 from −32 to 31), int8 sub-scales from −128
+    to 127, d the fp16 values a file holds."""
+    q = torch.randint(0, 64, (n, k), generator=gen, dtype=torch.uint8)
+    sc = torch.randint(-128, 128, (n, k // 16), generator=gen).to(torch.int8)
+    d = (torch.rand(n, k // 256, generator=gen) * 2e-3).half().float()
+    return Q6KLinear.from_quantized(q, sc, d)
+
+
+@needs_kernels
+@pytest.mark.parametrize("k", [256, 512, 1536])
+def test_q6k_computes_int8_rows_per_256_times_d_sc_q_minus_32(k):
+    """Q6_K: within half a bf16 step of the fp64 sum over the same int8 rows (the integers are exact,
+    the float slack is the fp32 sum's), the weight the file's: d·sc·(q − 32), with the sub-scales
+    and levels at their extremes too."""
+    gen = torch.Generator().manual_seed(k)
+    weight = torch.randn(48, k, generator=gen) * 0.05 + torch.rand(48, 1, generator=gen) * 0.1
+    for layer in (Q6KLinear.from_float(weight), random_q6k(48, k, gen)):
+        q, sc, d = q6k_parts(layer.rows, k)
+        step = d.repeat_interleave(16, 1) * sc.float()  # d·sc per sub-block of 16
+        want = ((q.float().reshape(48, -1, 16) - 32) * step[..., None]).reshape(48, k)
+        assert torch.equal(layer.dequantized(), want)
+        x = (torch.randn(6, k, generator=gen) * 2).to(torch.bfloat16)
+        x[1, :256] = 0  # an all-zero super-block
+        x[2, 7] = 500.0  # an outlier: its super-block's other values round to few levels
+        x[3, -256:] = 3.0  # one value all through: every S_j at 16 · 127, the offset's largest
+        got = layer(x).double()
+        expected = quantized_rows_k(x) @ want.double().t()
+        half_step = expected.abs() * 2.0**-8 + 1e-5
+        assert ((got - expected).abs() <= half_step).all()
+    assert float((Q6KLinear.from_float(weight).dequantized() - weight).abs().max()) < 0.02 * float(weight.abs().max())
+
+
+def test_q6k_rows_hold_each_weights_six_bits_where_the_kernel_reads_them():
+    """Per half of 128 inputs, byte i of chunk c < 3 (32 bytes each) holds input 32c + i in bits 0..5
+    and bits 2c, 2c + 1 of input 96 + i in bits 6, 7; then the 16 int8 sub-scales, then d in fp32."""
+    gen = torch.Generator().manual_seed(6)
+    q = torch.randint(0, 64, (2, 512), generator=gen, dtype=torch.uint8)
+    sc = torch.randint(-128, 128, (2, 32), generator=gen).to(torch.int8)
+    d = torch.rand(2, 2, generator=gen)
+    rows = Q6KLinear.from_quantized(q, sc, d).rows
+    assert rows.shape == (2, 2 * calls.Q6K_SUPER_BLOCK_BYTES)
+    assert all(torch.equal(a, b) for a, b in zip(q6k_parts(rows, 512), (q, sc, d), strict=True))
+    block = rows[1, calls.Q6K_SUPER_BLOCK_BYTES :]  # row 1's second super-block: inputs 256..511
+    for i in (0, 37, 70, 101, 128 + 5, 128 + 127):
+        half, j = divmod(i, 128)
+        if j < 96:
+            assert int(block[96 * half + j]) & 0x3F == int(q[1, 256 + i]), i
+        else:
+            stored = [int(block[96 * half + 32 * c + j - 96]) >> 6 for c in range(3)]
+            assert stored[0] | stored[1] << 2 | stored[2] << 4 == int(q[1, 256 + i]), i
+    assert torch.equal(block[192:208].view(torch.int8), sc[1, 16:])
+    assert float(block[208:].view(torch.float32)) == float(d[1, 1])
 
 
 def test_the_kernels_are_built_on_an_x86_cpu_with_a_compiler():
@@ -183,7 +250,7 @@ def test_pack_native_round_trips_every_group_count():
 @pytest.mark.parametrize("form", FORMS)
 def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
     gen = torch.Generator().manual_seed(3)
-    k, n = (256 if form == "q4k" else 96), 1040  # n: not a multiple of the thread split's chunks
+    k, n = (256 if form in SUPER_BLOCK_FORMS else 96), 1040  # n: not a multiple of the thread split's chunks
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = MAKE[form](weight)
     paths = [True, False] if native.kernels().cpu()[1] else [False]
@@ -199,9 +266,11 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
 
 
-def _matmul(layer: Int4Linear | Int8Linear | Q4KLinear, vnni: bool) -> calls.Matmul:
+def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, vnni: bool) -> calls.Matmul:
     if isinstance(layer, Q4KLinear):
         return calls.q4k_mm([layer.rows], layer.in_features, vnni=vnni)
+    if isinstance(layer, Q6KLinear):
+        return calls.q6k_mm([layer.rows], layer.in_features, vnni=vnni)
     if isinstance(layer, Int4Linear):
         return calls.q4_mm([layer.packed], layer.in_features, vnni=vnni)
     return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
@@ -290,6 +359,7 @@ def test_the_seams_constants_are_the_kernels():
     module = native.kernels()
     assert (calls.QK, calls.MAX_PARTS, calls.ATTEND_MAX_HEAD_DIM) == (module.QK, module.MAX_PARTS, module.ATTEND_MAX_D)
     assert (calls.QK_K, calls.Q4K_SUPER_BLOCK_BYTES) == (module.QKK, module.Q4K_SB_BYTES)
+    assert calls.Q6K_SUPER_BLOCK_BYTES == module.Q6K_SB_BYTES
 
 
 def _bf16(*shape: int) -> torch.Tensor:
@@ -301,6 +371,8 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
     int8 = Int8Linear.from_float(torch.randn(32, 64))
     int4 = Int4Linear.from_float(torch.randn(32, 64))
     q4k = Q4KLinear.from_float(torch.randn(32, 256))
+    q6k = Q6KLinear.from_float(torch.randn(32, 256))
+    signed_rows = q6k.rows.view(torch.int8)
     q, s = int8.q, int8.scale.float().contiguous()
     matmul = calls.q8_mm([(q, s)], 64)
     rows, weight = _bf16(2, 64), _bf16(64)
@@ -324,6 +396,11 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
         "q4k_mm: K not a multiple of 256": (ValueError, "multiple of 256", lambda: calls.q4k_mm([q4k.rows], 64)),
         "q4k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q4k_mm([q4k.rows], 512)),
         "q4k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4k_mm([q4k.rows] * 9, 256)),
+        "q6k_mm: Q4_K rows for Q6_K rows": (ValueError, "Q6_K weight 0", lambda: calls.q6k_mm([q4k.rows], 256)),
+        "q6k_mm: K not a multiple of 256": (ValueError, "multiple of 256", lambda: calls.q6k_mm([q6k.rows], 64)),
+        "q6k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q6k_mm([q6k.rows], 512)),
+        "q6k_mm: int8 bytes for Q6_K rows": (ValueError, "torch.uint8", lambda: calls.q6k_mm([signed_rows], 256)),
+        "q6k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q6k_mm([q6k.rows] * 9, 256)),
         "a linear's fp32 rows": (ValueError, "bf16 rows", lambda: matmul(rows.float())),
         "a linear's rows of another K": (ValueError, "bf16 rows", lambda: matmul(_bf16(2, 32))),
         "a linear's 1-D row": (ValueError, "bf16 rows", lambda: matmul(rows[0])),
@@ -396,7 +473,7 @@ def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
 
 @needs_kernels
 def test_every_wrapper_has_its_wrong_calls():
-    wrappers = {"q4_mm", "q4k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
+    wrappers = {"q4_mm", "q4k_mm", "q6k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
     assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
 
 
@@ -436,7 +513,7 @@ def test_layers_side_by_side_give_each_layers_own_bits(form, bias):
     for bit, for every row count and on both paths, biases included (Qwen2's q, k, v)."""
     gen = torch.Generator().manual_seed(21)
     make = MAKE[form]
-    k = 256 if form == "q4k" else 96
+    k = 256 if form in SUPER_BLOCK_FORMS else 96
     layers = [
         make(torch.randn(n, k, generator=gen) * 0.05, torch.randn(n, generator=gen) if bias else None)
         for n in (64, 32, 704)  # 704: 64 rows of it are over the threads' threshold (M·N·K ≥ 4M)
@@ -467,6 +544,9 @@ def test_layers_that_cannot_share_a_call_stay_apart():
     assert side_by_side([Int4Linear.from_float(w)]) is None
     wide = torch.randn(32, 256, generator=gen)
     assert side_by_side([Q4KLinear.from_float(wide), Int4Linear.from_float(wide)]) is None  # Q4_K is not int4's rows
+    # a Q4_K_M file's q | k | v with a Q6_K v: separate calls (each its own kernel)
+    assert side_by_side([Q4KLinear.from_float(wide), Q4KLinear.from_float(wide), Q6KLinear.from_float(wide)]) is None
+    assert side_by_side([Q6KLinear.from_float(wide), Int8Linear.from_float(wide)]) is None  # Q6_K is not int8's rows
 
 
 def _attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("isolated_cache")
 def test_q4_k_blocks_become_the_files_own_weights_exactly():
     rng = np.random.default_rng(0)
     raw = shaped_gguf.random_blocks(Q.Q4_K, 48, 512, rng)
-    form = form_of(raw, Q.Q4_K, 512, q4k=True)
+    form = form_of(raw, Q.Q4_K, 512, k_quants=True)
     assert isinstance(form, Q4KForm)
     assert int(form.sc.max()) <= 63 and int(form.m.max()) <= 63 and int(form.q.max()) <= 15
     reference = gguf_forms.reference(raw, Q.Q4_K, 512)

@@ -54,18 +54,19 @@ def errors(path: Path) -> None:
     from gguf import GGMLQuantizationType as Q
     from gguf import GGUFReader
 
-    from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Q4KForm, form_of, reference
+    from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Q4KForm, Q6KForm, form_of, reference
     from app.engine.runners import native
 
-    q4k = native.kernels() is not None  # Q4_K stays Q4_K where SpecChat's kernels run, as a load keeps it
+    k_quants = native.kernels() is not None  # Q4_K / Q6_K kept as they are where SpecChat's kernels run, as a load does
 
     def row(name: str, raw: np.ndarray, qtype: Q, k: int, wants: tuple[str, ...]) -> None:
         ref = reference(raw, qtype, k)
         cells = []
         for want in wants:
-            form = form_of(raw, qtype, k, want, q4k=q4k)
+            form = form_of(raw, qtype, k, want, k_quants=k_quants)
             err = float((form.weight() - ref).abs().max())  # type: ignore[union-attr]
-            kind = "q4k" if isinstance(form, Q4KForm) else "int4" if isinstance(form, Int4Form) else "int8"
+            kinds = {Q4KForm: "q4k", Q6KForm: "q6k", Int4Form: "int4"}
+            kind = kinds.get(type(form), "int8")
             cells.append(f"{want}->{kind} {err:.2e} ({err / float(ref.abs().max()):.1e} of max|w|)")
         print(f"{name:34s} {qtype.name:5s} max|w| {float(ref.abs().max()):.3f}  " + "  ".join(cells))
 
@@ -76,7 +77,7 @@ def errors(path: Path) -> None:
             continue
         k, qtype = int(t.shape[0]), Q(t.tensor_type)
         ref = reference(t.data, qtype, k)
-        err = float((form_of(t.data, qtype, k, q4k=q4k).weight() - ref).abs().max())  # type: ignore[union-attr]
+        err = float((form_of(t.data, qtype, k, k_quants=k_quants).weight() - ref).abs().max())  # type: ignore[union-attr]
         rel = err / float(ref.abs().max())
         if rel > worst.get(qtype.name, (0.0, ""))[0]:
             worst[qtype.name] = (rel, f"{t.name}: {err:.2e}, max|w| {float(ref.abs().max()):.3f}")

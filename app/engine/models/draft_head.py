@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from app.engine.runners.prepacked import PrepackedLinear
-from app.engine.runners.quant import Int8Linear
+from app.engine.runners.quant import Int8Linear, SuperBlockLinear
 
 DRAFT_HEAD_TOKENS = 32768
 # the logit of a token the head does not compute: its probability is 0 in fp32 (exp(−10⁴) underflows)
@@ -115,6 +115,8 @@ def _rows_of(model: nn.Module, head: nn.Module) -> Callable[[torch.Tensor], nn.M
     if isinstance(head, Int8Linear):
         q, scale, bias = head.q, head.scale.float(), head.bias
         return lambda keep: Int8Linear.from_quantized(q[keep].contiguous(), scale[keep], _rows(bias, keep))
+    if isinstance(head, SuperBlockLinear):  # Q4_K / Q6_K: a row's super-blocks are its own bytes
+        return head.of_rows
     if type(head) is nn.Linear:
         weight, bias = head.weight.detach(), None if head.bias is None else head.bias.detach()
 

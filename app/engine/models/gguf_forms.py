@@ -15,6 +15,9 @@ What each GGUF type becomes (``form_of``):
   exactly; ``quant.Q4KLinear``), else int4 with scale = d·sc, zero = 8·scale − dmin·mn;
 
   the int4 ones exact but for the bf16 rounding of scale and zero (what int4pack reads);
+- Q6_K (super-blocks of 256 = 16 × 16, int8 sub-scales: ``w = d·sc·(q − 32)``, q 6-bit) → where
+  SpecChat's kernels run, Q6_K as it is (``Q6KForm``: the file's integers, d exactly;
+  ``quant.Q6KLinear``), int8 being the form that keeps it; else as the types below;
 - Q5_0 / Q5_1 / Q5_K / Q6_K / Q8_0 and every other quantized type → int8 per row, rounded from
   the file's own dequantization against the bf16 scale the kernel reads (more bits than int4
   holds; per row, int8 keeps ~1/250 of the row's largest weight, which measured closer to the
@@ -36,13 +39,14 @@ from gguf import dequantize
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import Q4_K
 
-from app.engine.runners.quant import q4k_weight
+from app.engine.runners.quant import q4k_weight, q6k_weight
 
 GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
 CHUNK_ELEMENTS = 1 << 20  # weights decoded at a time (4 MiB as fp32), whatever a row's length
 INT4_TYPES = (Q.Q4_0, Q.Q4_1, Q.Q4_K)
 DENSE_TYPES = (Q.F32, Q.F16, Q.BF16)
 INT4_BLOCK_BYTES = {Q.Q4_0: 18, Q.Q4_1: 20, Q.Q4_K: 144}
+Q6K_BLOCK_BYTES = 210  # ggml's block_q6_K: ql [128], qh [64], scales [16] int8, d fp16
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,20 @@ class Q4KForm:
         return q4k_weight(self.q, self.sc, self.m, self.d, self.dmin)
 
 
-Form = Int4Form | Int8Form | Q4KForm | torch.Tensor
+@dataclass(frozen=True)
+class Q6KForm:
+    """Q6_K's own parts, as ``quant.Q6KLinear.from_quantized`` takes them."""
+
+    q: torch.Tensor  # uint8 [N, K], 0..63
+    sc: torch.Tensor  # int8 [N, K // 16]
+    d: torch.Tensor  # float32 [N, K // 256] (the file's fp16)
+
+    def weight(self) -> torch.Tensor:
+        """fp32 [N, K] as the kernel computes it: d·sc·(q − 32), nothing rounded."""
+        return q6k_weight(self.q, self.sc, self.d)
+
+
+Form = Int4Form | Int8Form | Q4KForm | Q6KForm | torch.Tensor
 
 
 def bf16(x: torch.Tensor) -> torch.Tensor:
@@ -102,15 +119,18 @@ def rows_of(raw: np.ndarray, qtype: Q, k: int) -> np.ndarray:
     return data.reshape(n, -1)
 
 
-def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native", q4k: bool = False) -> Form:
+def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native", k_quants: bool = False) -> Form:
     """The form of one [N, K] tensor. ``want``: "native" (the table above), "int4" or "int8"
-    (a forced form: other types are rounded to it from the file's dequantization). ``q4k``:
-    Q4_K stays Q4_K (``Q4KForm``) where int4 is wanted (SpecChat's kernels run)."""
+    (a forced form: other types are rounded to it from the file's dequantization). ``k_quants``
+    (SpecChat's kernels run): Q4_K stays Q4_K (``Q4KForm``) where int4 is wanted, Q6_K stays Q6_K
+    (``Q6KForm``) where int8 is."""
     rows = rows_of(raw, qtype, k)
     if qtype in DENSE_TYPES and want == "native":
         return torch.from_numpy(dequantize(rows, qtype).reshape(-1, k).copy())
-    if q4k and want in ("native", "int4") and qtype == Q.Q4_K:
+    if k_quants and want in ("native", "int4") and qtype == Q.Q4_K:
         return q4k_of_blocks(rows)
+    if k_quants and want in ("native", "int8") and qtype == Q.Q6_K:
+        return q6k_of_blocks(rows)
     if want in ("native", "int4") and qtype in INT4_TYPES:
         return int4_of_blocks(rows, qtype)
     if want == "int4":
@@ -154,6 +174,26 @@ def q4k_of_blocks(rows: np.ndarray) -> Q4KForm:
                  d.reshape(rows_here, -1), dmin.reshape(rows_here, -1))  # fmt: skip
         for whole, part in zip((form.q, form.sc, form.m, form.d, form.dmin), parts, strict=True):
             whole[i : i + step] = torch.from_numpy(np.ascontiguousarray(part).astype(whole.numpy().dtype))
+    return form
+
+
+def q6k_of_blocks(rows: np.ndarray) -> Q6KForm:
+    """Q6_K rows ([N, bytes]) as their own parts, chunk by chunk (the bits as gguf's dequantizer
+    reads them: per half of 128 inputs, ql's low nibbles then its high ones, qh's pairs of bits)."""
+    n, k = rows.shape[0], rows.shape[1] // Q6K_BLOCK_BYTES * 256
+    form = Q6KForm(torch.empty((n, k), dtype=torch.uint8), torch.empty((n, k // 16), dtype=torch.int8),
+                   torch.empty(n, k // 256))  # fmt: skip
+    step = chunk_rows(k)
+    for i in range(0, n, step):
+        blocks = rows[i : i + step].reshape(-1, Q6K_BLOCK_BYTES)
+        rows_here = blocks.shape[0] * 256 // k
+        ql = blocks[:, :128].reshape(-1, 2, 1, 64) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+        qh = blocks[:, 128:192].reshape(-1, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)
+        q = (ql & 0x0F).reshape(-1, 2, 4, 32) | ((qh & 0x03) << 4)
+        parts = (q.reshape(rows_here, k), blocks[:, 192:208].view(np.int8).reshape(rows_here, -1),
+                 blocks[:, 208:210].view(np.float16).astype(np.float32).reshape(rows_here, -1))  # fmt: skip
+        for whole, part in zip((form.q, form.sc, form.d), parts, strict=True):
+            whole[i : i + step] = torch.from_numpy(np.ascontiguousarray(part))
     return form
 
 

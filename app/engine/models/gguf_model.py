@@ -11,7 +11,8 @@ put in place, layer by layer. GGUF → HF names and the llama-family Q/K row per
 (``get_gguf_hf_weights_map`` and the architecture's ``TensorProcessor``), applied to row indices.
 
 The embedding is a lookup: a quantized one is kept as int8 per row (``Int8Embedding``, rows
-dequantized when looked up); a tied LM head is an ``Int8Linear`` over the very same int8 tensor.
+dequantized when looked up), or as Q6_K where the file's is and SpecChat's kernels run
+(``Q6KEmbedding``); a tied LM head is an ``Int8Linear`` / ``Q6KLinear`` over the very same tensor.
 Everything computes with bf16 activations (what the quantized kernels are fast with).
 """
 
@@ -35,7 +36,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
 from transformers.pytorch_utils import Conv1D
 
-from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, Q4KForm, form_of
+from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, Q4KForm, Q6KForm, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
 from app.engine.runners import heap, native
 from app.engine.runners.heap import give_back
@@ -44,15 +45,20 @@ from app.engine.runners.quant import (
     Int4Linear,
     Int8Linear,
     Q4KLinear,
+    Q6KLinear,
     int4_layout,
     pack_int4,
     q4k_rows,
+    q6k_parts,
+    q6k_rows,
+    q6k_weight,
 )
 
 # of the cached forms; another number is converted again. 2: int4 kept as the CPU kernel packs
 # it (``int4_layout`` in the manifest), not as nibbles to pack again at every load; 3: Q4_K kept
-# as Q4_K (``q4k``) where SpecChat's kernels run
-FORMAT = 3
+# as Q4_K (``q4k``) where SpecChat's kernels run; 4: Q6_K kept as Q6_K (``q6k``) there, the
+# embedding too (a tied head computes with its rows)
+FORMAT = 4
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
@@ -95,6 +101,26 @@ class Int8Embedding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, int8"
+
+
+class Q6KEmbedding(nn.Module):
+    """An embedding kept as the file's Q6_K rows (``quant.q6k_rows``); looked-up rows are
+    dequantized (d·sc·(q − 32), exact in fp32) to bf16, and a tied LM head computes with the
+    very same rows (``Q6KLinear``). ids [...] → [..., dim]"""
+
+    rows: torch.Tensor
+
+    def __init__(self, rows: torch.Tensor, dim: int) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = rows.shape[0], dim
+        self.register_buffer("rows", rows.contiguous())
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        looked_up = q6k_weight(*q6k_parts(self.rows[ids.reshape(-1)], self.embedding_dim))
+        return looked_up.to(COMPUTE).reshape(*ids.shape, self.embedding_dim)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, Q6_K"
 
 
 def has_quantized_linears(header: GgufHeader) -> bool:
@@ -214,12 +240,16 @@ def _write_matrix(
     order, transposed = _row_order(processor, tensor.name, n)
     embedding = isinstance(module, nn.Embedding)
     wanted = "int8" if embedding or (want == "native" and n % INT4_N_MULTIPLE) else want
-    form = form_of(raw, qtype, k, wanted, q4k=native.kernels() is not None and not transposed)
+    form = form_of(raw, qtype, k, wanted, k_quants=native.kernels() is not None and not transposed)
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
         form = form_of(raw, qtype, k, "int8")
     if isinstance(form, Q4KForm):  # the file's Q4_K as SpecChat's kernel reads it
         shards.add(f"{name}.q4k", _rows(q4k_rows(form.q, form.sc, form.m, form.d, form.dmin), order))
         return {"form": "int4", "q4k": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
+                "embedding": embedding}  # fmt: skip
+    if isinstance(form, Q6KForm):  # the file's Q6_K as SpecChat's kernel reads it: 6-bit integers
+        shards.add(f"{name}.q6k", _rows(q6k_rows(form.q, form.sc, form.d), order))
+        return {"form": "int6", "q6k": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
                 "embedding": embedding}  # fmt: skip
     if isinstance(form, Int4Form):
         q, scale, zero = (_rows(t, order) for t in (form.q, form.scale, form.zero))
@@ -349,7 +379,7 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
     """Each quantized layer built as soon as its parts have been read; the rest put in place."""
     layers = {n: i for n, i in dict(manifest["layers"]).items() if i["form"] != "dense"}  # type: ignore[call-overload]
     parts: dict[str, dict[str, torch.Tensor]] = {}
-    embedding: Int8Embedding | None = None
+    embedding: Int8Embedding | Q6KEmbedding | None = None
     for key, tensor in stream:
         name, _, leaf = key.rpartition(".")
         info = layers.get(name)
@@ -360,7 +390,7 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
         got[leaf] = tensor
         if set(got) >= _parts_of(info):
             layer = _quantized_layer(parts.pop(name), info)
-            embedding = layer if isinstance(layer, Int8Embedding) else embedding
+            embedding = layer if isinstance(layer, (Int8Embedding, Q6KEmbedding)) else embedding
             _set_module(model, name, layer)
             heap.spent(sum(t.numel() * t.element_size() for t in layer.buffers()))
     if parts:
@@ -370,8 +400,8 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
 
 
 def _parts_of(info: dict[str, object]) -> set[str]:
-    if info.get("q4k"):
-        parts = {"q4k"}
+    if info.get("q4k") or info.get("q6k"):
+        parts = {"q4k" if info.get("q4k") else "q6k"}
     else:
         parts = {"q4", "scale", "zero"} if info["form"] == "int4" else {"q8", "scale"}
     return parts | {"bias"} if info.get("bias") else parts
@@ -380,6 +410,9 @@ def _parts_of(info: dict[str, object]) -> set[str]:
 def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) -> nn.Module:
     if info.get("q4k"):
         return Q4KLinear(parts["q4k"], int(list(info["shape"])[1]), parts.get("bias"))  # type: ignore[call-overload]
+    if info.get("q6k"):
+        k = int(list(info["shape"])[1])  # type: ignore[call-overload]
+        return Q6KEmbedding(parts["q6k"], k) if info["embedding"] else Q6KLinear(parts["q6k"], k, parts.get("bias"))
     bias, scale = parts.get("bias"), parts["scale"].float()
     if info["form"] == "int4":
         return Int4Linear.from_packed(parts["q4"], scale, parts["zero"].float(), bias)  # packed (int4_layout)
@@ -388,13 +421,15 @@ def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) ->
     return Int8Linear.from_quantized(parts["q8"], scale, bias)
 
 
-def _tie_head(model: PreTrainedModel, embedding: Int8Embedding | None) -> None:
-    """A tied LM head computes with the embedding's own tensor (int8, or the dense weight)."""
+def _tie_head(model: PreTrainedModel, embedding: Int8Embedding | Q6KEmbedding | None) -> None:
+    """A tied LM head computes with the embedding's own tensor (int8, Q6_K, or the dense weight)."""
     head = model.get_output_embeddings()  # type: ignore[no-untyped-call]
     if not isinstance(head, nn.Module):
         return
     name = next(n for n, m in model.named_modules() if m is head)
-    if embedding is not None:
+    if isinstance(embedding, Q6KEmbedding):
+        _set_module(model, name, Q6KLinear(embedding.rows, embedding.embedding_dim, None))
+    elif embedding is not None:
         _set_module(model, name, Int8Linear.from_quantized(embedding.q, embedding.scale.float()))
     else:
         head.weight = model.get_input_embeddings().weight

@@ -203,9 +203,48 @@ class Int4Linear(WeightOnlyLinear):
 
 
 Q4KParts = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # q, sc, m, d, dmin
+Q6KParts = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # q, sc, d
 
 
-class Q4KLinear(WeightOnlyLinear):
+class SuperBlockLinear(WeightOnlyLinear):
+    """A llama.cpp K-quant as the file holds it, under SpecChat's kernel only: one buffer, each
+    output row's super-blocks of 256 inputs (uint8 [N, K / 256 · bytes]), so that a row is one
+    stream from memory and any rows can be taken (``of_rows``: a draft's head over some tokens)."""
+
+    rows: torch.Tensor
+
+    def __init__(self, rows: torch.Tensor, in_features: int, bias: torch.Tensor | None) -> None:
+        super().__init__(in_features, rows.shape[0], bias)
+        self.register_buffer("rows", rows.contiguous())
+        self._native_fn: tuple[torch.Tensor, calls.Matmul] | None = None
+
+    @staticmethod
+    def matmul(rows: Sequence[torch.Tensor], k: int) -> calls.Matmul:
+        """The kernel's wrapper over such rows side by side (``calls.q4k_mm`` / ``q6k_mm``)."""
+        raise NotImplementedError
+
+    @property
+    def native(self) -> bool:
+        return True
+
+    def of_rows(self, keep: torch.Tensor) -> SuperBlockLinear:
+        """A layer of the output rows ``keep`` only, computed as this one computes them."""
+        return type(self)(self.rows[keep], self.in_features, None if self.bias is None else self.bias[keep])
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
+        return self._kernel()(x)
+
+    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        return self._native_kernel()
+
+    def _native_kernel(self) -> calls.Matmul:
+        rows = self.rows
+        if self._native_fn is None or self._native_fn[0] is not rows:
+            self._native_fn = (rows, self.matmul([rows], self.in_features))
+        return self._native_fn[1]
+
+
+class Q4KLinear(SuperBlockLinear):
     """llama.cpp's Q4_K as the file holds it, under SpecChat's kernel only (``q4k_mm``): super-blocks
     of 256 inputs, 8 blocks of 32, ``w = d·sc_b·q − dmin·m_b`` with d, dmin per super-block (the
     file's fp16, kept exactly as fp32) and 6-bit integer sc_b, m_b. The activations are quantized
@@ -214,16 +253,8 @@ class Q4KLinear(WeightOnlyLinear):
     weight read instead of 6. One buffer: each row's super-blocks (``q4k_rows``)."""
 
     form = "int4"
-    rows: torch.Tensor
 
-    def __init__(self, rows: torch.Tensor, in_features: int, bias: torch.Tensor | None) -> None:
-        super().__init__(in_features, rows.shape[0], bias)
-        self.register_buffer("rows", rows.contiguous())
-        self._native_fn: tuple[torch.Tensor, calls.Matmul] | None = None
-
-    @property
-    def native(self) -> bool:
-        return True
+    matmul = staticmethod(calls.q4k_mm)
 
     @classmethod
     def from_quantized(
@@ -245,21 +276,41 @@ class Q4KLinear(WeightOnlyLinear):
         Q4_K tensors are taken as they are)."""
         return cls.from_quantized(*quantize_q4k(weight), bias=bias)
 
-    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
-        return self._kernel()(x)
-
-    def _kernel(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        return self._native_kernel()
-
-    def _native_kernel(self) -> calls.Matmul:
-        rows = self.rows
-        if self._native_fn is None or self._native_fn[0] is not rows:
-            self._native_fn = (rows, calls.q4k_mm([rows], self.in_features))
-        return self._native_fn[1]
-
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, fp32 [N, K]: d·sc·q − dmin·m."""
         return q4k_weight(*q4k_parts(self.rows, self.in_features))
+
+
+class Q6KLinear(SuperBlockLinear):
+    """llama.cpp's Q6_K as the file holds it, under SpecChat's kernel only (``q6k_mm``): super-blocks
+    of 256 inputs, 16 sub-blocks of 16, ``w = d·sc_j·(q − 32)``, q in 0..63, with d per super-block
+    (the file's fp16, kept exactly as fp32) and int8 sc_j. The activations are quantized per 256 as
+    for Q4_K, with the sums of each 16 for the offset 32, so that a super-block's dot product is one
+    exact integer sum and one float multiply-add: 6.6 bits a weight read instead of int8 rows' 8,
+    and no float convert and multiply-add per 32. One buffer: each row's super-blocks (``q6k_rows``).
+    Its ``form`` is int8's, the weights form that keeps it (a file's Q6_K was rounded to int8 rows)."""
+
+    form = "int8"
+
+    matmul = staticmethod(calls.q6k_mm)
+
+    @classmethod
+    def from_quantized(
+        cls, q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> Q6KLinear:
+        """q uint8 [N, K] in 0..63; sc int8 [N, K / 16]; d fp32 [N, K / 256]."""
+        return cls(q6k_rows(q, sc, d), q.shape[1], bias)
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Q6KLinear:
+        """Round to nearest as Q6_K: each sub-block's absmax over 31 levels, its scale rounded to 8
+        bits of the super-block's largest (a simple quantizer, for tests and measurements; a GGUF's
+        Q6_K tensors are taken as they are)."""
+        return cls.from_quantized(*quantize_q6k(weight), bias=bias)
+
+    def dequantized(self) -> torch.Tensor:
+        """The weight the kernel computes with, fp32 [N, K]: d·sc·(q − 32)."""
+        return q6k_weight(*q6k_parts(self.rows, self.in_features))
 
 
 def q4k_weight(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
@@ -323,6 +374,68 @@ def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
     low = dmin.repeat_interleave(per, 1) * m
     q = ((blocks + low[..., None]) / step[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
     return q, sc.to(torch.uint8), m.to(torch.uint8), d, dmin
+
+
+Q6K_SUB_BLOCK = 16  # Q6_K's inputs per sub-scale
+Q6K_QUANTS = calls.QK_K * 6 // 8  # bytes of a super-block's 6-bit q (two halves of 3 chunks of 32)
+Q6K_LAST_SHIFTS = torch.tensor([0, 2, 4], dtype=torch.uint8).reshape(3, 1)  # where chunk c holds the last's bits
+
+
+def q6k_weight(q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """Q6_K's parts as the weight, fp32 [N, K]: (d·sc)·(q − 32) per sub-block of 16, in fp32 as gguf
+    dequantizes it (every product exact: an fp16 times an 8-bit integer, then a 6-bit one)."""
+    n, k = q.shape
+    step = d.repeat_interleave(calls.QK_K // Q6K_SUB_BLOCK, 1) * sc.float()
+    return ((q.reshape(n, -1, Q6K_SUB_BLOCK).float() - 32) * step[..., None]).reshape(n, k)
+
+
+def q6k_rows(q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """SpecChat's Q6_K rows: per super-block of 256 inputs, per half of 128 its 6-bit q in 3 chunks of
+    32 bytes (byte i of chunk c: q[32c + i] in bits 0..5, bits 2c, 2c + 1 of q[96 + i] in bits 6, 7:
+    a chunk's weights are one AND away, the last chunk's a few shifts), then sc [16] (int8) and d
+    (fp32 bytes).  → uint8 [N, K / 256 · 212]"""
+    n, k = q.shape
+    if k % calls.QK_K or sc.shape != (n, k // Q6K_SUB_BLOCK) or d.shape != (n, k // calls.QK_K):
+        raise ValueError(
+            f"Q6_K needs K a multiple of {calls.QK_K} and parts of [N, K/16], [N, K/256]; got {tuple(q.shape)}"
+        )
+    if sc.dtype != torch.int8 or int(q.max()) > 63:
+        raise ValueError("Q6_K's sub-scales are int8 and its weights 6-bit")
+    s = k // calls.QK_K
+    chunks = q.to(torch.uint8).reshape(n, s, 2, 4, 32)  # super-block, half, chunk of 32 inputs, input
+    last = (chunks[:, :, :, 3:] >> Q6K_LAST_SHIFTS) & 0x03  # the last chunk's bits, two for each other chunk
+    stored = (chunks[:, :, :, :3] | (last << 6)).reshape(n, s, Q6K_QUANTS)
+    scales = sc.contiguous().view(torch.uint8).reshape(n, s, Q6K_SUB_BLOCK)
+    d_bytes = d.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)
+    return torch.cat((stored, scales, d_bytes), 2).reshape(n, s * calls.Q6K_SUPER_BLOCK_BYTES).contiguous()
+
+
+def q6k_parts(rows: torch.Tensor, k: int) -> Q6KParts:
+    """``q6k_rows``' inverse: (q uint8 [N, K], sc int8 [N, K / 16], d fp32 [N, K / 256])."""
+    n, s = rows.shape[0], k // calls.QK_K
+    blocks = rows.reshape(n, s, calls.Q6K_SUPER_BLOCK_BYTES)
+    stored = blocks[..., :Q6K_QUANTS].reshape(n, s, 2, 3, 32)
+    last = ((stored >> 6) << Q6K_LAST_SHIFTS).sum(3, keepdim=True, dtype=torch.uint8)  # disjoint bits: + is |
+    q = torch.cat((stored & 0x3F, last), 3).reshape(n, k)
+    sc = blocks[..., Q6K_QUANTS : Q6K_QUANTS + Q6K_SUB_BLOCK].contiguous().view(torch.int8).reshape(n, -1)
+    d = blocks[..., Q6K_QUANTS + Q6K_SUB_BLOCK :].contiguous().view(torch.float32).reshape(n, s)
+    return q, sc, d
+
+
+def quantize_q6k(weight: torch.Tensor) -> Q6KParts:
+    """A float weight [N, K] (K a multiple of 256) as Q6_K's parts (q, sc, d), ``from_quantized``'s."""
+    w = weight.detach().float()
+    n, k = w.shape
+    if k % calls.QK_K:
+        raise ValueError(f"Q6_K needs K a multiple of {calls.QK_K}; got {k}")
+    per = calls.QK_K // Q6K_SUB_BLOCK
+    blocks = w.reshape(n, k // Q6K_SUB_BLOCK, Q6K_SUB_BLOCK)
+    scale = blocks.abs().amax(-1) / 31  # q − 32 in −31..31
+    d = (scale.reshape(n, -1, per).amax(-1) / 127).clamp(min=1e-10)
+    sc = (scale / d.repeat_interleave(per, 1)).round().clamp(0, 127)
+    step = (d.repeat_interleave(per, 1) * sc).clamp(min=1e-10)
+    q = ((blocks / step[..., None]).round().clamp(-32, 31) + 32).to(torch.uint8).reshape(n, k)
+    return q, sc.to(torch.int8), d
 
 
 class Int8Linear(WeightOnlyLinear):
@@ -484,8 +597,8 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     k = first.in_features
     if isinstance(first, Int4Linear):
         call = calls.q4_mm([weights[0] for weights in own], k)
-    elif isinstance(first, Q4KLinear):
-        call = calls.q4k_mm([weights[0] for weights in own], k)
+    elif isinstance(first, SuperBlockLinear):
+        call = first.matmul([weights[0] for weights in own], k)
     else:
         call = calls.q8_mm([(weights[0], weights[1]) for weights in own], k)
     if bias is None:

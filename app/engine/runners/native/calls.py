@@ -26,8 +26,9 @@ from app.engine.runners import native
 
 BF16 = torch.bfloat16
 QK = 32  # q8mm.c's QK: inputs per block of quantized activations (and per int4 group)
-QK_K = 256  # q8mm.c's QKK: inputs per Q4_K super-block (and per block of its quantized activations)
+QK_K = 256  # q8mm.c's QKK: inputs per Q4_K / Q6_K super-block (and per block of their quantized activations)
 Q4K_SUPER_BLOCK_BYTES = 152  # q8mm.c's Q4K_SB_BYTES: d, dmin (fp32), sc [8], m [8], 128 bytes of nibbles
+Q6K_SUPER_BLOCK_BYTES = 212  # q8mm.c's Q6K_SB_BYTES: ql [128], qh [64], sc [16] int8, d (fp32)
 MAX_PARTS = 8  # q8mm.c's MAX_PARTS: weights side by side in one linear call
 ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
 
@@ -86,15 +87,20 @@ def q4k_row_bytes(k: int) -> int:
     return k // QK_K * Q4K_SUPER_BLOCK_BYTES
 
 
+def q6k_row_bytes(k: int) -> int:
+    """Bytes of one Q6_K weight row over k inputs: k / 256 super-blocks of 212 bytes."""
+    return k // QK_K * Q6K_SUPER_BLOCK_BYTES
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Matmul:
     """``q4_mm`` / ``q8_mm`` over checked weights: bf16 rows x [M, K] → y [M, N] bf16, N the
     parts' outputs side by side. ``weights`` holds the tensors the pointers point into."""
 
-    call: Any  # the module's q4_mm, q4k_mm or q8_mm
+    call: Any  # the module's q4_mm, q4k_mm, q6k_mm or q8_mm
     k: int
     n: int
-    parts: tuple[int, ...]  # (w, N) per int4 / Q4_K part, (w, s, N) per int8 part
+    parts: tuple[int, ...]  # (w, N) per int4 / Q4_K / Q6_K part, (w, s, N) per int8 part
     weights: tuple[torch.Tensor, ...]
     vnni: int
 
@@ -135,7 +141,7 @@ def _vnni(vnni: bool | None) -> int:
 
 
 def _byte_rows(call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, vnni: bool | None) -> Matmul:
-    """A ``Matmul`` over weights each kept as uint8 rows of ``row_bytes`` over k inputs (int4, Q4_K)."""
+    """A ``Matmul`` over weights each kept as uint8 rows of ``row_bytes`` over k inputs (int4, Q4_K, Q6_K)."""
     _parts_count(len(rows))
     parts: list[int] = []
     for i, w in enumerate(rows):
@@ -155,13 +161,25 @@ def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Mat
     return _byte_rows(module.q4_mm, "int4", rows, k, q4_row_bytes(k), vnni)
 
 
+def _super_block_size(name: str, k: int) -> None:
+    if k <= 0 or k % QK_K:
+        raise ValueError(f"{name} takes an input size that is a positive multiple of {QK_K}; got {k}")
+
+
 def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
     [N, K / 256 · 152]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
     module = _module()
-    if k <= 0 or k % QK_K:
-        raise ValueError(f"Q4_K takes an input size that is a positive multiple of {QK_K}; got {k}")
+    _super_block_size("Q4_K", k)
     return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), vnni)
+
+
+def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+    """Q6_K weights side by side, each SpecChat's rows (``quant.q6k_rows``: uint8
+    [N, K / 256 · 212]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
+    module = _module()
+    _super_block_size("Q6_K", k)
+    return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), vnni)
 
 
 def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | None = None) -> Matmul:
@@ -184,7 +202,7 @@ def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bo
 
 
 def threads_used() -> int:
-    """Threads that computed columns of this thread's last ``q4_mm`` / ``q8_mm`` call (1 below
+    """Threads that computed columns of this thread's last linear call (1 below
     the kernel's ``THREAD_WORK`` multiply-adds, or while another thread's call has the pool)."""
     return int(_module().threads_used())
 

@@ -15,6 +15,11 @@
  *         sc_b, m_b; x quantized to int8 per 256 (one scale dk, as llama.cpp's Q8_K), so a
  *         super-block's dot product is one exact int32 sum (sc_b applied in integers) and costs
  *         one float multiply-add:   y = sum_s (d·dk)_s · J_s − sum_s (dmin·dk)_s · (sum_b m_b·S_b)
+ *   q6k:  llama.cpp's Q6_K as it is in the file: super-blocks of 256 weights (16 sub-blocks of 16),
+ *         w = d·sc_j·(q − 32), q in 0..63, d fp32 (the file's fp16, exact) and int8 sc_j; x as for
+ *         q4k, with the sums of each 16 (llama.cpp's Q8_K bsums) for the offset 32, so that again a
+ *         super-block is one exact int32 sum and one float multiply-add:   y = sum_s (d·dk)_s · J_s,
+ *         J_s = sum_j sc_j · (sum_i q_i·x_i − 32 · S_j)
  *
  * (I_g: the block's integer dot product, S_g: the sum of its quantized x; J_s: sum_b sc_b · I_b.)
  *
@@ -42,6 +47,10 @@
 #define QKK 256
 #define Q4K_SB_BYTES 152
 #define Q4K_ROW_BYTES(K) ((K) / QKK * Q4K_SB_BYTES)
+/* a q6k super-block: per half of 128 weights 96 bytes of their 6-bit q (q6_chunks), then the 16
+ * sub-scales (int8) and d (fp32); a row is K / 256 of them, one stream */
+#define Q6K_SB_BYTES 212
+#define Q6K_ROW_BYTES(K) ((K) / QKK * Q6K_SB_BYTES)
 
 static inline float bf16_to_f32(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -84,8 +93,8 @@ static void quantize_rows(const uint16_t *x, int64_t M, int64_t K, int8_t *q, fl
 }
 
 /* x [M, K] bf16 → q [M, K] int8 in blocks of 256 (one scale dk [M, K / 256] each, as above) and
- * the sums of each 32 of them, bs [M, K / 32] int16 (|bs| <= 32 · 127) */
-static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *dk, int16_t *bs) {
+ * the sums of each `per` of them (32 for q4k, 16 for q6k), bs [M, K / per] int16 (|bs| <= 32 · 127) */
+static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per, int8_t *q, float *dk, int16_t *bs) {
     for (int64_t r = 0; r < M * (K / QKK); r++) {
         const uint16_t *src = x + r * QKK;
         float v[QKK], amax = 0.0f;
@@ -95,15 +104,15 @@ static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int8_t *q, 
             amax = a > amax ? a : amax;
         }
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        for (int b = 0; b < QKK / QK; b++) {
+        for (int b = 0; b < QKK / per; b++) {
             int sum = 0;
-            for (int j = b * QK; j < (b + 1) * QK; j++) {
+            for (int j = b * per; j < (b + 1) * per; j++) {
                 float t = nearbyintf(v[j] * id);
                 t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
                 q[r * QKK + j] = (int8_t)t;
                 sum += (int)t;
             }
-            bs[r * (QKK / QK) + b] = (int16_t)sum;
+            bs[r * (QKK / per) + b] = (int16_t)sum;
         }
         dk[r] = amax / 127.0f;
     }
@@ -123,7 +132,7 @@ __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) { /* one
 }
 
 typedef struct {
-    const uint8_t *w; /* int4 rows [N, Q4_ROW_BYTES(K)] or int8 [N, K] */
+    const uint8_t *w; /* int4 rows [N, Q4_ROW_BYTES(K)], q4k / q6k rows, or int8 [N, K] */
     const float *s;   /* int8: the row scales [N]; int4: NULL (d and mn are in the rows) */
     int64_t N;
 } Part;
@@ -132,8 +141,8 @@ typedef struct Job Job;
 typedef void (*ColsFn)(const Job *, const Part *, uint16_t *, int64_t, int64_t);
 struct Job {
     const int8_t *xq;
-    const float *dx, *xs; /* q4k: dx the per-256 scales dk; xs unused */
-    const int16_t *bs;    /* q4k: the sums of each 32 quantized x */
+    const float *dx, *xs; /* q4k, q6k: dx the per-256 scales dk; xs unused */
+    const int16_t *bs;    /* q4k: the sums of each 32 quantized x; q6k: of each 16 */
     int64_t M, K;
     const Part *parts;
     int nparts;
@@ -319,6 +328,76 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
 DEFINE_Q4K(avx2, "avx2,fma", SCALED_AVX2)
 DEFINE_Q4K(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", SCALED_VNNI)
 
+/* q6k: the 4 chunks of 32 weights (q in 0..63, in the order of x) of a half super-block, from its 3
+ * stored chunks of 32 bytes: byte i of chunk c < 3 holds q[32c + i] in bits 0..5 and two bits of
+ * q[96 + i] in bits 6, 7 (chunk 0 its bits 0, 1; chunk 1 its 2, 3; chunk 2 its 4, 5). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void q6_chunks(const uint8_t *b, __m256i w[4]) {
+    const __m256i six = _mm256_set1_epi8(0x3f), two = _mm256_set1_epi8((char)0xc0);
+    const __m256i b0 = _mm256_loadu_si256((const __m256i *)b), b1 = _mm256_loadu_si256((const __m256i *)(b + 32)),
+                  b2 = _mm256_loadu_si256((const __m256i *)(b + 64));
+    w[0] = _mm256_and_si256(b0, six), w[1] = _mm256_and_si256(b1, six), w[2] = _mm256_and_si256(b2, six);
+    /* the top bits masked before the 16-bit shifts, so no bit crosses into the next byte */
+    w[3] = _mm256_or_si256(_mm256_or_si256(_mm256_srli_epi16(_mm256_and_si256(b0, two), 6),
+                                           _mm256_srli_epi16(_mm256_and_si256(b1, two), 4)),
+                           _mm256_srli_epi16(_mm256_and_si256(b2, two), 2));
+}
+
+/* A tile of ROWS rows of one q6k column: per super-block, each row's J in integers — a chunk g of 32
+ * weights' u8 x s8 products in 16 int16 lanes (no saturation: |2 · 63 · 127| < 2^15), times its two
+ * sub-scales (sub-block 2g in the low 128-bit half, 2g + 1 in the high one) added pairwise into 8
+ * int32 lanes (SCALED, as q4k), then 32 · (sc · S pairwise) taken off the lanes (S: the sums of each
+ * 16 quantized x) — then acc += float(J) · (d · dk); y = hsum8(acc). The same sequence for every
+ * output, whatever tile it falls in. The empty asm after each row's sum keeps GCC from regrouping
+ * the integer sums into a tree whose products it spilled to the stack (without it 4 to 8 rows took
+ * 1.09-1.11x the time, AMD EPYC; the same integers either way). */
+#define DEFINE_Q6K(SUFFIX, TARGET, SCALED)                                                                         \
+    __attribute__((target(TARGET), always_inline)) static inline void q6k_tile_##SUFFIX(                          \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
+        const int64_t S = j->K / QKK;                                                                              \
+        /* the 16 sub-scales' bytes in both halves → the even ones' int16 in the low half, the odd ones' high */   \
+        const __m256i even_odd = _mm256_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14,            \
+                                                  1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15);           \
+        __m256 acc[MR];                                                                                            \
+        const uint8_t *wc = part->w + n * Q6K_ROW_BYTES(j->K);                                                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps();                       \
+        for (int64_t s = 0; s < S; s++) {                                                                          \
+            const uint8_t *b = wc + s * Q6K_SB_BYTES;                                                              \
+            float d;                                                                                               \
+            memcpy(&d, b + 208, 4);                                                                                \
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));                                       \
+            const __m256i paired = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(sc8), even_odd);                \
+            const __m256i sc = _mm256_srai_epi16(paired, 8); /* int16: sc_0, sc_2, .., sc_14 | sc_1, .., sc_15 */  \
+            __m256i isum[MR];                                                                                      \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) isum[r] = _mm256_setzero_si256();               \
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                                  \
+                __m256i w[4];                                                                                      \
+                q6_chunks(b + 96 * h, w);                                                                          \
+                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                              \
+                    const int g = 4 * h + c; /* the chunk: sub-blocks 2g, 2g + 1 */                                \
+                    const __m256i scale = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g))); \
+                    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                       \
+                        const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + g * 32;                              \
+                        const __m256i p = _mm256_maddubs_epi16(w[c], _mm256_loadu_si256((const __m256i *)x));      \
+                        isum[r] = SCALED(isum[r], p, scale);                                                       \
+                        __asm__("" : "+v"(isum[r]));                                                               \
+                    }                                                                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+            const __m256i natural = _mm256_cvtepi8_epi16(sc8); /* sc_0..15 as int16, the sums' order */            \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                               \
+                const int64_t at = (m0 + r) * S + s;                                                               \
+                const __m256i sums = _mm256_loadu_si256((const __m256i *)(j->bs + at * 16));               \
+                const __m256i offset = _mm256_madd_epi16(natural, sums);                                           \
+                isum[r] = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(offset, 5));                                 \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * j->dx[at]), acc[r]);      \
+            }                                                                                                      \
+        }                                                                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) y[(m0 + r) * j->N + n] = f32_to_bf16(hsum8(acc[r])); \
+    }
+
+DEFINE_Q6K(avx2, "avx2,fma", SCALED_AVX2)
+DEFINE_Q6K(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", SCALED_VNNI)
+
 /* One column at a time, its rows in tiles of MAXR (8 under AVX-512's 32 vector registers, 4 under
  * AVX2's 16) and one tile for the rest: each tile unpacks the column's weights once, and that
  * costs about half of a one-row pass even from L1 (tiles of 4, 2, 1 made 3 rows cost 1.60 one-row
@@ -350,6 +429,8 @@ DEFINE_COLS(q8, avx2, "avx2,fma", 4)
 DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q4k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
+DEFINE_COLS(q6k, avx2, "avx2,fma", 4)
+DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
 /* The columns [c0, c1) of the parts side by side, each part's share by its own column loop. */
 static void run_columns(const Job *j, int64_t c0, int64_t c1) {
@@ -519,7 +600,8 @@ static void run(const Job *job, int threads) {
  *
  * Python (through calls.py, which checks the tensors): q4_mm(x, M, K, y, threads, vnni, then w, N
  * for each of up to MAX_PARTS int4 weights over the same K) and q8_mm(x, M, K, y, threads, vnni,
- * then w, s, N for each int8 weight and its fp32 row scales), the pointers as integers: the rows
+ * then w, s, N for each int8 weight and its fp32 row scales; q4k_mm and q6k_mm as q4_mm, for their
+ * super-block rows), the pointers as integers: the rows
  * quantized once and the parts' outputs side by side in y [M, N0 + N1 + ...] (q | k | v, gate |
  * up). Every output is computed as in its part's own call, so a part's columns are bit-identical
  * to a call with that part alone. */
@@ -533,8 +615,8 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     return 0;
 }
 
-enum { FORM_Q8, FORM_Q4, FORM_Q4K };
-static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm"};
+enum { FORM_Q8, FORM_Q4, FORM_Q4K, FORM_Q6K };
+static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
 
 static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
     const int per = form == FORM_Q8 ? 3 : 2; /* a part's arguments: (w, s, N) or (w, N) */
@@ -560,14 +642,15 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
         }
         total += parts[i].N;
     }
-    const int64_t block = form == FORM_Q4K ? QKK : QK;
+    const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
+    const int64_t block = super ? QKK : QK;
     if (M <= 0 || K <= 0 || K % block || !a[0] || !a[3]) {
         PyErr_Format(PyExc_ValueError, "bad call M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
-     * dk [M, K / 256] fp32 and bs [M, G] int16 */
+     * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
     int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
     if (!xq) return PyErr_NoMemory();
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
@@ -575,12 +658,13 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
     int16_t *bs = (int16_t *)xs;
     const int vnni = (int)a[5];
     ColsFn fn;
-    if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
+    if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
+    else if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
     else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
     else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
     const Job job = {xq, dx, xs, bs, M, K, parts, nparts, (uint16_t *)(uintptr_t)a[3], total, fn};
     Py_BEGIN_ALLOW_THREADS;
-    if (form == FORM_Q4K) quantize_rows_k((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, bs);
+    if (super) quantize_rows_k((const uint16_t *)(uintptr_t)a[0], M, K, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
     else quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
     run(&job, (int)a[4]);
     Py_END_ALLOW_THREADS;
@@ -591,6 +675,7 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
 static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q4); }
 static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q8); }
 static PyObject *q4k_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q4K); }
+static PyObject *q6k_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q6K); }
 
 static PyObject *threads_used(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(last_threads);
@@ -815,6 +900,7 @@ static PyMethodDef methods[] = {
     {"q4_mm", (PyCFunction)(void (*)(void))q4_mm, METH_FASTCALL, "int4 weights over one K x bf16 rows, side by side"},
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
     {"q4k_mm", (PyCFunction)(void (*)(void))q4k_mm, METH_FASTCALL, "Q4_K weights over one K x bf16 rows, side by side"},
+    {"q6k_mm", (PyCFunction)(void (*)(void))q6k_mm, METH_FASTCALL, "Q6_K weights over one K x bf16 rows, side by side"},
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
@@ -833,6 +919,7 @@ PyMODINIT_FUNC PyInit__q8mm(void) {
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddIntConstant(m, "QK", QK) || PyModule_AddIntConstant(m, "MAX_PARTS", MAX_PARTS) ||
               PyModule_AddIntConstant(m, "QKK", QKK) || PyModule_AddIntConstant(m, "Q4K_SB_BYTES", Q4K_SB_BYTES) ||
+              PyModule_AddIntConstant(m, "Q6K_SB_BYTES", Q6K_SB_BYTES) ||
               PyModule_AddIntConstant(m, "ATTEND_MAX_D", ATTEND_MAX_D) ||
               PyModule_AddIntConstant(m, "THREAD_WORK", THREAD_WORK) ||
               PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS))) {
