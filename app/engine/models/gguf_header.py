@@ -178,11 +178,26 @@ class _Field:
 
 
 class _ReaderView:
-    """The header as the ``GGUFReader`` transformers' config reader walks: fields and tensor names."""
+    """The header as the ``GGUFReader`` transformers' readers walk: fields, and tensors by name,
+    type and (read when asked, one at a time) data."""
 
     def __init__(self, header: GgufHeader) -> None:
         self.fields = {key: _field(kind, value) for key, (kind, value) in header.fields.items()}
-        self.tensors = header.tensors  # it reads their .name only
+        self.tensors = [_TensorView(header, tensor) for tensor in header.tensors]
+
+
+class _TensorView:
+    """A tensor as ``GGUFReader`` lists it, for what transformers reads of one: ``name``,
+    ``tensor_type``, ``shape`` and ``data`` (copied out of the file when read)."""
+
+    def __init__(self, header: GgufHeader, tensor: GgufTensor) -> None:
+        self._header, self._tensor = header, tensor
+        self.name, self.tensor_type = tensor.name, tensor.tensor_type
+        self.shape = np.array(tensor.shape, dtype=np.uint64)
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._header.data(self._tensor)
 
 
 def _field(kind: int, value: Any) -> _Field:
@@ -249,8 +264,11 @@ def _lending_checkpoint(original: Callable[..., dict[str, Any]]) -> Callable[...
     @functools.wraps(original)
     def load_gguf_checkpoint(gguf_checkpoint_path: Any, return_tensors: bool = False, **kwargs: Any) -> dict[str, Any]:
         header = _lent_header(gguf_checkpoint_path)
-        if header is None or return_tensors or header.architecture in NOT_LENT:
+        if header is None or header.architecture in NOT_LENT:
             return original(gguf_checkpoint_path, return_tensors=return_tensors, **kwargs)
+        if return_tensors:  # the float conversion's tensors, read from the file one at a time
+            with _PARSING:
+                return _parsed_from(original, header, gguf_checkpoint_path, kwargs, return_tensors=True)
         key = os.path.realpath(header.path)
         with _PARSING:
             if key not in _PARSED:
@@ -261,7 +279,9 @@ def _lending_checkpoint(original: Callable[..., dict[str, Any]]) -> Callable[...
     return load_gguf_checkpoint
 
 
-def _parsed_from(original: Callable[..., dict[str, Any]], header: GgufHeader, path: Any, kwargs: Any) -> dict[str, Any]:
+def _parsed_from(
+    original: Callable[..., dict[str, Any]], header: GgufHeader, path: Any, kwargs: Any, return_tensors: bool = False
+) -> dict[str, Any]:
     """``original`` run on the header: the ``GGUFReader`` it imports by name answers with a view of
     ``header`` for that file (and is gguf's own for any other file opened meanwhile)."""
     import gguf
@@ -274,7 +294,7 @@ def _parsed_from(original: Callable[..., dict[str, Any]], header: GgufHeader, pa
 
     gguf.GGUFReader = reader  # type: ignore[misc, assignment]
     try:
-        return original(path, return_tensors=False, **kwargs)
+        return original(path, return_tensors=return_tensors, **kwargs)
     finally:
         gguf.GGUFReader = reader_class  # type: ignore[misc]
 
