@@ -308,13 +308,19 @@ def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
     assert same
 
 
+@pytest.fixture(scope="module")
+def idle_worker_build(tmp_path_factory):
+    """q8mm.c built with Q8MM_IDLE_WORKER, once for the forms (a build is ~10 s of a 2-core CI)."""
+    return native.build(tmp_path_factory.mktemp("mutant") / "_q8mm.so", ["Q8MM_IDLE_WORKER"])
+
+
 @needs_kernels
 @pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
 @pytest.mark.parametrize("form", FORMS)
-def test_a_worker_that_computes_nothing_is_caught(form, tmp_path, monkeypatch):
+def test_a_worker_that_computes_nothing_is_caught(form, idle_worker_build, monkeypatch):
     """The thread-split check fails on a kernel whose worker threads take their columns and
     compute none (q8mm.c built with Q8MM_IDLE_WORKER)."""
-    mutant = native._load(native.build(tmp_path / "mutant" / "_q8mm.so", ["Q8MM_IDLE_WORKER"]))
+    mutant = native._load(idle_worker_build)
     monkeypatch.setattr(native, "_loaded", lambda: (mutant, ""))
     same, most = _split_against_one_thread(form)
     assert most == 2 and not same

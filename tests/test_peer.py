@@ -105,6 +105,29 @@ def test_the_peer_report_interleaves_all_four_kinds_and_checks_ours_is_identical
     assert calls.count(f"-p 0 -n 12 -d {depth} ") == 4  # llama.cpp's plain decodes after as long a context
 
 
+def test_the_peer_report_says_how_many_passes_drafted_and_with_which_forms(load_tiny, tools, tmp_path):
+    """A figure on a real pair names the draft's form and how many steps drafted at all: the
+    rounds count the target passes that verified drafts and the draft model's passes."""
+    engine = Engine(load_tiny("llama"), load_tiny("llama"))
+    gguf = tmp_path / "t.gguf"
+    gguf.write_bytes(b"GGUF")
+    messages = [{"role": "user", "content": "def add(a, b):\n    return a + b\n"}]
+    fixed = peer.run(
+        engine, peer.PeerTools.find(tools), peer.PeerFiles(gguf, gguf), messages,
+        GenerationConfig(max_new_tokens=12, k=3, auto_k=False), 1, rounds=2,
+    )  # fmt: skip
+    for row in fixed["rounds"]:
+        ours = row[peer.OURS_SPEC]
+        assert ours["steps"] >= ours["steps_drafted"] >= ours["steps"] - 1 > 0  # every pass drafts (the last may not)
+        assert ours["draft_model_passes"] >= ours["drafted"] > 0
+        assert "steps" not in row[peer.OURS_PLAIN]
+    summary = fixed["summary"]
+    assert summary["ours_steps_drafted"] == sum(row[peer.OURS_SPEC]["steps_drafted"] for row in fixed["rounds"])
+    text = peer.format_report(fixed)
+    assert f"{summary['ours_steps_drafted']} of {summary['ours_steps']} target passes verified drafts" in text
+    assert f"SpecChat's weights: {fixed['weights']}; draft: {fixed['draft_form']}" in text
+
+
 def test_bench_peer_through_the_cli_refuses_a_non_gguf_target(tools, tiny_models, capsys):
     code = cli.main(["bench", "--peer", str(tools), "--target", str(tiny_models["llama"]), "--prompt", "hi"])
     assert code == 2

@@ -121,11 +121,25 @@ class PeerRun:
     drafted: int | None = None
     accepted: int | None = None
     ids: tuple[int, ...] = ()
+    # ours, speculating: the target's passes that verified a draft at all, of all its passes (the
+    # prompt's included: a first block can be verified with it); the draft
+    # model's passes; and the sentence saying why nothing was drafted or the model sat out ("")
+    steps_drafted: int | None = None
+    steps: int | None = None
+    draft_model_passes: int | None = None
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"decode_tps": self.decode_tps, "tokens": self.tokens}
         if self.drafted is not None:
             data.update(drafted=self.drafted, accepted=self.accepted)
+        if self.steps is not None:
+            data.update(
+                steps_drafted=self.steps_drafted,
+                steps=self.steps,
+                draft_model_passes=self.draft_model_passes,
+                note=self.note,
+            )
         return data
 
 
@@ -217,14 +231,19 @@ def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfi
     result = engine.generate(messages, config)
     stats = result.stats
     decode_tps = (stats.new_tokens - 1) / stats.decode_s if stats.decode_s > 0 and stats.new_tokens > 1 else 0.0
-    spec = config.speculative
-    return PeerRun(
-        kind,
-        decode_tps,
-        stats.new_tokens,
-        stats.proposed if spec else None,
-        stats.accepted if spec else None,
-        tuple(result.token_ids),
+    run = PeerRun(kind, decode_tps, stats.new_tokens, ids=tuple(result.token_ids))
+    if not config.speculative:
+        return run
+    from app.engine.analysis.explanation import no_drafts_note, sat_out_note
+
+    return replace(
+        run,
+        drafted=stats.proposed,
+        accepted=stats.accepted,
+        steps_drafted=sum(1 for step in result.steps if step.drafted),
+        steps=len(result.steps),
+        draft_model_passes=stats.draft_passes,
+        note=no_drafts_note(result) or sat_out_note(result),
     )
 
 
@@ -277,11 +296,17 @@ def run(
         "ours_drafts_accepted_share": share(
             sum(row[OURS_SPEC].accepted or 0 for row in table), sum(row[OURS_SPEC].drafted or 0 for row in table)
         ),
+        "ours_steps_drafted": sum(row[OURS_SPEC].steps_drafted or 0 for row in table),
+        "ours_steps": sum(row[OURS_SPEC].steps or 0 for row in table),
+        "ours_draft_model_passes": sum(row[OURS_SPEC].draft_model_passes or 0 for row in table),
+        "ours_notes": sorted({row[OURS_SPEC].note for row in table if row[OURS_SPEC].note}),
     }
     return {
         "target": str(files.target),
         "draft": str(files.draft) if files.draft else "n-gram (llama.cpp ngram-simple) / prompt lookup (ours)",
         "threads": threads,
+        "weights": engine.target.form.describe() if engine.target.form is not None else engine.target.dtype,
+        "draft_form": engine.draft_form.describe() if engine.draft_form is not None else None,
         "max_new_tokens": config.max_new_tokens,
         "k": k,
         "rounds": [{kind: row[kind].to_dict() for kind in KINDS} for row in table],
@@ -306,6 +331,9 @@ def format_report(report: dict[str, Any]) -> str:
         f"{len(report['rounds'])} round(s), decode tokens/s (median)",
         "",
     ]
+    if report.get("weights"):
+        draft = f"; draft: {report['draft_form']}" if report.get("draft_form") else ""
+        lines.insert(3, f"SpecChat's weights: {report['weights']}{draft}")
     lines += [f"  {names[kind]:<24} {medians[kind]:8.2f}" for kind in KINDS]
     ratio = summary["ours_speculative_vs_llama_speculative"]
     lines += [
@@ -313,4 +341,10 @@ def format_report(report: dict[str, Any]) -> str:
         f"SpecChat speculative ÷ llama.cpp speculative: {ratio:.2f}×" if ratio is not None else "",
         f"identical to SpecChat's target-only answer: {'yes' if summary['identical'] else 'NO'}",
     ]
+    if summary.get("ours_steps"):
+        lines.append(
+            f"SpecChat speculative: {summary['ours_steps_drafted']} of {summary['ours_steps']} target passes "
+            f"verified drafts, {summary['ours_draft_model_passes']} draft-model passes (all rounds)"
+        )
+        lines += summary.get("ours_notes", [])
     return "\n".join(line for line in lines) + "\n"
