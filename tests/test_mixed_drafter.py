@@ -124,6 +124,7 @@ def test_the_sat_out_sentence_names_the_break_even_acceptance_or_the_catch_up():
     dear = KDecision(0, "gain_below_margin", 0.25, best_k=1, best_gain=0.95, draft_cost=0.2, pass_cost=1.1)
     note = sat_out_note(run(dear))  # 1 + a = 0.2 + 1.1: a = 0.3 breaks even
     assert f"a draft step costs {format_ratio(0.2)} of a plain target pass" in note
+    assert f"a pass checking 2 tokens {format_ratio(1.1)} plain passes" in note  # one draft: never "1 drafts"
     assert f"would need {format_percent(0.3)} of its drafts accepted to break even, and {format_percent(0.25)}" in note
     catch_up = KDecision(0, "catch_up_not_repaid", 0.6, best_k=2, best_gain=1.2, draft_cost=0.1, pass_cost=1.1)
     assert "read the whole prompt" in sat_out_note(run(catch_up))

@@ -911,12 +911,12 @@
         <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : il aurait d&apos;abord dû lire toute l&apos;invite, ce que cette réponse n&apos;aurait pas remboursé. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
-        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass verifying {k} drafts {v} plain passes, so no acceptance would repay it. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {k} brouillons {v} passes simples, si bien qu&apos;aucun taux d&apos;acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
+        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup drafted alone.</source>
+        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu&apos;aucun taux d&apos;acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
-        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass verifying {k} drafts {v} plain passes, so it would need {needed} of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {k} brouillons {v} passes simples, si bien qu&apos;il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
+        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.</source>
+        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu&apos;il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>

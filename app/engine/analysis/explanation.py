@@ -794,13 +794,13 @@ MODEL_SAT_OUT = {
     "unrepaid": QT_TRANSLATE_NOOP(
         "Explanation",
         "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
-        "pass and a pass verifying {k} drafts {v} plain passes, so no acceptance would repay it. Lookup "
+        "pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup "
         "drafted alone.",
     ),
     "below_break_even": QT_TRANSLATE_NOOP(
         "Explanation",
         "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
-        "pass and a pass verifying {k} drafts {v} plain passes, so it would need {needed} of its drafts "
+        "pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts "
         "accepted to break even, and {alpha} are expected. Lookup drafted alone.",
     ),
 }
@@ -821,7 +821,7 @@ def sat_out_note(run: RunResult, translate: Callable[[str], str] = _identity) ->
     key = "unrepaid" if needed is None else "below_break_even"
     return translate(MODEL_SAT_OUT[key]).format(
         c=format_ratio(plan.draft_cost),
-        k=plan.best_k,
+        n=plan.best_k + 1,  # the best k's drafts and the target's own token: never "1 drafts"
         v=format_ratio(plan.pass_cost),
         needed=format_percent(needed or 0.0),
         alpha=format_percent(plan.alpha),
