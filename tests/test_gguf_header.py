@@ -15,7 +15,7 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from tiny_gguf import write_gguf
 from tiny_models import build_model, build_tokenizer
-from transformers import AutoConfig, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from app.engine.models import gguf_forms, gguf_header, gguf_model
 from app.engine.models.gguf_header import GgufHeader, lent
@@ -62,6 +62,19 @@ def test_a_first_load_parses_the_gguf_header_once_and_a_second_not_at_all(q4_ggu
     ids = torch.tensor([first.tokenizer.encode("The quick brown fox")])
     with torch.no_grad():
         assert torch.equal(first.model(ids).logits, second.model(ids).logits)
+
+
+def test_a_float_conversion_parses_the_header_once_and_keeps_transformers_weights(q4_gguf, parses):
+    """The fp32 path (transformers' own GGUF loading, then cached as safetensors): its config,
+    tokenizer and tensor readers answer from one parse, and the weights are what transformers
+    reads from the file itself."""
+    converted = load_model(str(q4_gguf), device="cpu", weights="fp32", cpu_kernels=False)
+    assert parses == {"header": 1, "GGUFReader": 0}
+    own = AutoModelForCausalLM.from_pretrained(str(q4_gguf.parent), gguf_file=q4_gguf.name, dtype=torch.float32)
+    assert parses["GGUFReader"] >= 1  # unlent, transformers parses the file itself
+    theirs = dict(own.named_parameters())
+    ours = dict(converted.model.named_parameters())
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[n], theirs[n]) for n in theirs)
 
 
 def test_the_config_and_tokenizer_derived_from_the_lent_header_are_transformers_own(q4_gguf, parses):
