@@ -8,9 +8,11 @@
 #   ATen's AVX2 kernels (ATEN_CPU_CAPABILITY, read at import: a fresh process), as that machine
 #   would see them; and with SPECCHAT_KERNELS=torch, the path of every machine without a C
 #   compiler (torch's kernels, bf16 activations). Every pass runs; any failing fails the script.
-#   The suite runs in one pytest worker per core (pytest-xdist), each pinned to its core with one
-#   torch thread (tests/conftest.py): on 2 cores 3.7–6.6 min, where one process took 26 min on
-#   the same machine the same day (a fresh clone's whole CI, the venv's install included: 5.9 min).
+#   The suite runs in one pytest worker per core (pytest-xdist, idle workers stealing queued
+#   tests), each pinned to its core with one torch thread (tests/conftest.py). On a 2-core
+#   AVX2-only AMD EPYC (Zen 1), 2026-12-04, a fresh clone's .ci/run took 17.7 min: the venv, ruff,
+#   the contracts and mypy 4.2, the suite 10.9, the torch-kernels pass 2.6 (a Zen 4 EPYC: 3.7–6.6
+#   min for the suite).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
@@ -37,7 +39,7 @@ exactness_tests=(tests/test_cpu_kernels.py tests/test_loading.py tests/test_slid
   tests/test_quant.py tests/test_draft_form.py tests/test_lean.py tests/test_huge_pages.py tests/test_engine.py
   tests/test_gguf_forms.py tests/test_prefix_invariance.py tests/test_q4k_gguf.py tests/test_q6k_gguf.py)
 failed=()  # every pass runs; the script fails if any did
-"$bin/python" -m pytest -n auto || failed+=("the suite")
+"$bin/python" -m pytest -n auto --dist worksteal || failed+=("the suite")
 # On a CPU that is itself AVX2-only (torch's AVX2 kernels, no bf16 prepacking, no VNNI) the forced
 # pass runs exactly what the suite just ran: it is skipped there, and says so.
 avx2_only=$("$bin/python" -c "from app.engine.runners import cpu_probe, native
@@ -47,11 +49,11 @@ if [ "$avx2_only" = 1 ]; then
   echo "exactness tests as on a CPU without AVX-512: this CPU is one (AVX2 only): the suite above was that pass"
 else
   echo "exactness tests as on a CPU without AVX-512 (SPECCHAT_CPU_PROBE=avx2, ATEN_CPU_CAPABILITY=avx2):"
-  SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 "$bin/python" -m pytest -n auto -q "${exactness_tests[@]}" \
+  SPECCHAT_CPU_PROBE=avx2 ATEN_CPU_CAPABILITY=avx2 "$bin/python" -m pytest -n auto --dist worksteal -q "${exactness_tests[@]}" \
     || failed+=("the AVX2 pass")
 fi
 echo "exactness tests with torch's kernels, as without a C compiler (SPECCHAT_KERNELS=torch):"
-SPECCHAT_KERNELS=torch "$bin/python" -m pytest -n auto -q "${exactness_tests[@]}" || failed+=("the torch-kernels pass")
+SPECCHAT_KERNELS=torch "$bin/python" -m pytest -n auto --dist worksteal -q "${exactness_tests[@]}" || failed+=("the torch-kernels pass")
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: ${failed[*]}" >&2
   exit 1

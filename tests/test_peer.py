@@ -118,13 +118,15 @@ def test_the_peer_report_says_how_many_passes_drafted_and_with_which_forms(load_
     )  # fmt: skip
     for row in fixed["rounds"]:
         ours = row[peer.OURS_SPEC]
-        assert ours["steps"] >= ours["steps_drafted"] >= ours["steps"] - 1 > 0  # every pass drafts (the last may not)
+        passes = ours["target_passes"]
+        assert passes >= ours["passes_with_drafts"] >= passes - 1 > 0  # every pass drafts, the last may not
         assert ours["draft_model_passes"] >= ours["drafted"] > 0
-        assert "steps" not in row[peer.OURS_PLAIN]
+        assert "target_passes" not in row[peer.OURS_PLAIN]
     summary = fixed["summary"]
-    assert summary["ours_steps_drafted"] == sum(row[peer.OURS_SPEC]["steps_drafted"] for row in fixed["rounds"])
+    assert summary["ours_passes_with_drafts"] == sum(r[peer.OURS_SPEC]["passes_with_drafts"] for r in fixed["rounds"])
     text = peer.format_report(fixed)
-    assert f"{summary['ours_steps_drafted']} of {summary['ours_steps']} target passes verified drafts" in text
+    drafted, passes = summary["ours_passes_with_drafts"], summary["ours_target_passes"]
+    assert f"{drafted} of {passes} target passes verified drafts" in text
     assert f"SpecChat's weights: {fixed['weights']}; draft: {fixed['draft_form']}" in text
 
 

@@ -124,8 +124,8 @@ class PeerRun:
     # ours, speculating: the target's passes that verified a draft at all, of all its passes (the
     # prompt's included: a first block can be verified with it); the draft
     # model's passes; and the sentence saying why nothing was drafted or the model sat out ("")
-    steps_drafted: int | None = None
-    steps: int | None = None
+    passes_with_drafts: int | None = None
+    target_passes: int | None = None
     draft_model_passes: int | None = None
     note: str = ""
 
@@ -133,10 +133,10 @@ class PeerRun:
         data: dict[str, Any] = {"decode_tps": self.decode_tps, "tokens": self.tokens}
         if self.drafted is not None:
             data.update(drafted=self.drafted, accepted=self.accepted)
-        if self.steps is not None:
+        if self.target_passes is not None:
             data.update(
-                steps_drafted=self.steps_drafted,
-                steps=self.steps,
+                passes_with_drafts=self.passes_with_drafts,
+                target_passes=self.target_passes,
                 draft_model_passes=self.draft_model_passes,
                 note=self.note,
             )
@@ -240,8 +240,8 @@ def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfi
         run,
         drafted=stats.proposed,
         accepted=stats.accepted,
-        steps_drafted=sum(1 for step in result.steps if step.drafted),
-        steps=len(result.steps),
+        passes_with_drafts=sum(1 for step in result.steps if step.drafted),
+        target_passes=stats.target_passes,
         draft_model_passes=stats.draft_passes,
         note=no_drafts_note(result) or sat_out_note(result),
     )
@@ -296,8 +296,8 @@ def run(
         "ours_drafts_accepted_share": share(
             sum(row[OURS_SPEC].accepted or 0 for row in table), sum(row[OURS_SPEC].drafted or 0 for row in table)
         ),
-        "ours_steps_drafted": sum(row[OURS_SPEC].steps_drafted or 0 for row in table),
-        "ours_steps": sum(row[OURS_SPEC].steps or 0 for row in table),
+        "ours_passes_with_drafts": sum(row[OURS_SPEC].passes_with_drafts or 0 for row in table),
+        "ours_target_passes": sum(row[OURS_SPEC].target_passes or 0 for row in table),
         "ours_draft_model_passes": sum(row[OURS_SPEC].draft_model_passes or 0 for row in table),
         "ours_notes": sorted({row[OURS_SPEC].note for row in table if row[OURS_SPEC].note}),
     }
@@ -341,10 +341,11 @@ def format_report(report: dict[str, Any]) -> str:
         f"SpecChat speculative ÷ llama.cpp speculative: {ratio:.2f}×" if ratio is not None else "",
         f"identical to SpecChat's target-only answer: {'yes' if summary['identical'] else 'NO'}",
     ]
-    if summary.get("ours_steps"):
+    if summary.get("ours_target_passes"):
+        drafted, passes = summary["ours_passes_with_drafts"], summary["ours_target_passes"]
         lines.append(
-            f"SpecChat speculative: {summary['ours_steps_drafted']} of {summary['ours_steps']} target passes "
-            f"verified drafts, {summary['ours_draft_model_passes']} draft-model passes (all rounds)"
+            f"SpecChat speculative: {drafted} of {passes} target passes verified drafts, "
+            f"{summary['ours_draft_model_passes']} draft-model passes (all rounds)"
         )
         lines += summary.get("ours_notes", [])
     return "\n".join(line for line in lines) + "\n"
