@@ -11,8 +11,8 @@
 #   The suite runs in one pytest worker per core (pytest-xdist, idle workers stealing queued
 #   tests), each pinned to its core with one torch thread (tests/conftest.py). On a 2-core
 #   AVX2-only AMD EPYC (Zen 1), 2026-12-04, a fresh clone's .ci/run took 17.7 min: the venv, ruff,
-#   the contracts and mypy 4.2, the suite 10.9, the torch-kernels pass 2.6 (a Zen 4 EPYC: 3.7–6.6
-#   min for the suite).
+#   the contracts and mypy 4.2, the suite 10.9 (9.5 alone with workers stealing tests), the
+#   torch-kernels pass 2.6 (a Zen 4 EPYC: 3.7–6.6 min for the suite).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
