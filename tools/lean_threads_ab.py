@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -19,16 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine import Engine
 from app.engine.config import LoadOptions
-from app.engine.runners.kv import CachedModel
-
-
-def timed(runner: CachedModel, rows: int) -> float:
-    position = len(runner.tokens)
-    started = time.perf_counter()
-    runner.forward([5] * rows, keep=rows)
-    seconds = time.perf_counter() - started
-    runner.truncate(position)
-    return seconds
+from app.engine.draft_threads import timed_pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         for native in (True, False):
             lean.native = native
             for rows in (1, 2, 5):
-                samples.setdefault((rows, native), []).append(timed(runner, rows))
+                samples.setdefault((rows, native), []).append(timed_pass(runner, rows))
     print(f"{engine.target.weights_label}, {torch.get_num_threads()} threads, median of {args.repeat} passes")
     for rows in (1, 2, 5):
         new, old = (statistics.median(samples[rows, n][1:]) for n in (True, False))
