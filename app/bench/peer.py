@@ -234,7 +234,7 @@ def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfi
     run = PeerRun(kind, decode_tps, stats.new_tokens, ids=tuple(result.token_ids))
     if not config.speculative:
         return run
-    from app.engine.analysis.explanation import no_drafts_note, sat_out_note
+    from app.engine.analysis.explanation import drafting_notes
 
     return replace(
         run,
@@ -243,7 +243,7 @@ def ours(engine: Engine, messages: list[dict[str, str]], config: GenerationConfi
         passes_with_drafts=sum(1 for step in result.steps if step.drafted),
         target_passes=stats.target_passes,
         draft_model_passes=stats.draft_passes,
-        note=no_drafts_note(result) or sat_out_note(result),
+        note=" ".join(drafting_notes(result)),
     )
 
 

@@ -86,7 +86,7 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
     _clear_progress(sys.stderr)
     config = fit_to_engine(engine, config)
     engine.warm_up()  # as the app's worker does: one-off kernel set-up, the chooser's first points
-    from app.engine.analysis.explanation import explain, no_drafts_note, sat_out_note
+    from app.engine.analysis.explanation import drafting_notes, explain, no_drafts_note, sat_out_note
 
     if args.json:
         result = engine.generate(messages, config)
@@ -104,9 +104,8 @@ def run_generate(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{DIM}(green: draft tokens the target accepted){RESET}\n")
     out.write(weights_line(engine) + "\n")
     out.write(stats_line(result.stats, result.drafter, result.stop_reason) + "\n")
-    for note in (no_drafts_note(result), sat_out_note(result)):
-        if note:
-            out.write(note + "\n")
+    for note in drafting_notes(result):
+        out.write(note + "\n")
     return 0
 
 

@@ -852,6 +852,13 @@ def no_drafts_note(run: RunResult, translate: Callable[[str], str] = _identity) 
     return ""
 
 
+def drafting_notes(run: RunResult, translate: Callable[[str], str] = _identity) -> list[str]:
+    """The sentences saying that no draft was used, or that the draft model sat out, and why
+    (``no_drafts_note``, ``sat_out_note``; none when neither applies): what the CLI, the bench
+    and the window print under an answer."""
+    return [note for note in (no_drafts_note(run, translate), sat_out_note(run, translate)) if note]
+
+
 def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity) -> str:
     """One plain sentence: what the draft achieved, what it cost, what came of it, and why;
     then, when some drafts were copied from an earlier conversation, how many.

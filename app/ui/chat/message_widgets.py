@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.analysis.explanation import no_drafts_note, sat_out_note
+from app.engine.analysis.explanation import drafting_notes
 from app.ui.chat.markdown_view import MarkdownView
 from app.ui.common.conversation import Message, TokenRecord
 from app.ui.common.formatting import how_made, localized_numbers, stats_line, stop_note
@@ -316,8 +316,7 @@ class AnswerWidget(QFrame):
         def translate(text: str) -> str:
             return QCoreApplication.translate("Explanation", text)  # i18n: noop
 
-        notes = [no_drafts_note(result, translate), sat_out_note(result, translate)]
-        return localized_numbers("\n".join(n for n in notes if n))
+        return localized_numbers("\n".join(drafting_notes(result, translate)))
 
     def copy_markdown(self) -> None:
         """The answer's Markdown source, as plain text. (Not a QMimeData with an HTML flavour as
