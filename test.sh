@@ -20,8 +20,11 @@ cd "$root"
 bin="$root/.venv/bin"
 echo "ruff:" && "$bin/ruff" check app tests tools packaging
 echo "import contracts:" && "$bin/lint-imports" --no-cache | tail -n 1
+# mypy's incremental cache lives outside the clone (like the llama.cpp build), so a fresh clone
+# checks only what changed (it compares files by hash): 93 s cold, 10 s warm on the Zen 1 EPYC.
+mypy_cache="${XDG_CACHE_HOME:-$HOME/.cache}/specchat/mypy"
 echo "mypy (strict: app/engine, app/worker, app/remote, the back-end contract's tests):" && \
-  "$bin/mypy" app/engine app/worker app/remote tests/test_backend.py tests/stand_in_backend.py
+  "$bin/mypy" --cache-dir "$mypy_cache" app/engine app/worker app/remote tests/test_backend.py tests/stand_in_backend.py
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ "${1:-}" = "--vllm" ]; then
   shift
