@@ -107,9 +107,9 @@ def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, 
     ids = _ids(80, loaded.vocab_size, seed=5)
     runner = CachedModel(loaded.model, loaded.vocab_size)
     if form in ("int4", "int8") and native.kernels() is not None:  # the side-by-side calls are what is checked
-        assert runner.lean is not None
+        assert runner.lean is not None  # and each layer up to its activation in one call (``attention_block``)
         for layer in runner.lean.layers:
-            assert layer.qkv is not None and layer.gate_up is not None and layer.one_call
+            assert layer.qkv is not None and layer.gate_up is not None and layer.one_call and layer.block is not None
     lean = _passes(runner, ids)
     assert taken == [1, 5, 1, 16, 3, 1, 8, 21]  # every pass after the prompt's
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)

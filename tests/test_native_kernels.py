@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -33,6 +34,7 @@ from app.engine.runners.quant import (
     q6k_parts,
     quantize_int4,
     side_by_side,
+    side_by_side_kernel,
     unpack_native,
 )
 
@@ -387,7 +389,46 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
     overlapping = buf.as_strided((1, 2, 16, 64), (2048, 64, 64, 1))  # the heads 1 row apart
     qkv, cos = _bf16(3, 6 * 64), _bf16(3, 64)
     attend, layer = calls.attend, calls.attend_layer
+    # an attention block: W = 64, 2 and 2 heads of 32 (q | k | v 192 wide), gate | up 128 wide
+    width, block_weight = 64, _bf16(64)
+    qkv_mm = calls.q8_mm([(torch.randint(-127, 128, (192, 64), dtype=torch.int8), torch.rand(192))], 64)
+    o_mm = calls.q8_mm([(torch.randint(-127, 128, (64, 64), dtype=torch.int8), torch.rand(64))], 64)
+    gu_mm = calls.q8_mm([(torch.randint(-127, 128, (128, 64), dtype=torch.int8), torch.rand(128))], 64)
+
+    def block(**changed: object) -> calls.AttentionBlock:
+        made: dict[str, Any] = dict(
+            input_norm=(block_weight, 1e-5), qkv=qkv_mm, bias=None, o=o_mm, post_norm=(block_weight, 1e-5),
+            gate_up=gu_mm, heads=(2, 2), dim=32, scale=1.0,
+        )
+        made.update(changed)
+        return calls.attention_block(**made)
+
+    block_buf, block_cos = _bf16(1, 2, 16, 32), _bf16(3, 32)
     return {
+        "attention_block: a short norm weight": (
+            ValueError,
+            "one value per column",
+            lambda: block(input_norm=(block_weight[:32], 1e-5)),
+        ),
+        "attention_block: heads that do not make q | k | v": (ValueError, "do not chain", lambda: block(heads=(4, 2))),
+        "attention_block: o and gate | up swapped": (ValueError, "do not chain", lambda: block(o=gu_mm, gate_up=o_mm)),
+        "attention_block: a bias of another width": (ValueError, "bias", lambda: block(bias=_bf16(64))),
+        "attention_block: a callable for a linear": (TypeError, "Matmul", lambda: block(o=lambda x: x)),
+        "attention_block: rows of another width": (
+            ValueError,
+            f"[T ≥ 1, {width}]",
+            lambda: block()(_bf16(3, 32), block_cos, block_cos, block_buf, block_buf, 0),
+        ),
+        "attention_block: no room in the cache": (
+            ValueError,
+            "at least 17",
+            lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 14),
+        ),
+        "attention_block: cos of other rows": (
+            ValueError,
+            "cos, sin",
+            lambda: block()(_bf16(3, 64), block_cos[:2], block_cos, block_buf, block_buf, 0),
+        ),
         "q8_mm: q and scales swapped": (ValueError, "int8 weight 0", lambda: calls.q8_mm([(s, q)], 64)),
         "q8_mm: short scales": (ValueError, "scales", lambda: calls.q8_mm([(q, s[:31])], 64)),
         "q8_mm: K not its weight's": (ValueError, "over 96 inputs", lambda: calls.q8_mm([(q, s)], 96)),
@@ -480,6 +521,7 @@ def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
 @needs_kernels
 def test_every_wrapper_has_its_wrong_calls():
     wrappers = {"q4_mm", "q4k_mm", "q6k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
+    wrappers.add("attention_block")
     assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
 
 
@@ -509,6 +551,52 @@ def test_attend_layer_is_the_rotary_the_cache_write_and_attend(rows):
     assert torch.equal(mine_k.view(torch.int16), keys.view(torch.int16))
     assert torch.equal(mine_v.view(torch.int16), values.view(torch.int16))
     assert torch.equal(got.view(torch.int16), want[0].transpose(0, 1).reshape(rows, -1).view(torch.int16))
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_an_attention_block_is_the_lean_passs_calls_one_at_a_time(form, bias):
+    """``attention_block`` = rms_norm, q | k | v (+ its bias), attend_layer, o, the residual add,
+    rms_norm and gate | up, called one at a time as the lean pass calls them: the residual stream,
+    the cache's new keys and values and the gate | up rows bit for bit, for 1 and 3 rows, a form
+    for q | k | v and another for o (a Q4_K_M file mixes them), and on 2 threads."""
+    gen = torch.Generator().manual_seed(31)
+    make = MAKE[form]
+    width, heads, kv_heads, dim, start = (256, 4, 2, 64, 5) if form in SUPER_BLOCK_FORMS else (128, 4, 2, 32, 5)
+    qkv_layers = [
+        make(torch.randn(n * dim, width, generator=gen) * 0.05, torch.randn(n * dim, generator=gen) if bias else None)
+        for n in (heads, kv_heads, kv_heads)
+    ]
+    other = MAKE["int8" if form != "int8" else "int4"]
+    o_layer = other(torch.randn(width, heads * dim, generator=gen) * 0.05, None)
+    gu_layers = [make(torch.randn(2 * width, width, generator=gen) * 0.05, None) for _ in range(2)]
+    fused_qkv, fused_gu = side_by_side_kernel(qkv_layers), side_by_side_kernel(gu_layers)
+    assert fused_qkv is not None and fused_gu is not None
+    in_w, post_w = ((1 + 0.3 * torch.randn(width, generator=gen)).to(torch.bfloat16) for _ in range(2))
+    block = calls.attention_block(
+        (in_w, 1e-5), fused_qkv[0], fused_qkv[1], o_layer._native_kernel(), (post_w, 1e-6), fused_gu[0],
+        (heads, kv_heads), dim, 0.125,
+    )  # fmt: skip
+    threaded = torch.get_num_threads()
+    try:
+        for rows, threads in ((1, 1), (3, 1), (3, 2)):
+            torch.set_num_threads(threads)
+            h = (torch.randn(rows, width, generator=gen) * 2).to(torch.bfloat16)
+            cos, sin = (torch.randn(rows, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+            keys, values = (torch.randn(1, kv_heads, 16, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+            mine = [h.clone(), keys.clone(), values.clone()]
+            gate_up = block(mine[0], cos, sin, mine[1], mine[2], start, threads)
+            qkv = fused_qkv[0](calls.rms_norm(h, in_w, 1e-5))
+            if fused_qkv[1] is not None:
+                qkv = qkv + fused_qkv[1]
+            attended = calls.attend_layer(qkv, cos, sin, keys, values, start, (heads, kv_heads), 0.125)
+            h.add_(o_layer.rows_fn()(attended))
+            want = fused_gu[0](calls.rms_norm(h, post_w, 1e-6))
+            for got, expected in ((mine[0], h), (mine[1], keys), (mine[2], values), (gate_up, want)):
+                assert torch.equal(got.view(torch.int16), expected.view(torch.int16)), (rows, threads)
+    finally:
+        torch.set_num_threads(threaded)
 
 
 @needs_kernels

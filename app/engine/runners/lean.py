@@ -49,7 +49,7 @@ from app.engine.runners.cpu_kernels import (
 from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.native import calls
 from app.engine.runners.prepacked import PrepackedLinear
-from app.engine.runners.quant import WeightOnlyLinear, side_by_side
+from app.engine.runners.quant import WeightOnlyLinear, side_by_side, side_by_side_kernel
 from app.engine.runners.threads import torch_threads
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -131,6 +131,10 @@ class _Layer:
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
         # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
         self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
+        # and where every part of it is SpecChat's kernel, the layer up to its activation in one call
+        self.block = _attention_block(layer, (self.q_heads, self.heads[1]), self.head_dim, self.scaling)
+        if not self.one_call:
+            self.block = None
 
     def in_one_call(self, kv: Any) -> bool:
         """Whether this pass's attention runs as ``attend_layer``: the rows ``rows_sdpa`` would give
@@ -219,10 +223,17 @@ class LeanPass:
         kv_layers: list[Any] = cache.layers  # ``GrowingLayer``s (``takes``)
         rows_cos = rows_sin = None  # [T, D] each, for ``attend_layer``
         for layer, kv in zip(self.layers, kv_layers, strict=True):
+            one_call = layer.qkv is not None and layer.in_one_call(kv)  # ``qkv``: bf16 rows, so cos and sin are too
+            if one_call and (rows_cos is None or rows_sin is None):
+                rows_cos, rows_sin = cos[0, :, 0].contiguous(), sin[0].contiguous()
+            if one_call and layer.block is not None and rows_cos is not None and rows_sin is not None:
+                key_buffer, value_buffer, start_at = kv.extend(rows)
+                gate_up = layer.block(h, rows_cos, rows_sin, key_buffer, value_buffer, start_at)  # h += o rows
+                gate, up = gate_up[:, : layer.intermediate], gate_up[:, layer.intermediate :]
+                h.add_(layer.down(layer.act(gate).mul_(up)))
+                continue
             x = layer.input_norm(h)
-            if layer.qkv is not None and layer.in_one_call(kv):  # ``qkv``: bf16 rows, so cos and sin are too
-                if rows_cos is None or rows_sin is None:
-                    rows_cos, rows_sin = cos[0, :, 0].contiguous(), sin[0].contiguous()
+            if one_call and rows_cos is not None and rows_sin is not None and layer.qkv is not None:
                 attended = layer.attend_in_one_call(layer.qkv(x), rows_cos, rows_sin, kv)
             else:
                 if layer.qkv is not None:  # [T, q | k | v]: q and k side by side already
@@ -247,6 +258,31 @@ class LeanPass:
         h = self.norm(h[-keep:] if keep else h)
         logits = self.head(h)
         return logits[None]
+
+
+def _attention_block(layer: Any, heads: tuple[int, int], dim: int, scale: float) -> calls.AttentionBlock | None:
+    """``calls.attention_block`` over a decoder layer whose norms and linears up to its activation
+    are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v and gate | up of one
+    form each, o without a bias), else None: the lean pass then makes those calls one at a time."""
+    attn, mlp = layer.self_attn, layer.mlp
+    norms = (layer.input_layernorm, layer.post_attention_layernorm)
+    native_norms = (isinstance(n, NativeRMSNorm) and n.weight.dtype == torch.bfloat16 for n in norms)
+    if not all(native_norms) or not all(n.weight.is_contiguous() for n in norms):
+        return None
+    qkv = side_by_side_kernel([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]])
+    gate_up = side_by_side_kernel([mlp.get_submodule(n) for n in MLP_LINEARS[:2]])
+    o = attn.get_submodule(ATTENTION_LINEARS[3])
+    if qkv is None or gate_up is None or gate_up[1] is not None:
+        return None
+    if not (isinstance(o, WeightOnlyLinear) and o.native and o.bias is None):
+        return None
+    bias = qkv[1]
+    if bias is not None and (bias.dtype != torch.bfloat16 or bias.device.type != "cpu"):
+        return None
+    return calls.attention_block(
+        (norms[0].weight, norms[0].variance_epsilon), qkv[0], bias, o._native_kernel(),
+        (norms[1].weight, norms[1].variance_epsilon), gate_up[0], heads, dim, scale,
+    )  # fmt: skip
 
 
 def decoder_layers(model: PreTrainedModel) -> list[nn.Module]:

@@ -582,6 +582,18 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     to that layer's ``rows_fn`` (tests/test_native_kernels.py); one call, one quantization and
     one output tensor instead of one each. None when the layers are not all SpecChat's kernels of
     one form over one input size."""
+    found = side_by_side_kernel(layers)
+    if found is None:
+        return None
+    call, bias = found
+    if bias is None:
+        return call
+    return lambda x: call(x) + bias
+
+
+def side_by_side_kernel(layers: Sequence[nn.Module]) -> tuple[calls.Matmul, torch.Tensor | None] | None:
+    """``side_by_side``'s parts: the kernel's one call over the layers' weights side by side, and
+    their biases together (added after it, in bf16), or None where ``side_by_side`` gives None."""
     if len(layers) < 2 or not all(isinstance(layer, WeightOnlyLinear) and layer.native for layer in layers):
         return None
     weight_only = [layer for layer in layers if isinstance(layer, WeightOnlyLinear)]
@@ -601,9 +613,7 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
         call = first.matmul([weights[0] for weights in own], k)
     else:
         call = calls.q8_mm([(weights[0], weights[1]) for weights in own], k)
-    if bias is None:
-        return call
-    return lambda x: call(x) + bias
+    return call, bias
 
 
 def _pack_int4(q: torch.Tensor) -> torch.Tensor:

@@ -305,3 +305,122 @@ def attend_layer(
                         key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, start, float(scale),
                         out.data_ptr())  # fmt: skip
     return out
+
+
+FORM_CODES = {"q8_mm": 0, "q4_mm": 1, "q4k_mm": 2, "q6k_mm": 3}  # q8mm.c's FORM_Q8 ..
+
+
+def _form_parts(name: str, matmul: Matmul) -> tuple[int, tuple[int, ...]]:
+    """A checked linear's form code and its parts as (w, s, N) triples (s = 0 but for int8)."""
+    if not isinstance(matmul, Matmul):
+        raise TypeError(f"{name} must be a Matmul (calls.q4_mm, q8_mm, q4k_mm, q6k_mm); got {type(matmul).__name__}")
+    form = FORM_CODES[str(getattr(matmul.call, "__name__", ""))]
+    if form == FORM_CODES["q8_mm"]:
+        return form, matmul.parts
+    pairs = matmul.parts
+    return form, tuple(v for i in range(0, len(pairs), 2) for v in (pairs[i], 0, pairs[i + 1]))
+
+
+def _norm_weight(name: str, weight: object, width: int) -> torch.Tensor:
+    w = _tensor(name, weight, BF16, 1)
+    if w.shape[0] != width:
+        raise ValueError(f"{name} must have one value per column of the residual stream ({width}); got {w.shape[0]}")
+    return w
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AttentionBlock:
+    """``attention_block`` over one decoder layer's checked weights: the lean pass's steps from the
+    layer's input norm to its gate | up rows in one C call, each step the call the lean pass makes
+    one at a time (``rms_norm``, the q | k | v ``Matmul`` and its bias, ``attend_layer``, the o
+    ``Matmul``, the residual add, ``rms_norm``, the gate | up ``Matmul``), so the same bits. Per
+    call only the rows, the rotary and the cache's buffers are checked."""
+
+    width: int  # the residual stream's columns
+    heads: tuple[int, int]  # (H, Hkv)
+    dim: int
+    gate_up: int  # gate | up's columns
+    floats: tuple[float, float, float]  # the input norm's eps, the post norm's, the attention's scale
+    fixed: tuple[int, ...]  # the call's arguments that never change, past the per-call ones
+    kept: tuple[torch.Tensor, ...]  # the tensors the pointers point into
+    vnni: int
+
+    def __call__(
+        self,
+        h: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        key_buffer: torch.Tensor,
+        value_buffer: torch.Tensor,
+        start: int,
+        threads: int | None = None,
+    ) -> torch.Tensor:
+        """h [T, W] bf16, the residual stream, gets the attention's o rows added in place; the
+        rotary's cos, sin [T, D]; the cache's buffers as ``attend_layer`` takes them (the new keys
+        and values written at start..start + T − 1).  → the gate | up rows [T, Ng] bf16"""
+        module = _module()
+        rows, width = _tensor("attention_block's rows", h, BF16, 2).shape
+        q_heads, kv_heads = self.heads
+        shape = _tensor("attention_block's cos", cos, BF16, 2).shape
+        if width != self.width or rows == 0 or shape != (rows, self.dim) or _tensor(
+            "attention_block's sin", sin, BF16, 2
+        ).shape != shape:
+            raise ValueError(
+                f"attention_block wants rows [T ≥ 1, {self.width}] and cos, sin [T, {self.dim}]; "
+                f"got {tuple(h.shape)}, {tuple(shape)}, {tuple(sin.shape)}"
+            )
+        if start < 0:
+            raise ValueError(f"attention_block's first new position must be ≥ 0; got {start}")
+        ks = _cache_buffer("attention_block's key buffer", key_buffer, kv_heads, self.dim, start + rows)
+        vs = _cache_buffer("attention_block's value buffer", value_buffer, kv_heads, self.dim, start + rows)
+        gate_up = torch.empty((rows, self.gate_up), dtype=BF16)
+        use = thread_count() if threads is None else threads
+        module.attention_block(*self.floats, h.data_ptr(), rows, width, *self.fixed[:2], cos.data_ptr(),
+                               sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
+                               start, q_heads, kv_heads, self.dim, self.fixed[2], gate_up.data_ptr(), use,
+                               *self.fixed[3:])  # fmt: skip
+        return gate_up
+
+
+def attention_block(
+    input_norm: tuple[torch.Tensor, float],
+    qkv: Matmul,
+    bias: torch.Tensor | None,
+    o: Matmul,
+    post_norm: tuple[torch.Tensor, float],
+    gate_up: Matmul,
+    heads: tuple[int, int],
+    dim: int,
+    scale: float,
+) -> AttentionBlock:
+    """One decoder layer's ``AttentionBlock``: its norms (bf16 weight [W], eps), q | k | v's
+    ``Matmul`` over W inputs with (H + 2·Hkv)·D outputs and its bias ([those] bf16, or None),
+    o's over H·D inputs with W outputs, gate | up's over W inputs; ``heads`` (H, Hkv) of ``dim``."""
+    _module()
+    q_heads, kv_heads = heads
+    _heads(q_heads, kv_heads, dim)
+    width = qkv.k if isinstance(qkv, Matmul) else 0
+    in_w = _norm_weight("the input norm's weight", input_norm[0], width)
+    post_w = _norm_weight("the post-attention norm's weight", post_norm[0], width)
+    forms = [_form_parts(name, m) for name, m in (("q | k | v", qkv), ("o", o), ("gate | up", gate_up))]
+    if qkv.n != (q_heads + 2 * kv_heads) * dim or o.k != q_heads * dim or o.n != width or gate_up.k != width:
+        raise ValueError(
+            f"attention_block's linears do not chain: q | k | v [{qkv.k} → {qkv.n}], o [{o.k} → {o.n}], "
+            f"gate | up [{gate_up.k} → {gate_up.n}] for {q_heads} and {kv_heads} heads of {dim}"
+        )
+    if len({qkv.vnni, o.vnni, gate_up.vnni}) != 1:
+        raise ValueError("attention_block's linears must all take the same path (VNNI or AVX2)")
+    kept = [in_w, post_w, *qkv.weights, *o.weights, *gate_up.weights]
+    bias_ptr = 0
+    if bias is not None:
+        if _tensor("the q | k | v bias", bias, BF16, 1).shape[0] != qkv.n:
+            raise ValueError(f"the q | k | v bias must have {qkv.n} values; got {bias.shape[0]}")
+        bias_ptr = bias.data_ptr()
+        kept.append(bias)
+    fixed = (
+        in_w.data_ptr(), post_w.data_ptr(), bias_ptr,
+        *(form for form, _ in forms), *(len(parts) // 3 for _, parts in forms),
+        *(value for _, parts in forms for value in parts),
+    )  # fmt: skip
+    floats = (float(input_norm[1]), float(post_norm[1]), float(scale))
+    return AttentionBlock(width, (q_heads, kv_heads), dim, gate_up.n, floats, fixed, tuple(kept), qkv.vnni)

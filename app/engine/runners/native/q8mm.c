@@ -621,6 +621,32 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
 enum { FORM_Q8, FORM_Q4, FORM_Q4K, FORM_Q6K };
 static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
 
+/* One linear call without the GIL: x [M, K] bf16 quantized once, then the parts' columns side by
+ * side into y [M, total]. -1 when the quantized rows' memory cannot be had, else 0. */
+static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const Part *parts, int nparts,
+                       int64_t total, uint16_t *y, int threads, int vnni) {
+    const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
+    const int64_t G = K / QK;
+    /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
+     * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
+    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
+    if (!xq) return -1;
+    float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
+    float *xs = dx + M * G;
+    int16_t *bs = (int16_t *)xs;
+    ColsFn fn;
+    if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
+    else if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
+    else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
+    else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
+    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, y, total, fn};
+    if (super) quantize_rows_k(x, M, K, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
+    else quantize_rows(x, M, K, xq, dx, xs);
+    run(&job, threads);
+    free(xq);
+    return 0;
+}
+
 static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
     const int per = form == FORM_Q8 ? 3 : 2; /* a part's arguments: (w, s, N) or (w, N) */
     const char *name = FORM_NAMES[form];
@@ -651,27 +677,12 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
         PyErr_Format(PyExc_ValueError, "bad call M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
-    const int64_t G = K / QK;
-    /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
-     * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
-    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
-    if (!xq) return PyErr_NoMemory();
-    float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
-    float *xs = dx + M * G;
-    int16_t *bs = (int16_t *)xs;
-    const int vnni = (int)a[5];
-    ColsFn fn;
-    if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
-    else if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
-    else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
-    else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
-    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, (uint16_t *)(uintptr_t)a[3], total, fn};
+    int failed;
     Py_BEGIN_ALLOW_THREADS;
-    if (super) quantize_rows_k((const uint16_t *)(uintptr_t)a[0], M, K, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
-    else quantize_rows((const uint16_t *)(uintptr_t)a[0], M, K, xq, dx, xs);
-    run(&job, (int)a[4]);
+    failed = linear_rows(form, (const uint16_t *)(uintptr_t)a[0], M, K, parts, nparts, total,
+                         (uint16_t *)(uintptr_t)a[3], (int)a[4], (int)a[5]);
     Py_END_ALLOW_THREADS;
-    free(xq);
+    if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -856,6 +867,30 @@ static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin
     }
 }
 
+/* attend_layer's work without the GIL: -1 when its scratch memory cannot be had, else 0. */
+static int attend_new_rows(const uint16_t *qkv, int64_t T, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos,
+                           const uint16_t *sin, uint16_t *kbuf, uint16_t *vbuf, int64_t ks, int64_t vs, int64_t start,
+                           float scale, uint16_t *out) {
+    const int64_t L = start + T, width = (H + 2 * Hkv) * D;
+    uint16_t *q = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(H * T * D));
+    float *p = (float *)malloc(sizeof(float) * (size_t)(L + 8));
+    if (!q || !p) {
+        free(q), free(p);
+        return -1;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const uint16_t *row = qkv + t * width, *c = cos + t * D, *sn = sin + t * D;
+        for (int64_t h = 0; h < H; h++) rope_row(row + h * D, c, sn, D, q + (h * T + t) * D);
+        for (int64_t h = 0; h < Hkv; h++) {
+            rope_row(row + (H + h) * D, c, sn, D, kbuf + h * ks + (start + t) * D);
+            memcpy(vbuf + h * vs + (start + t) * D, row + (H + Hkv + h) * D, sizeof(uint16_t) * (size_t)D);
+        }
+    }
+    attend_rows(q, H, T, D, kbuf, vbuf, Hkv, L, ks, vs, scale, out, D, H * D, p);
+    free(q), free(p);
+    return 0;
+}
+
 static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     int64_t a[14];
     double scale;
@@ -869,25 +904,108 @@ static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t 
     const uint16_t *qkv = (const uint16_t *)(uintptr_t)a[0], *cos = (const uint16_t *)(uintptr_t)a[5],
                    *sin = (const uint16_t *)(uintptr_t)a[6];
     uint16_t *kbuf = (uint16_t *)(uintptr_t)a[7], *vbuf = (uint16_t *)(uintptr_t)a[8], *out = (uint16_t *)(uintptr_t)a[13];
-    const int64_t L = start + T, width = (H + 2 * Hkv) * D;
-    uint16_t *q = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(H * T * D));
-    float *p = (float *)malloc(sizeof(float) * (size_t)(L + 8));
-    if (!q || !p) {
-        free(q), free(p);
-        return PyErr_NoMemory();
-    }
+    int failed;
     Py_BEGIN_ALLOW_THREADS;
-    for (int64_t t = 0; t < T; t++) {
-        const uint16_t *row = qkv + t * width, *c = cos + t * D, *sn = sin + t * D;
-        for (int64_t h = 0; h < H; h++) rope_row(row + h * D, c, sn, D, q + (h * T + t) * D);
-        for (int64_t h = 0; h < Hkv; h++) {
-            rope_row(row + (H + h) * D, c, sn, D, kbuf + h * ks + (start + t) * D);
-            memcpy(vbuf + h * vs + (start + t) * D, row + (H + Hkv + h) * D, sizeof(uint16_t) * (size_t)D);
-        }
-    }
-    attend_rows(q, H, T, D, kbuf, vbuf, Hkv, L, ks, vs, (float)scale, out, D, H * D, p);
+    failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, (float)scale, out);
     Py_END_ALLOW_THREADS;
-    free(q), free(p);
+    if (failed) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* attention_block(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, vnni,
+ * start, H, Hkv, D, bias, gate_up, threads, qkv_form, o_form, gu_form, n_qkv, n_o, n_gu, then (w, s, N)
+ * for each part of q | k | v, then o's, then gate | up's): a decoder layer up to its activation, in
+ * one call, each step the very call the lean pass makes one at a time (the same bits):
+ *   x = rms_norm(h, in_w); qkv = x · [q | k | v] (+ bias, [W] bf16, when not 0); attend_layer;
+ *   h += attended · o (in place, bf16); x = rms_norm(h, post_w); gate_up = x · [gate | up].
+ * h [T, W] bf16 (the residual stream), gate_up [T, Ng] bf16; the cache's buffers as attend_layer's.
+ * s is 0 for every form but int8's row scales. */
+enum { BLOCK_FLOATS = 3, BLOCK_INTS = 25, MAX_BLOCK_PARTS = 3 * MAX_PARTS };
+
+static int block_parts(const int64_t *a, int n, int form, Part *parts, int64_t *total) {
+    *total = 0;
+    for (int i = 0; i < n; i++) {
+        parts[i] = (Part){(const uint8_t *)(uintptr_t)a[3 * i], (const float *)(uintptr_t)a[3 * i + 1], a[3 * i + 2]};
+        if (parts[i].N <= 0 || !parts[i].w || (form == FORM_Q8) != (parts[i].s != NULL)) return -1;
+        *total += parts[i].N;
+    }
+    return 0;
+}
+
+static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    double f[BLOCK_FLOATS];
+    int64_t a[BLOCK_INTS + 3 * MAX_BLOCK_PARTS];
+    if (nargs < BLOCK_FLOATS + BLOCK_INTS) {
+        PyErr_Format(PyExc_TypeError, "attention_block expects at least %d arguments, got %zd",
+                     BLOCK_FLOATS + BLOCK_INTS, nargs);
+        return NULL;
+    }
+    for (int i = 0; i < BLOCK_FLOATS; i++) {
+        f[i] = PyFloat_AsDouble(args[i]);
+        if (f[i] == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    const int64_t *n = NULL;
+    if (args_i64(args + BLOCK_FLOATS, BLOCK_INTS, a) < 0) return NULL;
+    n = a + 22; /* n_qkv, n_o, n_gu */
+    const int64_t forms[3] = {a[19], a[20], a[21]};
+    for (int i = 0; i < 3; i++)
+        if (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K) {
+            PyErr_SetString(PyExc_ValueError, "attention_block: bad forms or part counts");
+            return NULL;
+        }
+    if (nargs != BLOCK_FLOATS + BLOCK_INTS + 3 * (n[0] + n[1] + n[2])) {
+        PyErr_Format(PyExc_TypeError, "attention_block expects %lld arguments for its parts, got %zd",
+                     (long long)(BLOCK_FLOATS + BLOCK_INTS + 3 * (n[0] + n[1] + n[2])), nargs);
+        return NULL;
+    }
+    if (args_i64(args + BLOCK_FLOATS + BLOCK_INTS, nargs - BLOCK_FLOATS - BLOCK_INTS, a + BLOCK_INTS) < 0) return NULL;
+    const int64_t T = a[1], W = a[2], start = a[12], H = a[13], Hkv = a[14], D = a[15];
+    if (T <= 0 || W <= 0 || W % QK || H <= 0 || Hkv <= 0 || H % Hkv || D <= 0 || D % 8 || D > ATTEND_MAX_D ||
+        (H * D) % QK || start < 0) {
+        PyErr_SetString(PyExc_ValueError, "attention_block: bad shape");
+        return NULL;
+    }
+    Part qkv_parts[MAX_PARTS], o_parts[MAX_PARTS], gu_parts[MAX_PARTS];
+    int64_t qkv_n, o_n, gu_n;
+    const int64_t *p = a + BLOCK_INTS;
+    if (block_parts(p, (int)n[0], (int)forms[0], qkv_parts, &qkv_n) ||
+        block_parts(p + 3 * n[0], (int)n[1], (int)forms[1], o_parts, &o_n) ||
+        block_parts(p + 3 * (n[0] + n[1]), (int)n[2], (int)forms[2], gu_parts, &gu_n) ||
+        qkv_n != (H + 2 * Hkv) * D || o_n != W) {
+        PyErr_SetString(PyExc_ValueError, "attention_block: bad weights");
+        return NULL;
+    }
+    uint16_t *h = (uint16_t *)(uintptr_t)a[0];
+    const uint16_t *in_w = (const uint16_t *)(uintptr_t)a[3], *post_w = (const uint16_t *)(uintptr_t)a[4],
+                   *cos = (const uint16_t *)(uintptr_t)a[5], *sin = (const uint16_t *)(uintptr_t)a[6],
+                   *bias = (const uint16_t *)(uintptr_t)a[16];
+    uint16_t *kbuf = (uint16_t *)(uintptr_t)a[7], *vbuf = (uint16_t *)(uintptr_t)a[8],
+             *gate_up = (uint16_t *)(uintptr_t)a[17];
+    const int threads = (int)a[18], vnni = (int)a[11] ? 1 : 0;
+    const int64_t HD = H * D;
+    /* x [T, W], qkv [T, (H + 2 Hkv) D], attended [T, H D], o [T, W] */
+    uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD)));
+    if (!x) return PyErr_NoMemory();
+    uint16_t *qkv = x + T * W, *attended = qkv + T * qkv_n, *o = attended + T * HD;
+    int failed;
+    Py_BEGIN_ALLOW_THREADS;
+    rms_rows(h, T, W, in_w, (float)f[0], x);
+    failed = linear_rows((int)forms[0], x, T, W, qkv_parts, (int)n[0], qkv_n, qkv, threads, vnni);
+    if (!failed && bias)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < qkv_n; j++)
+                qkv[t * qkv_n + j] = f32_to_bf16(bf16_to_f32(qkv[t * qkv_n + j]) + bf16_to_f32(bias[j]));
+    if (!failed)
+        failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended);
+    if (!failed) failed = linear_rows((int)forms[1], attended, T, HD, o_parts, (int)n[1], o_n, o, threads, vnni);
+    if (!failed) {
+        for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
+        rms_rows(h, T, W, post_w, (float)f[1], x);
+        failed = linear_rows((int)forms[2], x, T, W, gu_parts, (int)n[2], gu_n, gate_up, threads, vnni);
+    }
+    Py_END_ALLOW_THREADS;
+    free(x);
+    if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -907,6 +1025,8 @@ static PyMethodDef methods[] = {
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
+    {"attention_block", (PyCFunction)(void (*)(void))attention_block, METH_FASTCALL,
+     "a decoder layer's norm, q | k | v, attention, o, residual, norm and gate | up in one call"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {"threads_used", threads_used, METH_NOARGS, "threads that computed columns of this thread's last q4_mm / q8_mm"},
     {NULL, NULL, 0, NULL},
