@@ -10,9 +10,10 @@
 #   compiler (torch's kernels, bf16 activations). Every pass runs; any failing fails the script.
 #   The suite runs in one pytest worker per core (pytest-xdist, idle workers stealing queued
 #   tests), each pinned to its core with one torch thread (tests/conftest.py). On a 2-core
-#   AVX2-only AMD EPYC (Zen 1), 2026-12-04, a fresh clone's .ci/run took 17.7 min: the venv, ruff,
-#   the contracts and mypy 4.2, the suite 10.9 (9.5 alone with workers stealing tests), the
-#   torch-kernels pass 2.6 (a Zen 4 EPYC: 3.7–6.6 min for the suite).
+#   AVX2-only AMD EPYC (Zen 1), 2026-12-05, a fresh clone's .ci/run took 14.3 min: the venv, ruff,
+#   the contracts and mypy (its cache from an earlier run) 2.6, the suite 9.0, the torch-kernels
+#   pass 2.3; a machine's first run checks mypy cold, ~1.4 min more (a Zen 4 EPYC: 3.7–6.6 min
+#   for the suite).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
