@@ -424,6 +424,11 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
             "at least 17",
             lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 14),
         ),
+        "attention_block: an out of other rows": (
+            ValueError,
+            "out must be [3, 128]",
+            lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 0, 1, _bf16(2, 128)),
+        ),
         "attention_block: cos of other rows": (
             ValueError,
             "cos, sin",

@@ -65,11 +65,16 @@ class GrowingLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transforme
         ``attend_layer``): the key and value buffers [..., capacity, D] and the first new position.
         ``keys`` / ``values`` already cover the new positions (what ``update`` leaves them as);
         the caller fills them before anything reads them. Only on an initialized layer."""
-        assert self.is_initialized and self.keys is not None and self.values is not None
-        start = self.get_seq_length()
+        keys, values = self.keys, self.values
+        assert self.is_initialized and keys is not None and values is not None
+        start = keys.shape[-2] if keys.numel() else 0  # ``get_seq_length``
         end = start + rows
-        key_buffer, value_buffer = self._room(self.keys, self.values, end)  # the current views as the shapes' models
-        self.keys, self.values = key_buffer[..., :end, :], value_buffer[..., :end, :]
+        held = self._buffers
+        if held is not None and self._view is keys and held[0].shape[-2] >= end:  # ``_room``'s common case
+            key_buffer, value_buffer = held
+        else:
+            key_buffer, value_buffer = self._room(keys, values, end)  # the current views as the shapes' models
+        self.keys, self.values = key_buffer.narrow(-2, 0, end), value_buffer.narrow(-2, 0, end)
         self._view = self.keys
         return key_buffer, value_buffer, start
 

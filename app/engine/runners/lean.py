@@ -114,6 +114,8 @@ class _Layer:
         self.input_norm, self.post_norm = _norm(layer.input_layernorm), _norm(layer.post_attention_layernorm)
         self.q, self.k, self.v, self.o = (_linear(attn.get_submodule(n), dtype) for n in ATTENTION_LINEARS)
         self.gate, self.up, self.down = (_linear(mlp.get_submodule(n), dtype) for n in MLP_LINEARS)
+        # SpecChat's kernel as itself: told the pass's threads instead of asking for them every call
+        self.down_kernel = self.down if isinstance(self.down, calls.Matmul) else None
         # q | k | v and gate | up in one kernel call each where the layers are SpecChat's kernels:
         # the input quantized once, one call instead of three and two, the same bits per part
         fused = dtype == torch.bfloat16
@@ -222,15 +224,22 @@ class LeanPass:
         h = h[0]  # [T, H]: every op below is row-wise, so the rows' bits do not depend on the shape
         kv_layers: list[Any] = cache.layers  # ``GrowingLayer``s (``takes``)
         rows_cos = rows_sin = None  # [T, D] each, for ``attend_layer``
+        threads = calls.thread_count()  # the linears' threads, the same for every call of this pass
+        scratch: dict[int, torch.Tensor] = {}  # gate | up rows by width, reused layer after layer
         for layer, kv in zip(self.layers, kv_layers, strict=True):
             one_call = layer.qkv is not None and layer.in_one_call(kv)  # ``qkv``: bf16 rows, so cos and sin are too
             if one_call and (rows_cos is None or rows_sin is None):
                 rows_cos, rows_sin = cos[0, :, 0].contiguous(), sin[0].contiguous()
             if one_call and layer.block is not None and rows_cos is not None and rows_sin is not None:
                 key_buffer, value_buffer, start_at = kv.extend(rows)
-                gate_up = layer.block(h, rows_cos, rows_sin, key_buffer, value_buffer, start_at)  # h += o rows
+                block = layer.block
+                out = scratch.get(block.gate_up)
+                if out is None:
+                    out = scratch[block.gate_up] = torch.empty((rows, block.gate_up), dtype=torch.bfloat16)
+                gate_up = block(h, rows_cos, rows_sin, key_buffer, value_buffer, start_at, threads, out)  # h += o rows
                 gate, up = gate_up[:, : layer.intermediate], gate_up[:, layer.intermediate :]
-                h.add_(layer.down(layer.act(gate).mul_(up)))
+                mixed = layer.act(gate).mul_(up)  # a tensor of its own: the scratch is free again
+                h.add_(layer.down_kernel(mixed, threads) if layer.down_kernel is not None else layer.down(mixed))
                 continue
             x = layer.input_norm(h)
             if one_call and rows_cos is not None and rows_sin is not None and layer.qkv is not None:

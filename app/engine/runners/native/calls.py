@@ -354,10 +354,13 @@ class AttentionBlock:
         value_buffer: torch.Tensor,
         start: int,
         threads: int | None = None,
+        out: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """h [T, W] bf16, the residual stream, gets the attention's o rows added in place; the
         rotary's cos, sin [T, D]; the cache's buffers as ``attend_layer`` takes them (the new keys
-        and values written at start..start + T − 1).  → the gate | up rows [T, Ng] bf16"""
+        and values written at start..start + T − 1); ``out``: where to write the gate | up rows
+        (the pass's scratch, reused layer after layer), else a new tensor.  → the gate | up rows
+        [T, Ng] bf16"""
         module = _module()
         rows, width = _tensor("attention_block's rows", h, BF16, 2).shape
         q_heads, kv_heads = self.heads
@@ -373,7 +376,12 @@ class AttentionBlock:
             raise ValueError(f"attention_block's first new position must be ≥ 0; got {start}")
         ks = _cache_buffer("attention_block's key buffer", key_buffer, kv_heads, self.dim, start + rows)
         vs = _cache_buffer("attention_block's value buffer", value_buffer, kv_heads, self.dim, start + rows)
-        gate_up = torch.empty((rows, self.gate_up), dtype=BF16)
+        if out is None:
+            gate_up = torch.empty((rows, self.gate_up), dtype=BF16)
+        elif _tensor("attention_block's out", out, BF16, 2).shape != (rows, self.gate_up):
+            raise ValueError(f"attention_block's out must be [{rows}, {self.gate_up}]; got {tuple(out.shape)}")
+        else:
+            gate_up = out
         use = thread_count() if threads is None else threads
         module.attention_block(*self.floats, h.data_ptr(), rows, width, *self.fixed[:2], cos.data_ptr(),
                                sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
