@@ -49,7 +49,7 @@ from app.engine.runners.cpu_kernels import (
 from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.native import calls
 from app.engine.runners.prepacked import PrepackedLinear
-from app.engine.runners.quant import WeightOnlyLinear, side_by_side, side_by_side_kernel
+from app.engine.runners.quant import WeightOnlyLinear, side_by_side_kernel, with_bias
 from app.engine.runners.threads import torch_threads
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -119,8 +119,9 @@ class _Layer:
         # q | k | v and gate | up in one kernel call each where the layers are SpecChat's kernels:
         # the input quantized once, one call instead of three and two, the same bits per part
         fused = dtype == torch.bfloat16
-        self.qkv = side_by_side([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]]) if fused else None
-        self.gate_up = side_by_side([mlp.get_submodule(n) for n in MLP_LINEARS[:2]]) if fused else None
+        qkv = side_by_side_kernel([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]]) if fused else None
+        gate_up = side_by_side_kernel([mlp.get_submodule(n) for n in MLP_LINEARS[:2]]) if fused else None
+        self.qkv, self.gate_up = with_bias(qkv), with_bias(gate_up)
         self.qk_width = int(attn.q_proj.out_features) + int(attn.k_proj.out_features)
         self.intermediate = int(mlp.gate_proj.out_features)
         # transformers' SiLU module is ``F.silu``: called straight, without a module call
@@ -134,9 +135,9 @@ class _Layer:
         # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
         self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
         # and where every part of it is SpecChat's kernel, the layer up to its activation in one call
-        self.block = _attention_block(layer, (self.q_heads, self.heads[1]), self.head_dim, self.scaling)
-        if not self.one_call:
-            self.block = None
+        heads = (self.q_heads, self.heads[1])
+        block = _attention_block(layer, qkv, gate_up, heads, self.head_dim, self.scaling) if self.one_call else None
+        self.block = block
 
     def in_one_call(self, kv: Any) -> bool:
         """Whether this pass's attention runs as ``attend_layer``: the rows ``rows_sdpa`` would give
@@ -269,27 +270,29 @@ class LeanPass:
         return logits[None]
 
 
-def _attention_block(layer: Any, heads: tuple[int, int], dim: int, scale: float) -> calls.AttentionBlock | None:
+Kernel = tuple[calls.Matmul, torch.Tensor | None]  # ``side_by_side_kernel``'s call and bias
+
+
+def _attention_block(
+    layer: Any, qkv: Kernel | None, gate_up: Kernel | None, heads: tuple[int, int], dim: int, scale: float
+) -> calls.AttentionBlock | None:
     """``calls.attention_block`` over a decoder layer whose norms and linears up to its activation
-    are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v and gate | up of one
-    form each, o without a bias), else None: the lean pass then makes those calls one at a time."""
-    attn, mlp = layer.self_attn, layer.mlp
+    are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v and gate | up each
+    one call, ``qkv`` / ``gate_up``, o without a bias), else None: the lean pass then makes those
+    calls one at a time."""
     norms = (layer.input_layernorm, layer.post_attention_layernorm)
     native_norms = (isinstance(n, NativeRMSNorm) and n.weight.dtype == torch.bfloat16 for n in norms)
     if not all(native_norms) or not all(n.weight.is_contiguous() for n in norms):
         return None
-    qkv = side_by_side_kernel([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]])
-    gate_up = side_by_side_kernel([mlp.get_submodule(n) for n in MLP_LINEARS[:2]])
-    o = attn.get_submodule(ATTENTION_LINEARS[3])
-    if qkv is None or gate_up is None or gate_up[1] is not None:
-        return None
-    if not (isinstance(o, WeightOnlyLinear) and o.native and o.bias is None):
+    o = layer.self_attn.get_submodule(ATTENTION_LINEARS[3])
+    o_kernel = o.rows_fn() if isinstance(o, WeightOnlyLinear) and o.native else None  # without a bias: the kernel
+    if qkv is None or gate_up is None or gate_up[1] is not None or not isinstance(o_kernel, calls.Matmul):
         return None
     bias = qkv[1]
     if bias is not None and (bias.dtype != torch.bfloat16 or bias.device.type != "cpu"):
         return None
     return calls.attention_block(
-        (norms[0].weight, norms[0].variance_epsilon), qkv[0], bias, o._native_kernel(),
+        (norms[0].weight, norms[0].variance_epsilon), qkv[0], bias, o_kernel,
         (norms[1].weight, norms[1].variance_epsilon), gate_up[0], heads, dim, scale,
     )  # fmt: skip
 

@@ -582,7 +582,11 @@ def side_by_side(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.
     to that layer's ``rows_fn`` (tests/test_native_kernels.py); one call, one quantization and
     one output tensor instead of one each. None when the layers are not all SpecChat's kernels of
     one form over one input size."""
-    found = side_by_side_kernel(layers)
+    return with_bias(side_by_side_kernel(layers))
+
+
+def with_bias(found: tuple[calls.Matmul, torch.Tensor | None] | None) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """``side_by_side_kernel``'s call with its bias added after it (bf16), as one callable."""
     if found is None:
         return None
     call, bias = found

@@ -341,7 +341,9 @@ class AttentionBlock:
     dim: int
     gate_up: int  # gate | up's columns
     floats: tuple[float, float, float]  # the input norm's eps, the post norm's, the attention's scale
-    fixed: tuple[int, ...]  # the call's arguments that never change, past the per-call ones
+    norms: tuple[int, int]  # the input and post-attention norms' weights (pointers)
+    bias: int  # q | k | v's bias (a pointer; 0: none)
+    linears: tuple[int, ...]  # the three forms, the three part counts, then (w, s, N) per part
     kept: tuple[torch.Tensor, ...]  # the tensors the pointers point into
     vnni: int
 
@@ -383,10 +385,10 @@ class AttentionBlock:
         else:
             gate_up = out
         use = thread_count() if threads is None else threads
-        module.attention_block(*self.floats, h.data_ptr(), rows, width, *self.fixed[:2], cos.data_ptr(),
+        module.attention_block(*self.floats, h.data_ptr(), rows, width, *self.norms, cos.data_ptr(),
                                sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
-                               start, q_heads, kv_heads, self.dim, self.fixed[2], gate_up.data_ptr(), use,
-                               *self.fixed[3:])  # fmt: skip
+                               start, q_heads, kv_heads, self.dim, self.bias, gate_up.data_ptr(), use,
+                               *self.linears)  # fmt: skip
         return gate_up
 
 
@@ -425,10 +427,10 @@ def attention_block(
             raise ValueError(f"the q | k | v bias must have {qkv.n} values; got {bias.shape[0]}")
         bias_ptr = bias.data_ptr()
         kept.append(bias)
-    fixed = (
-        in_w.data_ptr(), post_w.data_ptr(), bias_ptr,
+    linears = (
         *(form for form, _ in forms), *(len(parts) // 3 for _, parts in forms),
         *(value for _, parts in forms for value in parts),
     )  # fmt: skip
     floats = (float(input_norm[1]), float(post_norm[1]), float(scale))
-    return AttentionBlock(width, (q_heads, kv_heads), dim, gate_up.n, floats, fixed, tuple(kept), qkv.vnni)
+    norms = (in_w.data_ptr(), post_w.data_ptr())
+    return AttentionBlock(width, heads, dim, gate_up.n, floats, norms, bias_ptr, linears, tuple(kept), qkv.vnni)

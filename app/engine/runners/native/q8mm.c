@@ -944,9 +944,8 @@ static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize
         f[i] = PyFloat_AsDouble(args[i]);
         if (f[i] == -1.0 && PyErr_Occurred()) return NULL;
     }
-    const int64_t *n = NULL;
     if (args_i64(args + BLOCK_FLOATS, BLOCK_INTS, a) < 0) return NULL;
-    n = a + 22; /* n_qkv, n_o, n_gu */
+    const int64_t *n = a + 22; /* n_qkv, n_o, n_gu */
     const int64_t forms[3] = {a[19], a[20], a[21]};
     for (int i = 0; i < 3; i++)
         if (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K) {
