@@ -10,10 +10,10 @@
 #   compiler (torch's kernels, bf16 activations). Every pass runs; any failing fails the script.
 #   The suite runs in one pytest worker per core (pytest-xdist, idle workers stealing queued
 #   tests), each pinned to its core with one torch thread (tests/conftest.py). On a 2-core
-#   AVX2-only AMD EPYC (Zen 1), 2026-12-05, a fresh clone's .ci/run took 14.3 and 15.0 min (a
-#   shared host): the venv, ruff, the contracts and mypy (its cache from an earlier run) 2.6–3.2,
-#   the suite 9.0, the torch-kernels pass 2.3–2.6; a machine's first run checks mypy cold, ~1.4 min
-#   more (a Zen 4 EPYC: 3.7–6.6 min for the suite).
+#   AVX2-only AMD EPYC (Zen 1), 2026-12-05, a fresh clone's .ci/run took 13.9–15.0 min over four
+#   runs (a shared host): the venv, ruff, the contracts and mypy (its cache from an earlier run)
+#   2.6–3.2, the suite 8.8–9.0, the torch-kernels pass 2.2–2.6; a machine's first run checks mypy
+#   cold, ~1.4 min more (a Zen 4 EPYC: 3.7–6.6 min for the suite).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/bootstrap.sh"
