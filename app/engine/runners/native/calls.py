@@ -307,15 +307,16 @@ def attend_layer(
     return out
 
 
-FORM_CODES = {"q8_mm": 0, "q4_mm": 1, "q4k_mm": 2, "q6k_mm": 3}  # q8mm.c's FORM_Q8 ..
-
-
 def _form_parts(name: str, matmul: Matmul) -> tuple[int, tuple[int, ...]]:
-    """A checked linear's form code and its parts as (w, s, N) triples (s = 0 but for int8)."""
+    """A checked linear's form code (q8mm.c's FORM_*, by the kernel its ``Matmul`` calls) and its
+    parts as (w, s, N) triples (s = 0 but for int8)."""
     if not isinstance(matmul, Matmul):
         raise TypeError(f"{name} must be a Matmul (calls.q4_mm, q8_mm, q4k_mm, q6k_mm); got {type(matmul).__name__}")
-    form = FORM_CODES[str(getattr(matmul.call, "__name__", ""))]
-    if form == FORM_CODES["q8_mm"]:
+    module = _module()
+    codes = {module.q8_mm: module.FORM_Q8, module.q4_mm: module.FORM_Q4, module.q4k_mm: module.FORM_Q4K,
+             module.q6k_mm: module.FORM_Q6K}  # fmt: skip
+    form = int(codes[matmul.call])
+    if form == module.FORM_Q8:
         return form, matmul.parts
     pairs = matmul.parts
     return form, tuple(v for i in range(0, len(pairs), 2) for v in (pairs[i], 0, pairs[i + 1]))

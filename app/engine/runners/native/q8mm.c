@@ -916,7 +916,7 @@ static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t 
  * start, H, Hkv, D, bias, gate_up, threads, qkv_form, o_form, gu_form, n_qkv, n_o, n_gu, then (w, s, N)
  * for each part of q | k | v, then o's, then gate | up's): a decoder layer up to its activation, in
  * one call, each step the very call the lean pass makes one at a time (the same bits):
- *   x = rms_norm(h, in_w); qkv = x · [q | k | v] (+ bias, [W] bf16, when not 0); attend_layer;
+ *   x = rms_norm(h, in_w); qkv = x · [q | k | v] (+ bias, [(H + 2·Hkv)·D] bf16, when not 0); attend_layer;
  *   h += attended · o (in place, bf16); x = rms_norm(h, post_w); gate_up = x · [gate | up].
  * h [T, W] bf16 (the residual stream), gate_up [T, Ng] bf16; the cache's buffers as attend_layer's.
  * s is 0 for every form but int8's row scales. */
@@ -1044,7 +1044,9 @@ PyMODINIT_FUNC PyInit__q8mm(void) {
               PyModule_AddIntConstant(m, "Q6K_SB_BYTES", Q6K_SB_BYTES) ||
               PyModule_AddIntConstant(m, "ATTEND_MAX_D", ATTEND_MAX_D) ||
               PyModule_AddIntConstant(m, "THREAD_WORK", THREAD_WORK) ||
-              PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS))) {
+              PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS) ||
+              PyModule_AddIntConstant(m, "FORM_Q8", FORM_Q8) || PyModule_AddIntConstant(m, "FORM_Q4", FORM_Q4) ||
+              PyModule_AddIntConstant(m, "FORM_Q4K", FORM_Q4K) || PyModule_AddIntConstant(m, "FORM_Q6K", FORM_Q6K))) {
         Py_DECREF(m);
         return NULL;
     }
