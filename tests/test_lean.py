@@ -107,9 +107,10 @@ def test_the_lean_pass_gives_transformers_logits_bit_for_bit(lean_models, arch, 
     ids = _ids(80, loaded.vocab_size, seed=5)
     runner = CachedModel(loaded.model, loaded.vocab_size)
     if form in ("int4", "int8") and native.kernels() is not None:  # the side-by-side calls are what is checked
-        assert runner.lean is not None  # and each layer up to its activation in one call (``attention_block``)
+        assert runner.lean is not None  # and each whole layer in one call (``decoder_layer``, SiLU · up in C)
         for layer in runner.lean.layers:
             assert layer.qkv is not None and layer.gate_up is not None and layer.one_call and layer.block is not None
+            assert layer.block.mlp
     lean = _passes(runner, ids)
     assert taken == [1, 5, 1, 16, 3, 1, 8, 21]  # every pass after the prompt's
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
@@ -163,14 +164,13 @@ def test_a_pass_on_spec_chats_kernels_runs_torchs_ops_on_one_thread_and_splits_i
     runner.forward(_ids(20, loaded.vocab_size, seed=3), keep=1)
     assert runner.lean is not None
     seen: list[tuple[int, int]] = []
-    layer = runner.lean.layers[0]
-    act = layer.act
+    rotary = runner.lean.rotary  # torch's ops (a native layer is one C call: its activation too)
 
-    def recording(x: torch.Tensor) -> torch.Tensor:
+    def recording(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         seen.append((torch.get_num_threads(), native_calls.thread_count()))
-        return act(x)
+        return rotary(*args)
 
-    layer.act = recording
+    runner.lean.rotary = recording
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -181,3 +181,20 @@ def test_a_pass_on_spec_chats_kernels_runs_torchs_ops_on_one_thread_and_splits_i
     assert fed.shape[0] == 3 and after == 2
     assert seen == ([(1, 2)] if dtype == "int4" else [(2, 2)])
     assert runner.lean.native is (dtype == "int4")
+
+
+def test_without_torchs_silu_bits_a_layers_call_stops_at_its_activation(lean_models, monkeypatch):
+    """Where SpecChat's SiLU does not give torch's bits (``calls.silu_mul_is_torchs``), each layer's
+    one call ends at gate | up and the activation, down and residual add are torch's and the
+    kernel's own calls again: the same logits as transformers' path either way."""
+    if native.kernels() is None or not batch_invariant("int4"):
+        pytest.skip("SpecChat's int4 kernels are not built here")
+    monkeypatch.setattr(native_calls, "silu_mul_is_torchs", lambda: False)
+    loaded = load_model(lean_models["llama"], device="cpu", dtype="int4")
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    assert runner.lean is not None
+    assert all(layer.block is not None and not layer.block.mlp for layer in runner.lean.layers)
+    ids = _ids(80, loaded.vocab_size, seed=9)
+    plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
+    for mine, theirs in zip(_passes(runner, ids), plain, strict=True):
+        assert torch.equal(mine, theirs)

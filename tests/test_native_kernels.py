@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from app.engine.runners import native
 from app.engine.runners.cpu_kernels import native_attention, rows_sdpa
@@ -395,41 +396,56 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
     o_mm = calls.q8_mm([(torch.randint(-127, 128, (64, 64), dtype=torch.int8), torch.rand(64))], 64)
     gu_mm = calls.q8_mm([(torch.randint(-127, 128, (128, 64), dtype=torch.int8), torch.rand(128))], 64)
 
-    def block(**changed: object) -> calls.AttentionBlock:
+    def int8_mm(n: int, k: int) -> calls.Matmul:  # a down of n outputs over k inputs (the block's: 64 over 64)
+        return calls.q8_mm([(torch.randint(-127, 128, (n, k), dtype=torch.int8), torch.rand(n))], k)
+
+    def block(**changed: object) -> calls.DecoderLayer:
         made: dict[str, Any] = dict(
             input_norm=(block_weight, 1e-5), qkv=qkv_mm, bias=None, o=o_mm, post_norm=(block_weight, 1e-5),
             gate_up=gu_mm, heads=(2, 2), dim=32, scale=1.0,
-        )
+        )  # fmt: skip
         made.update(changed)
-        return calls.attention_block(**made)
+        return calls.decoder_layer(**made)
 
     block_buf, block_cos = _bf16(1, 2, 16, 32), _bf16(3, 32)
     return {
-        "attention_block: a short norm weight": (
+        "decoder_layer: a short norm weight": (
             ValueError,
             "one value per column",
             lambda: block(input_norm=(block_weight[:32], 1e-5)),
         ),
-        "attention_block: heads that do not make q | k | v": (ValueError, "do not chain", lambda: block(heads=(4, 2))),
-        "attention_block: o and gate | up swapped": (ValueError, "do not chain", lambda: block(o=gu_mm, gate_up=o_mm)),
-        "attention_block: a bias of another width": (ValueError, "bias", lambda: block(bias=_bf16(64))),
-        "attention_block: a callable for a linear": (TypeError, "Matmul", lambda: block(o=lambda x: x)),
-        "attention_block: rows of another width": (
+        "decoder_layer: heads that do not make q | k | v": (ValueError, "do not chain", lambda: block(heads=(4, 2))),
+        "decoder_layer: o and gate | up swapped": (ValueError, "do not chain", lambda: block(o=gu_mm, gate_up=o_mm)),
+        "decoder_layer: a bias of another width": (ValueError, "bias", lambda: block(bias=_bf16(64))),
+        "decoder_layer: a callable for a linear": (TypeError, "Matmul", lambda: block(o=lambda x: x)),
+        "decoder_layer: rows of another width": (
             ValueError,
             f"[T ≥ 1, {width}]",
             lambda: block()(_bf16(3, 32), block_cos, block_cos, block_buf, block_buf, 0),
         ),
-        "attention_block: no room in the cache": (
+        "decoder_layer: no room in the cache": (
             ValueError,
             "at least 17",
             lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 14),
         ),
-        "attention_block: an out of other rows": (
+        "decoder_layer: an out of other rows": (
             ValueError,
             "out must be [3, 128]",
             lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 0, 1, _bf16(2, 128)),
         ),
-        "attention_block: cos of other rows": (
+        "decoder_layer: a down that does not take gate's half": (
+            ValueError,
+            "down must take",
+            lambda: block(down=int8_mm(64, 128)),
+        ),
+        "decoder_layer: a down of another width": (
+            ValueError,
+            "down must take",
+            lambda: block(down=int8_mm(32, 64)),
+        ),
+        "silu_mul: rows of an odd width": (ValueError, "2·I", lambda: calls.silu_mul(_bf16(2, 24))),
+        "silu_mul: fp32 rows": (ValueError, "bfloat16", lambda: calls.silu_mul(torch.zeros(2, 32))),
+        "decoder_layer: cos of other rows": (
             ValueError,
             "cos, sin",
             lambda: block()(_bf16(3, 64), block_cos[:2], block_cos, block_buf, block_buf, 0),
@@ -526,7 +542,7 @@ def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
 @needs_kernels
 def test_every_wrapper_has_its_wrong_calls():
     wrappers = {"q4_mm", "q4k_mm", "q6k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
-    wrappers.add("attention_block")
+    wrappers |= {"decoder_layer", "silu_mul"}
     assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
 
 
@@ -561,11 +577,13 @@ def test_attend_layer_is_the_rotary_the_cache_write_and_attend(rows):
 @needs_kernels
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("bias", [False, True])
-def test_an_attention_block_is_the_lean_passs_calls_one_at_a_time(form, bias):
-    """``attention_block`` = rms_norm, q | k | v (+ its bias), attend_layer, o, the residual add,
-    rms_norm and gate | up, called one at a time as the lean pass calls them: the residual stream,
-    the cache's new keys and values and the gate | up rows bit for bit, for 1 and 3 rows, a form
-    for q | k | v and another for o (a Q4_K_M file mixes them), and on 2 threads."""
+@pytest.mark.parametrize("mlp", [False, True], ids=["to-gate-up", "whole-layer"])
+def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp):
+    """``decoder_layer`` = rms_norm, q | k | v (+ its bias), attend_layer, o, the residual add,
+    rms_norm and gate | up, then (given down) SiLU(gate) · up, down and the residual add, called
+    one at a time as the lean pass calls them (torch's ``F.silu(gate).mul_(up)``): the residual
+    stream, the cache's new keys and values and the gate | up rows bit for bit, for 1 and 3 rows,
+    a form for q | k | v and another for o and down (a Q4_K_M file mixes them), and on 2 threads."""
     gen = torch.Generator().manual_seed(31)
     make = MAKE[form]
     width, heads, kv_heads, dim, start = (256, 4, 2, 64, 5) if form in SUPER_BLOCK_FORMS else (128, 4, 2, 32, 5)
@@ -579,10 +597,13 @@ def test_an_attention_block_is_the_lean_passs_calls_one_at_a_time(form, bias):
     fused_qkv, fused_gu = side_by_side_kernel(qkv_layers), side_by_side_kernel(gu_layers)
     assert fused_qkv is not None and fused_gu is not None
     in_w, post_w = ((1 + 0.3 * torch.randn(width, generator=gen)).to(torch.bfloat16) for _ in range(2))
-    block = calls.attention_block(
+    down_layer = other(torch.randn(width, 2 * width, generator=gen) * 0.05, None)
+    down = down_layer._native_kernel() if mlp else None
+    block = calls.decoder_layer(
         (in_w, 1e-5), fused_qkv[0], fused_qkv[1], o_layer._native_kernel(), (post_w, 1e-6), fused_gu[0],
-        (heads, kv_heads), dim, 0.125,
+        (heads, kv_heads), dim, 0.125, down,
     )  # fmt: skip
+    assert block.mlp is mlp
     threaded = torch.get_num_threads()
     try:
         for rows, threads in ((1, 1), (3, 1), (3, 2)):
@@ -598,6 +619,8 @@ def test_an_attention_block_is_the_lean_passs_calls_one_at_a_time(form, bias):
             attended = calls.attend_layer(qkv, cos, sin, keys, values, start, (heads, kv_heads), 0.125)
             h.add_(o_layer.rows_fn()(attended))
             want = fused_gu[0](calls.rms_norm(h, post_w, 1e-6))
+            if mlp:  # the lean pass's own calls after gate | up
+                h.add_(down_layer.rows_fn()(F.silu(want[:, : 2 * width]).mul_(want[:, 2 * width :])))
             for got, expected in ((mine[0], h), (mine[1], keys), (mine[2], values), (gate_up, want)):
                 assert torch.equal(got.view(torch.int16), expected.view(torch.int16)), (rows, threads)
     finally:
@@ -801,3 +824,34 @@ def test_linear_threads_set_a_calls_split_whatever_torchs_thread_count():
             pass
     finally:
         torch.set_num_threads(before)
+
+
+@needs_kernels
+def test_silu_mul_is_torchs_silu_times_up_on_every_bf16_value():
+    """``silu_mul`` = ``F.silu(gate).mul_(up)`` bit for bit on all 65,536 bf16 gate values (NaNs as
+    NaNs), as the run-time check finds on this CPU and build of torch; and rows of gate | up taken
+    from a wider tensor's view, as the lean pass's."""
+    assert calls.silu_mul_is_torchs(), "SpecChat's SiLU no longer gives torch's bits: the lean pass falls back"
+    gen = torch.Generator().manual_seed(41)
+    gate_up = (torch.randn(3, 2 * 1536, generator=gen) * 4).to(torch.bfloat16)
+    want = F.silu(gate_up[:, :1536]).mul_(gate_up[:, 1536:])
+    assert torch.equal(calls.silu_mul(gate_up).view(torch.int16), want.view(torch.int16))
+
+
+@needs_kernels
+def test_the_silu_check_fails_on_one_wrong_bit(monkeypatch):
+    """The run-time check is not a formality: a ``silu_mul`` one ulp off on a single value makes it
+    say no (and the lean pass then stops each layer's call at gate | up)."""
+    real = calls.silu_mul
+
+    def one_off(gate_up: torch.Tensor) -> torch.Tensor:
+        out = real(gate_up)
+        out.view(torch.int16).view(-1)[12345] += 1
+        return out
+
+    monkeypatch.setattr(calls, "silu_mul", one_off)
+    calls.silu_mul_is_torchs.cache_clear()
+    try:
+        assert calls.silu_mul_is_torchs() is False
+    finally:
+        calls.silu_mul_is_torchs.cache_clear()

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import DynamicCache, PreTrainedModel
+from transformers.activations import SiLUActivation
 
 from app.engine.runners.cpu_kernels import (
     ASK,
@@ -125,7 +126,8 @@ class _Layer:
         self.qk_width = int(attn.q_proj.out_features) + int(attn.k_proj.out_features)
         self.intermediate = int(mlp.gate_proj.out_features)
         # transformers' SiLU module is ``F.silu``: called straight, without a module call
-        self.act = F.silu if type(mlp.act_fn).__name__ == "SiLUActivation" else mlp.act_fn
+        self.silu = isinstance(mlp.act_fn, SiLUActivation)
+        self.act = F.silu if self.silu else mlp.act_fn
         self.head_dim = int(attn.head_dim)
         self.q_heads = int(attn.q_proj.out_features) // self.head_dim
         self.heads = [self.q_heads, int(attn.k_proj.out_features) // self.head_dim]  # q's, k's
@@ -134,9 +136,11 @@ class _Layer:
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
         # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
         self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
-        # and where every part of it is SpecChat's kernel, the layer up to its activation in one call
+        # and where every part of it is SpecChat's kernel, the layer in one call: all of it where its
+        # activation is SiLU computed with torch's bits (``_silu_in_c``), else up to its activation
         heads = (self.q_heads, self.heads[1])
-        block = _attention_block(layer, qkv, gate_up, heads, self.head_dim, self.scaling) if self.one_call else None
+        down = self.down_kernel if self.silu and _silu_in_c(self.intermediate) else None
+        block = _decoder_layer(layer, qkv, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
         self.block = block
 
     def in_one_call(self, kv: Any) -> bool:
@@ -238,6 +242,8 @@ class LeanPass:
                 if out is None:
                     out = scratch[block.gate_up] = torch.empty((rows, block.gate_up), dtype=torch.bfloat16)
                 gate_up = block(h, rows_cos, rows_sin, key_buffer, value_buffer, start_at, threads, out)  # h += o rows
+                if block.mlp:  # and h += the MLP's rows: the whole layer
+                    continue
                 gate, up = gate_up[:, : layer.intermediate], gate_up[:, layer.intermediate :]
                 mixed = layer.act(gate).mul_(up)  # a tensor of its own: the scratch is free again
                 h.add_(layer.down_kernel(mixed, threads) if layer.down_kernel is not None else layer.down(mixed))
@@ -271,15 +277,30 @@ class LeanPass:
 
 
 Kernel = tuple[calls.Matmul, torch.Tensor | None]  # ``side_by_side_kernel``'s call and bias
+# torch's bf16 SiLU computes whole rows with its vectorized exp only where a row is a multiple of two
+# of its vectors (32 bf16 lanes on AVX2, 64 on AVX-512): the rest of a row takes its scalar exp
+SILU_ROW_MULTIPLE = 64
 
 
-def _attention_block(
-    layer: Any, qkv: Kernel | None, gate_up: Kernel | None, heads: tuple[int, int], dim: int, scale: float
-) -> calls.AttentionBlock | None:
-    """``calls.attention_block`` over a decoder layer whose norms and linears up to its activation
+def _silu_in_c(intermediate: int) -> bool:
+    """Whether ``silu_mul`` gives the bits ``F.silu(gate).mul_(up)`` gives on gate rows of this width."""
+    return intermediate % SILU_ROW_MULTIPLE == 0 and calls.silu_mul_is_torchs()
+
+
+def _decoder_layer(
+    layer: Any,
+    qkv: Kernel | None,
+    gate_up: Kernel | None,
+    down: calls.Matmul | None,
+    heads: tuple[int, int],
+    dim: int,
+    scale: float,
+) -> calls.DecoderLayer | None:
+    """``calls.decoder_layer`` over a decoder layer whose norms and linears up to its activation
     are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v and gate | up each
     one call, ``qkv`` / ``gate_up``, o without a bias), else None: the lean pass then makes those
-    calls one at a time."""
+    calls one at a time. ``down``: the layer's down kernel where the call may end the layer
+    (``silu_mul`` for its activation), else None: the call stops at gate | up."""
     norms = (layer.input_layernorm, layer.post_attention_layernorm)
     native_norms = (isinstance(n, NativeRMSNorm) and n.weight.dtype == torch.bfloat16 for n in norms)
     if not all(native_norms) or not all(n.weight.is_contiguous() for n in norms):
@@ -291,9 +312,11 @@ def _attention_block(
     bias = qkv[1]
     if bias is not None and (bias.dtype != torch.bfloat16 or bias.device.type != "cpu"):
         return None
-    return calls.attention_block(
+    if down is not None and down.vnni != o_kernel.vnni:
+        down = None
+    return calls.decoder_layer(
         (norms[0].weight, norms[0].variance_epsilon), qkv[0], bias, o_kernel,
-        (norms[1].weight, norms[1].variance_epsilon), gate_up[0], heads, dim, scale,
+        (norms[1].weight, norms[1].variance_epsilon), gate_up[0], heads, dim, scale, down,
     )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ Each kernel's fixed float order is stated once, beside its test (tests/test_nati
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.nn import functional as F
 
 from app.engine.runners import native
+from app.engine.runners.threads import torch_threads
 
 BF16 = torch.bfloat16
 QK = 32  # q8mm.c's QK: inputs per block of quantized activations (and per int4 group)
@@ -329,22 +332,55 @@ def _norm_weight(name: str, weight: object, width: int) -> torch.Tensor:
     return w
 
 
+def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+    """bf16 rows gate | up [T, 2·I] → bf16(bf16(silu(gate)) · up) [T, I], I a multiple of 8: the
+    lean pass's ``F.silu(gate).mul_(up)`` in one call, where ``silu_mul_is_torchs`` says the bits
+    are torch's."""
+    module = _module()
+    rows, width = _tensor("silu_mul's rows", gate_up, BF16, 2).shape
+    if rows == 0 or width == 0 or width % 16:
+        raise ValueError(
+            f"silu_mul wants rows gate | up [T ≥ 1, 2·I] with I a multiple of 8; got {tuple(gate_up.shape)}"
+        )
+    out = torch.empty((rows, width // 2), dtype=BF16)
+    module.silu_mul(gate_up.data_ptr(), rows, width // 2, out.data_ptr())
+    return out
+
+
+@functools.cache
+def silu_mul_is_torchs() -> bool:
+    """Whether ``silu_mul`` gives torch's own bits here: SiLU of every one of the 65,536 bf16 values
+    (NaNs as NaNs), each times an up value, against ``F.silu(gate).mul_(up)`` on one torch thread
+    (the lean pass's own call). Asked once per process: torch's SiLU is its vectorized exp, which
+    a build of torch could change."""
+    every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(BF16).reshape(256, 256)
+    up = torch.linspace(-3.0, 3.0, 256, dtype=torch.float32).to(BF16).expand(256, 256)
+    with torch.inference_mode(), torch_threads(1):
+        want = F.silu(every).mul_(up)
+        got = silu_mul(torch.cat((every, up), dim=1))
+    nan = torch.isnan(want)
+    same_nans = torch.equal(nan, torch.isnan(got))
+    return bool(same_nans and torch.equal(want[~nan].view(torch.int16), got[~nan].view(torch.int16)))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class AttentionBlock:
-    """``attention_block`` over one decoder layer's checked weights: the lean pass's steps from the
+class DecoderLayer:
+    """``decoder_layer`` over one decoder layer's checked weights: the lean pass's steps from the
     layer's input norm to its gate | up rows in one C call, each step the call the lean pass makes
     one at a time (``rms_norm``, the q | k | v ``Matmul`` and its bias, ``attend_layer``, the o
-    ``Matmul``, the residual add, ``rms_norm``, the gate | up ``Matmul``), so the same bits. Per
+    ``Matmul``, the residual add, ``rms_norm``, the gate | up ``Matmul``), so the same bits; with
+    ``mlp``, the rest of the layer too (``silu_mul``, the down ``Matmul``, the residual add). Per
     call only the rows, the rotary and the cache's buffers are checked."""
 
     width: int  # the residual stream's columns
     heads: tuple[int, int]  # (H, Hkv)
     dim: int
     gate_up: int  # gate | up's columns
+    mlp: bool  # the call ends the layer: SiLU · up, down and the residual add (else it stops at gate | up)
     floats: tuple[float, float, float]  # the input norm's eps, the post norm's, the attention's scale
     norms: tuple[int, int]  # the input and post-attention norms' weights (pointers)
     bias: int  # q | k | v's bias (a pointer; 0: none)
-    linears: tuple[int, ...]  # the three forms, the three part counts, then (w, s, N) per part
+    linears: tuple[int, ...]  # the four forms, the four part counts (down's 0 without mlp), then (w, s, N) per part
     kept: tuple[torch.Tensor, ...]  # the tensors the pointers point into
     vnni: int
 
@@ -359,41 +395,44 @@ class AttentionBlock:
         threads: int | None = None,
         out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """h [T, W] bf16, the residual stream, gets the attention's o rows added in place; the
-        rotary's cos, sin [T, D]; the cache's buffers as ``attend_layer`` takes them (the new keys
-        and values written at start..start + T − 1); ``out``: where to write the gate | up rows
-        (the pass's scratch, reused layer after layer), else a new tensor.  → the gate | up rows
-        [T, Ng] bf16"""
+        """h [T, W] bf16, the residual stream, gets the attention's o rows added in place (and,
+        with ``mlp``, the MLP's down rows); the rotary's cos, sin [T, D]; the cache's buffers as
+        ``attend_layer`` takes them (the new keys and values written at start..start + T − 1);
+        ``out``: where to write the gate | up rows (the pass's scratch, reused layer after layer),
+        else a new tensor.  → the gate | up rows [T, Ng] bf16"""
         module = _module()
-        rows, width = _tensor("attention_block's rows", h, BF16, 2).shape
+        rows, width = _tensor("decoder_layer's rows", h, BF16, 2).shape
         q_heads, kv_heads = self.heads
-        shape = _tensor("attention_block's cos", cos, BF16, 2).shape
-        if width != self.width or rows == 0 or shape != (rows, self.dim) or _tensor(
-            "attention_block's sin", sin, BF16, 2
-        ).shape != shape:
+        shape = _tensor("decoder_layer's cos", cos, BF16, 2).shape
+        if (
+            width != self.width
+            or rows == 0
+            or shape != (rows, self.dim)
+            or _tensor("decoder_layer's sin", sin, BF16, 2).shape != shape
+        ):
             raise ValueError(
-                f"attention_block wants rows [T ≥ 1, {self.width}] and cos, sin [T, {self.dim}]; "
+                f"decoder_layer wants rows [T ≥ 1, {self.width}] and cos, sin [T, {self.dim}]; "
                 f"got {tuple(h.shape)}, {tuple(shape)}, {tuple(sin.shape)}"
             )
         if start < 0:
-            raise ValueError(f"attention_block's first new position must be ≥ 0; got {start}")
-        ks = _cache_buffer("attention_block's key buffer", key_buffer, kv_heads, self.dim, start + rows)
-        vs = _cache_buffer("attention_block's value buffer", value_buffer, kv_heads, self.dim, start + rows)
+            raise ValueError(f"decoder_layer's first new position must be ≥ 0; got {start}")
+        ks = _cache_buffer("decoder_layer's key buffer", key_buffer, kv_heads, self.dim, start + rows)
+        vs = _cache_buffer("decoder_layer's value buffer", value_buffer, kv_heads, self.dim, start + rows)
         if out is None:
             gate_up = torch.empty((rows, self.gate_up), dtype=BF16)
-        elif _tensor("attention_block's out", out, BF16, 2).shape != (rows, self.gate_up):
-            raise ValueError(f"attention_block's out must be [{rows}, {self.gate_up}]; got {tuple(out.shape)}")
+        elif _tensor("decoder_layer's out", out, BF16, 2).shape != (rows, self.gate_up):
+            raise ValueError(f"decoder_layer's out must be [{rows}, {self.gate_up}]; got {tuple(out.shape)}")
         else:
             gate_up = out
         use = thread_count() if threads is None else threads
-        module.attention_block(*self.floats, h.data_ptr(), rows, width, *self.norms, cos.data_ptr(),
-                               sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
-                               start, q_heads, kv_heads, self.dim, self.bias, gate_up.data_ptr(), use,
-                               *self.linears)  # fmt: skip
+        module.decoder_layer(*self.floats, h.data_ptr(), rows, width, *self.norms, cos.data_ptr(),
+                             sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
+                             start, q_heads, kv_heads, self.dim, self.bias, gate_up.data_ptr(), use,
+                             *self.linears)  # fmt: skip
         return gate_up
 
 
-def attention_block(
+def decoder_layer(
     input_norm: tuple[torch.Tensor, float],
     qkv: Matmul,
     bias: torch.Tensor | None,
@@ -403,35 +442,49 @@ def attention_block(
     heads: tuple[int, int],
     dim: int,
     scale: float,
-) -> AttentionBlock:
-    """One decoder layer's ``AttentionBlock``: its norms (bf16 weight [W], eps), q | k | v's
+    down: Matmul | None = None,
+) -> DecoderLayer:
+    """One decoder layer's ``DecoderLayer``: its norms (bf16 weight [W], eps), q | k | v's
     ``Matmul`` over W inputs with (H + 2·Hkv)·D outputs and its bias ([those] bf16, or None),
-    o's over H·D inputs with W outputs, gate | up's over W inputs; ``heads`` (H, Hkv) of ``dim``."""
+    o's over H·D inputs with W outputs, gate | up's over W inputs; ``heads`` (H, Hkv) of ``dim``;
+    ``down``: the MLP's down ``Matmul`` over gate's I columns with W outputs, for a call that ends
+    the layer with ``silu_mul`` (a caller takes it only where ``silu_mul_is_torchs``), or None: the
+    call stops at gate | up."""
     _module()
     q_heads, kv_heads = heads
     _heads(q_heads, kv_heads, dim)
     width = qkv.k if isinstance(qkv, Matmul) else 0
     in_w = _norm_weight("the input norm's weight", input_norm[0], width)
     post_w = _norm_weight("the post-attention norm's weight", post_norm[0], width)
-    forms = [_form_parts(name, m) for name, m in (("q | k | v", qkv), ("o", o), ("gate | up", gate_up))]
+    named = [("q | k | v", qkv), ("o", o), ("gate | up", gate_up), *([("down", down)] if down is not None else [])]
+    forms = [_form_parts(name, m) for name, m in named]
     if qkv.n != (q_heads + 2 * kv_heads) * dim or o.k != q_heads * dim or o.n != width or gate_up.k != width:
         raise ValueError(
-            f"attention_block's linears do not chain: q | k | v [{qkv.k} → {qkv.n}], o [{o.k} → {o.n}], "
+            f"decoder_layer's linears do not chain: q | k | v [{qkv.k} → {qkv.n}], o [{o.k} → {o.n}], "
             f"gate | up [{gate_up.k} → {gate_up.n}] for {q_heads} and {kv_heads} heads of {dim}"
         )
-    if len({qkv.vnni, o.vnni, gate_up.vnni}) != 1:
-        raise ValueError("attention_block's linears must all take the same path (VNNI or AVX2)")
-    kept = [in_w, post_w, *qkv.weights, *o.weights, *gate_up.weights]
+    if down is not None and (gate_up.n % 2 or down.k != gate_up.n // 2 or down.n != width):
+        raise ValueError(
+            f"decoder_layer's down must take gate's half of gate | up to the width: gate | up "
+            f"[{gate_up.k} → {gate_up.n}], down [{down.k} → {down.n}], width {width}"
+        )
+    if len({m.vnni for _, m in named}) != 1:
+        raise ValueError("decoder_layer's linears must all take the same path (VNNI or AVX2)")
+    kept = [in_w, post_w, *(w for _, m in named for w in m.weights)]
     bias_ptr = 0
     if bias is not None:
         if _tensor("the q | k | v bias", bias, BF16, 1).shape[0] != qkv.n:
             raise ValueError(f"the q | k | v bias must have {qkv.n} values; got {bias.shape[0]}")
         bias_ptr = bias.data_ptr()
         kept.append(bias)
+    if down is None:
+        forms.append((forms[0][0], ()))  # no down: its count 0 (its form unread)
     linears = (
         *(form for form, _ in forms), *(len(parts) // 3 for _, parts in forms),
         *(value for _, parts in forms for value in parts),
     )  # fmt: skip
     floats = (float(input_norm[1]), float(post_norm[1]), float(scale))
     norms = (in_w.data_ptr(), post_w.data_ptr())
-    return AttentionBlock(width, heads, dim, gate_up.n, floats, norms, bias_ptr, linears, tuple(kept), qkv.vnni)
+    return DecoderLayer(
+        width, heads, dim, gate_up.n, down is not None, floats, norms, bias_ptr, linears, tuple(kept), qkv.vnni
+    )

@@ -912,15 +912,90 @@ static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
-/* attention_block(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, vnni,
- * start, H, Hkv, D, bias, gate_up, threads, qkv_form, o_form, gu_form, n_qkv, n_o, n_gu, then (w, s, N)
- * for each part of q | k | v, then o's, then gate | up's): a decoder layer up to its activation, in
- * one call, each step the very call the lean pass makes one at a time (the same bits):
+/* ------------------------------------------------------------------ SiLU(gate) · up
+ *
+ * silu_mul(gate_up, T, I, out): out [T, I] = bf16(bf16(silu(gate)) · up) for bf16 rows gate | up
+ * [T, 2·I], I a multiple of 8: what the lean pass's ``F.silu(gate).mul_(up)`` computes, op for op.
+ * torch's bf16 SiLU is, in fp32, x / (1 + exp(−x)) rounded once to bf16, with exp its vectorized
+ * one: a Cody-Waite reduction by ln 2 in two parts, a degree-6 polynomial in fused multiply-adds
+ * and a scale by 2^q in two halves (exp_lanes, the same steps in the same order); the product
+ * with up is one fp32 multiply rounded to bf16. Nothing here is assumed to hold on every build of
+ * torch: ``calls.silu_mul_is_torchs`` compares it with torch's own SiLU on all 65,536 bf16 values
+ * at run time, and the lean pass takes it only where they agree bit for bit (NaN for NaN). */
+__attribute__((target("avx2,fma"))) static inline __m256 exp_lanes(__m256 d) {
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934135449406931f)));
+    const __m256 qf = _mm256_cvtepi32_ps(q); /* d / ln 2 to the nearest integer, ties to even */
+    __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-0.693145751953125f), d);
+    s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-1.428606765330187045e-06f), s);
+    __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
+    u = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+    const __m256i half = _mm256_srai_epi32(q, 1), bias = _mm256_set1_epi32(127); /* 2^q as 2^half · 2^(q − half) */
+    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23)));
+    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(q, half), bias), 23)));
+    u = _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ), u); /* underflow: 0 */
+    return _mm256_blendv_ps(u, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(_mm256_set1_ps(100.0f), d, _CMP_LT_OQ));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 bf16_lanes(const uint16_t *x) { /* 8 bf16 → fp32 */
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x)), 16));
+}
+
+/* f32_to_bf16 of 8 lanes, each in the low 16 bits of its 32 */
+__attribute__((target("avx2,fma"))) static inline __m256i bf16_bits(__m256 f) {
+    const __m256i bits = _mm256_castps_si256(f), high = _mm256_srli_epi32(bits, 16);
+    const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+}
+
+__attribute__((target("avx2,fma"))) static void silu_mul_rows(const uint16_t *gate_up, int64_t T, int64_t I, uint16_t *out) {
+    for (int64_t t = 0; t < T; t++) {
+        const uint16_t *g = gate_up + t * 2 * I, *u = g + I;
+        uint16_t *o = out + t * I;
+        for (int64_t i = 0; i < I; i += 8) {
+            const __m256 x = bf16_lanes(g + i);
+            const __m256 e = exp_lanes(_mm256_sub_ps(_mm256_setzero_ps(), x));
+            const __m256i silu = bf16_bits(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)));
+            const __m256i y = bf16_bits(_mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(silu, 16)), bf16_lanes(u + i)));
+            _mm_storeu_si128((__m128i *)(o + i), _mm_packus_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+        }
+    }
+}
+
+static PyObject *silu_mul(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a[4];
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "silu_mul expects 4 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (args_i64(args, nargs, a) < 0) return NULL;
+    if (!a[0] || !a[3] || a[1] <= 0 || a[2] <= 0 || a[2] % 8) {
+        PyErr_SetString(PyExc_ValueError, "silu_mul: bad call");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    silu_mul_rows((const uint16_t *)(uintptr_t)a[0], a[1], a[2], (uint16_t *)(uintptr_t)a[3]);
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
+
+/* decoder_layer(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, vnni,
+ * start, H, Hkv, D, bias, gate_up, threads, qkv_form, o_form, gu_form, down_form, n_qkv, n_o, n_gu,
+ * n_down, then (w, s, N) for each part of q | k | v, then o's, gate | up's and down's): a decoder
+ * layer in one call, each step the very call the lean pass makes one at a time (the same bits):
  *   x = rms_norm(h, in_w); qkv = x · [q | k | v] (+ bias, [(H + 2·Hkv)·D] bf16, when not 0); attend_layer;
- *   h += attended · o (in place, bf16); x = rms_norm(h, post_w); gate_up = x · [gate | up].
+ *   h += attended · o (in place, bf16); x = rms_norm(h, post_w); gate_up = x · [gate | up];
+ * then, with down's parts (n_down > 0): m = silu_mul(gate_up); h += m · down (in place, bf16).
+ * With n_down = 0 the call stops at gate_up, for the caller's own activation.
  * h [T, W] bf16 (the residual stream), gate_up [T, Ng] bf16; the cache's buffers as attend_layer's.
  * s is 0 for every form but int8's row scales. */
-enum { BLOCK_FLOATS = 3, BLOCK_INTS = 25, MAX_BLOCK_PARTS = 3 * MAX_PARTS };
+enum { BLOCK_FLOATS = 3, BLOCK_INTS = 27, MAX_BLOCK_PARTS = 4 * MAX_PARTS };
 
 static int block_parts(const int64_t *a, int n, int form, Part *parts, int64_t *total) {
     *total = 0;
@@ -932,11 +1007,11 @@ static int block_parts(const int64_t *a, int n, int form, Part *parts, int64_t *
     return 0;
 }
 
-static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     double f[BLOCK_FLOATS];
     int64_t a[BLOCK_INTS + 3 * MAX_BLOCK_PARTS];
     if (nargs < BLOCK_FLOATS + BLOCK_INTS) {
-        PyErr_Format(PyExc_TypeError, "attention_block expects at least %d arguments, got %zd",
+        PyErr_Format(PyExc_TypeError, "decoder_layer expects at least %d arguments, got %zd",
                      BLOCK_FLOATS + BLOCK_INTS, nargs);
         return NULL;
     }
@@ -945,33 +1020,42 @@ static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize
         if (f[i] == -1.0 && PyErr_Occurred()) return NULL;
     }
     if (args_i64(args + BLOCK_FLOATS, BLOCK_INTS, a) < 0) return NULL;
-    const int64_t *n = a + 22; /* n_qkv, n_o, n_gu */
-    const int64_t forms[3] = {a[19], a[20], a[21]};
-    for (int i = 0; i < 3; i++)
-        if (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K) {
-            PyErr_SetString(PyExc_ValueError, "attention_block: bad forms or part counts");
+    const int64_t *forms = a + 19, *n = a + 23; /* q | k | v, o, gate | up, down */
+    for (int i = 0; i < 4; i++) {
+        const int optional = i == 3 && n[i] == 0; /* no down: stop at gate | up */
+        if (!optional && (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K)) {
+            PyErr_SetString(PyExc_ValueError, "decoder_layer: bad forms or part counts");
             return NULL;
         }
-    if (nargs != BLOCK_FLOATS + BLOCK_INTS + 3 * (n[0] + n[1] + n[2])) {
-        PyErr_Format(PyExc_TypeError, "attention_block expects %lld arguments for its parts, got %zd",
-                     (long long)(BLOCK_FLOATS + BLOCK_INTS + 3 * (n[0] + n[1] + n[2])), nargs);
+    }
+    const int64_t parts_args = 3 * (n[0] + n[1] + n[2] + n[3]);
+    if (nargs != BLOCK_FLOATS + BLOCK_INTS + parts_args) {
+        PyErr_Format(PyExc_TypeError, "decoder_layer expects %lld arguments for its parts, got %zd",
+                     (long long)(BLOCK_FLOATS + BLOCK_INTS + parts_args), nargs);
         return NULL;
     }
     if (args_i64(args + BLOCK_FLOATS + BLOCK_INTS, nargs - BLOCK_FLOATS - BLOCK_INTS, a + BLOCK_INTS) < 0) return NULL;
     const int64_t T = a[1], W = a[2], start = a[12], H = a[13], Hkv = a[14], D = a[15];
     if (T <= 0 || W <= 0 || W % QK || H <= 0 || Hkv <= 0 || H % Hkv || D <= 0 || D % 8 || D > ATTEND_MAX_D ||
         (H * D) % QK || start < 0) {
-        PyErr_SetString(PyExc_ValueError, "attention_block: bad shape");
+        PyErr_SetString(PyExc_ValueError, "decoder_layer: bad shape");
         return NULL;
     }
-    Part qkv_parts[MAX_PARTS], o_parts[MAX_PARTS], gu_parts[MAX_PARTS];
-    int64_t qkv_n, o_n, gu_n;
+    Part qkv_parts[MAX_PARTS], o_parts[MAX_PARTS], gu_parts[MAX_PARTS], down_parts[MAX_PARTS];
+    int64_t qkv_n, o_n, gu_n, down_n;
     const int64_t *p = a + BLOCK_INTS;
     if (block_parts(p, (int)n[0], (int)forms[0], qkv_parts, &qkv_n) ||
         block_parts(p + 3 * n[0], (int)n[1], (int)forms[1], o_parts, &o_n) ||
         block_parts(p + 3 * (n[0] + n[1]), (int)n[2], (int)forms[2], gu_parts, &gu_n) ||
+        block_parts(p + 3 * (n[0] + n[1] + n[2]), (int)n[3], (int)forms[3], down_parts, &down_n) ||
         qkv_n != (H + 2 * Hkv) * D || o_n != W) {
-        PyErr_SetString(PyExc_ValueError, "attention_block: bad weights");
+        PyErr_SetString(PyExc_ValueError, "decoder_layer: bad weights");
+        return NULL;
+    }
+    const int64_t I = gu_n / 2; /* down's inputs: gate's columns, up's as many */
+    const int64_t down_block = forms[3] == FORM_Q4K || forms[3] == FORM_Q6K ? QKK : QK;
+    if (n[3] && (gu_n % 2 || I % down_block || down_n != W)) {
+        PyErr_SetString(PyExc_ValueError, "decoder_layer: down does not take gate | up's halves to the width");
         return NULL;
     }
     uint16_t *h = (uint16_t *)(uintptr_t)a[0];
@@ -982,10 +1066,10 @@ static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize
              *gate_up = (uint16_t *)(uintptr_t)a[17];
     const int threads = (int)a[18], vnni = (int)a[11] ? 1 : 0;
     const int64_t HD = H * D;
-    /* x [T, W], qkv [T, (H + 2 Hkv) D], attended [T, H D], o [T, W] */
-    uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD)));
+    /* x [T, W], qkv [T, (H + 2 Hkv) D], attended [T, H D], o [T, W] (o's rows, then down's), m [T, I] */
+    uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD + (n[3] ? I : 0))));
     if (!x) return PyErr_NoMemory();
-    uint16_t *qkv = x + T * W, *attended = qkv + T * qkv_n, *o = attended + T * HD;
+    uint16_t *qkv = x + T * W, *attended = qkv + T * qkv_n, *o = attended + T * HD, *m = o + T * W;
     int failed;
     Py_BEGIN_ALLOW_THREADS;
     rms_rows(h, T, W, in_w, (float)f[0], x);
@@ -1001,6 +1085,12 @@ static PyObject *attention_block(PyObject *self, PyObject *const *args, Py_ssize
         for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
         rms_rows(h, T, W, post_w, (float)f[1], x);
         failed = linear_rows((int)forms[2], x, T, W, gu_parts, (int)n[2], gu_n, gate_up, threads, vnni);
+    }
+    if (!failed && n[3]) {
+        silu_mul_rows(gate_up, T, I, m);
+        failed = linear_rows((int)forms[3], m, T, I, down_parts, (int)n[3], W, o, threads, vnni);
+        if (!failed)
+            for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
     }
     Py_END_ALLOW_THREADS;
     free(x);
@@ -1024,8 +1114,9 @@ static PyMethodDef methods[] = {
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
-    {"attention_block", (PyCFunction)(void (*)(void))attention_block, METH_FASTCALL,
-     "a decoder layer's norm, q | k | v, attention, o, residual, norm and gate | up in one call"},
+    {"decoder_layer", (PyCFunction)(void (*)(void))decoder_layer, METH_FASTCALL,
+     "a decoder layer in one call: norm, q | k | v, attention, o, residual, norm, gate | up (then SiLU · up, down, residual)"},
+    {"silu_mul", (PyCFunction)(void (*)(void))silu_mul, METH_FASTCALL, "bf16(bf16(silu(gate)) · up) over gate | up rows"},
     {"cpu", cpu, METH_NOARGS, "(avx2, vnni): the paths this CPU runs"},
     {"threads_used", threads_used, METH_NOARGS, "threads that computed columns of this thread's last q4_mm / q8_mm"},
     {NULL, NULL, 0, NULL},
