@@ -15,7 +15,7 @@ from app.engine.runners.cpu_probe import force_probe, probe
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.lean import LeanPass, why_not
 from app.engine.runners.native import calls as native_calls
-from app.engine.runners.quant import batch_invariant
+from app.engine.runners.quant import Int8Linear, batch_invariant
 
 FORMS = {  # weights form -> the probe answer it runs under (None: this CPU's own)
     "fp32": None,
@@ -195,6 +195,28 @@ def test_without_torchs_silu_bits_a_layers_call_stops_at_its_activation(lean_mod
     assert runner.lean is not None
     assert all(layer.block is not None and not layer.block.mlp for layer in runner.lean.layers)
     ids = _ids(80, loaded.vocab_size, seed=9)
+    plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
+    for mine, theirs in zip(_passes(runner, ids), plain, strict=True):
+        assert torch.equal(mine, theirs)
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_a_layer_whose_v_is_another_form_is_one_call_and_the_same_bits(lean_models, arch):
+    """A Q4_K_M file keeps half its layers' v in Q6_K beside Q4_K q and k: q | k | v is then two
+    kernel calls inside the layer's one call (``side_by_side_runs``). Here each layer's v is int8
+    beside int4 q and k (Qwen2 with its biases): every layer still one call, and the logits
+    transformers' path gives, bit for bit."""
+    if native.kernels() is None or not batch_invariant("int4"):
+        pytest.skip("SpecChat's int4 kernels are not built here")
+    loaded = load_model(lean_models[arch], device="cpu", dtype="int4")
+    for layer in loaded.model.model.layers:
+        v = layer.self_attn.v_proj
+        layer.self_attn.v_proj = Int8Linear.from_float(v.dequantized(), v.bias)
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    assert runner.lean is not None
+    for layer in runner.lean.layers:
+        assert layer.qkv is None and layer.block is not None and layer.block.mlp  # two calls, inside one
+    ids = _ids(80, loaded.vocab_size, seed=13)
     plain = _passes(CachedModel(loaded.model, loaded.vocab_size, lean=False), ids)
     for mine, theirs in zip(_passes(runner, ids), plain, strict=True):
         assert torch.equal(mine, theirs)

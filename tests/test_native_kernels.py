@@ -36,6 +36,7 @@ from app.engine.runners.quant import (
     quantize_int4,
     side_by_side,
     side_by_side_kernel,
+    side_by_side_runs,
     unpack_native,
 )
 
@@ -401,7 +402,7 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
 
     def block(**changed: object) -> calls.DecoderLayer:
         made: dict[str, Any] = dict(
-            input_norm=(block_weight, 1e-5), qkv=qkv_mm, bias=None, o=o_mm, post_norm=(block_weight, 1e-5),
+            input_norm=(block_weight, 1e-5), qkv=[qkv_mm], bias=None, o=o_mm, post_norm=(block_weight, 1e-5),
             gate_up=gu_mm, heads=(2, 2), dim=32, scale=1.0,
         )  # fmt: skip
         made.update(changed)
@@ -432,6 +433,13 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
             ValueError,
             "out must be [3, 128]",
             lambda: block()(_bf16(3, 64), block_cos, block_cos, block_buf, block_buf, 0, 1, _bf16(2, 128)),
+        ),
+        "decoder_layer: a Matmul for q | k | v, not a sequence": (TypeError, "one or two", lambda: block(qkv=qkv_mm)),
+        "decoder_layer: q | k | v in three calls": (TypeError, "one or two", lambda: block(qkv=[qkv_mm] * 3)),
+        "decoder_layer: q | k | v's calls over another input": (
+            ValueError,
+            "do not chain",
+            lambda: block(qkv=[qkv_mm, int8_mm(64, 128)]),
         ),
         "decoder_layer: a down that does not take gate's half": (
             ValueError,
@@ -578,29 +586,34 @@ def test_attend_layer_is_the_rotary_the_cache_write_and_attend(rows):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("mlp", [False, True], ids=["to-gate-up", "whole-layer"])
-def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp):
+@pytest.mark.parametrize("split", [False, True], ids=["qkv-one-call", "v-another-form"])
+def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp, split):
     """``decoder_layer`` = rms_norm, q | k | v (+ its bias), attend_layer, o, the residual add,
     rms_norm and gate | up, then (given down) SiLU(gate) · up, down and the residual add, called
     one at a time as the lean pass calls them (torch's ``F.silu(gate).mul_(up)``): the residual
     stream, the cache's new keys and values and the gate | up rows bit for bit, for 1 and 3 rows,
-    a form for q | k | v and another for o and down (a Q4_K_M file mixes them), and on 2 threads."""
+    a form for q | k | v and another for o and down (a Q4_K_M file mixes them), q | k | v in one
+    call or as q | k then a v of another form (two calls), and on 2 threads."""
     gen = torch.Generator().manual_seed(31)
     make = MAKE[form]
     width, heads, kv_heads, dim, start = (256, 4, 2, 64, 5) if form in SUPER_BLOCK_FORMS else (128, 4, 2, 32, 5)
-    qkv_layers = [
-        make(torch.randn(n * dim, width, generator=gen) * 0.05, torch.randn(n * dim, generator=gen) if bias else None)
-        for n in (heads, kv_heads, kv_heads)
-    ]
     other = MAKE["int8" if form != "int8" else "int4"]
+    qkv_layers = [
+        (other if split and i == 2 else make)(
+            torch.randn(n * dim, width, generator=gen) * 0.05, torch.randn(n * dim, generator=gen) if bias else None
+        )
+        for i, n in enumerate((heads, kv_heads, kv_heads))
+    ]
     o_layer = other(torch.randn(width, heads * dim, generator=gen) * 0.05, None)
     gu_layers = [make(torch.randn(2 * width, width, generator=gen) * 0.05, None) for _ in range(2)]
-    fused_qkv, fused_gu = side_by_side_kernel(qkv_layers), side_by_side_kernel(gu_layers)
-    assert fused_qkv is not None and fused_gu is not None
+    runs, fused_gu = side_by_side_runs(qkv_layers), side_by_side_kernel(gu_layers)
+    assert runs is not None and len(runs) == 1 + split and fused_gu is not None
+    qkv_bias = torch.cat([b for _, b in runs if b is not None]) if bias else None
     in_w, post_w = ((1 + 0.3 * torch.randn(width, generator=gen)).to(torch.bfloat16) for _ in range(2))
     down_layer = other(torch.randn(width, 2 * width, generator=gen) * 0.05, None)
     down = down_layer._native_kernel() if mlp else None
     block = calls.decoder_layer(
-        (in_w, 1e-5), fused_qkv[0], fused_qkv[1], o_layer._native_kernel(), (post_w, 1e-6), fused_gu[0],
+        (in_w, 1e-5), [kernel for kernel, _ in runs], qkv_bias, o_layer._native_kernel(), (post_w, 1e-6), fused_gu[0],
         (heads, kv_heads), dim, 0.125, down,
     )  # fmt: skip
     assert block.mlp is mlp
@@ -613,9 +626,8 @@ def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp):
             keys, values = (torch.randn(1, kv_heads, 16, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
             mine = [h.clone(), keys.clone(), values.clone()]
             gate_up = block(mine[0], cos, sin, mine[1], mine[2], start, threads)
-            qkv = fused_qkv[0](calls.rms_norm(h, in_w, 1e-5))
-            if fused_qkv[1] is not None:
-                qkv = qkv + fused_qkv[1]
+            x = calls.rms_norm(h, in_w, 1e-5)
+            qkv = torch.cat([layer.rows_fn()(x) for layer in qkv_layers], dim=1)  # each layer's own call
             attended = calls.attend_layer(qkv, cos, sin, keys, values, start, (heads, kv_heads), 0.125)
             h.add_(o_layer.rows_fn()(attended))
             want = fused_gu[0](calls.rms_norm(h, post_w, 1e-6))

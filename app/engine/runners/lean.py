@@ -50,7 +50,7 @@ from app.engine.runners.cpu_kernels import (
 from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.native import calls
 from app.engine.runners.prepacked import PrepackedLinear
-from app.engine.runners.quant import WeightOnlyLinear, side_by_side_kernel, with_bias
+from app.engine.runners.quant import WeightOnlyLinear, side_by_side_kernel, side_by_side_runs, with_bias
 from app.engine.runners.threads import torch_threads
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
@@ -120,7 +120,9 @@ class _Layer:
         # q | k | v and gate | up in one kernel call each where the layers are SpecChat's kernels:
         # the input quantized once, one call instead of three and two, the same bits per part
         fused = dtype == torch.bfloat16
-        qkv = side_by_side_kernel([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]]) if fused else None
+        # q | k | v as the fewest calls (two where the file mixes forms: Q4_K q and k, a Q6_K v)
+        runs = side_by_side_runs([attn.get_submodule(n) for n in ATTENTION_LINEARS[:3]]) if fused else None
+        qkv = runs[0] if runs is not None and len(runs) == 1 else None
         gate_up = side_by_side_kernel([mlp.get_submodule(n) for n in MLP_LINEARS[:2]]) if fused else None
         self.qkv, self.gate_up = with_bias(qkv), with_bias(gate_up)
         self.qk_width = int(attn.q_proj.out_features) + int(attn.k_proj.out_features)
@@ -134,14 +136,15 @@ class _Layer:
         self.scaling = float(attn.scaling)
         self.gqa: object = ASK  # ``direct_gqa``'s answer, asked on the first pass
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
-        # with q | k | v from one call (so bf16 rows) and heads the attention kernel takes
-        self.one_call = self.qkv is not None and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
+        # with q | k | v from SpecChat's kernels (so bf16 rows) and heads the attention kernel takes
+        qkv_native = runs is not None and len(runs) <= 2
+        self.one_call = qkv_native and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
         # and where every part of it is SpecChat's kernel, the layer in one call: all of it where its
         # activation is SiLU computed with torch's bits (``_silu_in_c``), else up to its activation
         heads = (self.q_heads, self.heads[1])
         down = self.down_kernel if self.silu and _silu_in_c(self.intermediate) else None
-        block = _decoder_layer(layer, qkv, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
-        self.block = block
+        made = _decoder_layer(layer, runs, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
+        self.block = made
 
     def in_one_call(self, kv: Any) -> bool:
         """Whether this pass's attention runs as ``attend_layer``: the rows ``rows_sdpa`` would give
@@ -232,7 +235,7 @@ class LeanPass:
         threads = calls.thread_count()  # the linears' threads, the same for every call of this pass
         scratch: dict[int, torch.Tensor] = {}  # gate | up rows by width, reused layer after layer
         for layer, kv in zip(self.layers, kv_layers, strict=True):
-            one_call = layer.qkv is not None and layer.in_one_call(kv)  # ``qkv``: bf16 rows, so cos and sin are too
+            one_call = layer.in_one_call(kv)  # q | k | v SpecChat's kernels: bf16 rows, so cos and sin are too
             if one_call and (rows_cos is None or rows_sin is None):
                 rows_cos, rows_sin = cos[0, :, 0].contiguous(), sin[0].contiguous()
             if one_call and layer.block is not None and rows_cos is not None and rows_sin is not None:
@@ -289,7 +292,7 @@ def _silu_in_c(intermediate: int) -> bool:
 
 def _decoder_layer(
     layer: Any,
-    qkv: Kernel | None,
+    qkv: Sequence[Kernel] | None,
     gate_up: Kernel | None,
     down: calls.Matmul | None,
     heads: tuple[int, int],
@@ -297,9 +300,9 @@ def _decoder_layer(
     scale: float,
 ) -> calls.DecoderLayer | None:
     """``calls.decoder_layer`` over a decoder layer whose norms and linears up to its activation
-    are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v and gate | up each
-    one call, ``qkv`` / ``gate_up``, o without a bias), else None: the lean pass then makes those
-    calls one at a time. ``down``: the layer's down kernel where the call may end the layer
+    are all SpecChat's kernels over bf16 (the norms ``NativeRMSNorm``, q | k | v in one or two calls,
+    ``qkv``, gate | up in one, ``gate_up``, o without a bias), else None: the lean pass then makes
+    those calls one at a time. ``down``: the layer's down kernel where the call may end the layer
     (``silu_mul`` for its activation), else None: the call stops at gate | up."""
     norms = (layer.input_layernorm, layer.post_attention_layernorm)
     native_norms = (isinstance(n, NativeRMSNorm) and n.weight.dtype == torch.bfloat16 for n in norms)
@@ -307,15 +310,16 @@ def _decoder_layer(
         return None
     o = layer.self_attn.get_submodule(ATTENTION_LINEARS[3])
     o_kernel = o.rows_fn() if isinstance(o, WeightOnlyLinear) and o.native else None  # without a bias: the kernel
-    if qkv is None or gate_up is None or gate_up[1] is not None or not isinstance(o_kernel, calls.Matmul):
+    if not qkv or gate_up is None or gate_up[1] is not None or not isinstance(o_kernel, calls.Matmul):
         return None
-    bias = qkv[1]
+    biases = [bias for _, bias in qkv if bias is not None]  # all or none (``side_by_side_runs``)
+    bias = biases[0] if len(biases) == 1 else torch.cat(biases) if biases else None  # each on its columns
     if bias is not None and (bias.dtype != torch.bfloat16 or bias.device.type != "cpu"):
         return None
     if down is not None and down.vnni != o_kernel.vnni:
         down = None
     return calls.decoder_layer(
-        (norms[0].weight, norms[0].variance_epsilon), qkv[0], bias, o_kernel,
+        (norms[0].weight, norms[0].variance_epsilon), [kernel for kernel, _ in qkv], bias, o_kernel,
         (norms[1].weight, norms[1].variance_epsilon), gate_up[0], heads, dim, scale, down,
     )  # fmt: skip
 

@@ -620,6 +620,28 @@ def side_by_side_kernel(layers: Sequence[nn.Module]) -> tuple[calls.Matmul, torc
     return call, bias
 
 
+def side_by_side_runs(layers: Sequence[nn.Module]) -> list[tuple[calls.Matmul, torch.Tensor | None]] | None:
+    """Layers over one input (q | k | v) as the fewest kernel calls, in order: each run of
+    consecutive layers of one form side by side (``side_by_side_kernel``), a lone layer as its own
+    kernel (a Q4_K_M file's Q4_K q and k, then its Q6_K v: two calls); each with its bias. None
+    where a layer is not SpecChat's kernel, or the runs' biases are not all given or all absent."""
+    if not all(isinstance(layer, WeightOnlyLinear) and layer.native for layer in layers):
+        return None
+    weight_only = [layer for layer in layers if isinstance(layer, WeightOnlyLinear)]
+    runs: list[list[WeightOnlyLinear]] = []
+    for layer in weight_only:
+        if runs and type(layer) is type(runs[-1][0]) and layer.in_features == runs[-1][0].in_features:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    # a lone layer: the kernel its own ``rows_fn`` calls, and the bias it adds
+    found = [side_by_side_kernel(run) if len(run) > 1 else (run[0]._native_kernel(), run[0].bias) for run in runs]
+    kernels = [kernel for kernel in found if kernel is not None]
+    if len(kernels) != len(runs) or len({bias is None for _, bias in kernels}) > 1:
+        return None  # y + 0 is not y for a -0.0: mixed biases stay separate calls
+    return kernels
+
+
 def _pack_int4(q: torch.Tensor) -> torch.Tensor:
     if q.device.type == "cpu" and native.kernels() is not None:
         return pack_native(q)

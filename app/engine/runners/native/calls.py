@@ -380,7 +380,8 @@ class DecoderLayer:
     floats: tuple[float, float, float]  # the input norm's eps, the post norm's, the attention's scale
     norms: tuple[int, int]  # the input and post-attention norms' weights (pointers)
     bias: int  # q | k | v's bias (a pointer; 0: none)
-    linears: tuple[int, ...]  # the four forms, the four part counts (down's 0 without mlp), then (w, s, N) per part
+    # the five linears' forms (q | k | v, its rest, o, gate | up, down), their part counts, (w, s, N) per part
+    linears: tuple[int, ...]
     kept: tuple[torch.Tensor, ...]  # the tensors the pointers point into
     vnni: int
 
@@ -434,7 +435,7 @@ class DecoderLayer:
 
 def decoder_layer(
     input_norm: tuple[torch.Tensor, float],
-    qkv: Matmul,
+    qkv: Sequence[Matmul],
     bias: torch.Tensor | None,
     o: Matmul,
     post_norm: tuple[torch.Tensor, float],
@@ -444,24 +445,36 @@ def decoder_layer(
     scale: float,
     down: Matmul | None = None,
 ) -> DecoderLayer:
-    """One decoder layer's ``DecoderLayer``: its norms (bf16 weight [W], eps), q | k | v's
-    ``Matmul`` over W inputs with (H + 2·Hkv)·D outputs and its bias ([those] bf16, or None),
-    o's over H·D inputs with W outputs, gate | up's over W inputs; ``heads`` (H, Hkv) of ``dim``;
-    ``down``: the MLP's down ``Matmul`` over gate's I columns with W outputs, for a call that ends
-    the layer with ``silu_mul`` (a caller takes it only where ``silu_mul_is_torchs``), or None: the
-    call stops at gate | up."""
+    """One decoder layer's ``DecoderLayer``: its norms (bf16 weight [W], eps); q | k | v as one
+    ``Matmul`` over W inputs with (H + 2·Hkv)·D outputs, or two whose columns follow each other (a
+    Q4_K_M file's Q4_K q and k, then its Q6_K v), and its bias ([those] bf16, or None); o's over
+    H·D inputs with W outputs, gate | up's over W inputs; ``heads`` (H, Hkv) of ``dim``; ``down``:
+    the MLP's down ``Matmul`` over gate's I columns with W outputs, for a call that ends the layer
+    with ``silu_mul`` (a caller takes it only where ``silu_mul_is_torchs``), or None: the call
+    stops at gate | up."""
     _module()
     q_heads, kv_heads = heads
     _heads(q_heads, kv_heads, dim)
-    width = qkv.k if isinstance(qkv, Matmul) else 0
+    if isinstance(qkv, Matmul) or not 1 <= len(qkv) <= 2:
+        raise TypeError(f"q | k | v must be one or two Matmuls in a sequence; got {type(qkv).__name__}")
+    width = qkv[0].k if isinstance(qkv[0], Matmul) else 0
     in_w = _norm_weight("the input norm's weight", input_norm[0], width)
     post_w = _norm_weight("the post-attention norm's weight", post_norm[0], width)
-    named = [("q | k | v", qkv), ("o", o), ("gate | up", gate_up), *([("down", down)] if down is not None else [])]
-    forms = [_form_parts(name, m) for name, m in named]
-    if qkv.n != (q_heads + 2 * kv_heads) * dim or o.k != q_heads * dim or o.n != width or gate_up.k != width:
+    named = [
+        *(("q | k | v", m) for m in qkv), ("o", o), ("gate | up", gate_up),
+        *([("down", down)] if down is not None else []),
+    ]  # fmt: skip
+    found = [_form_parts(name, m) for name, m in named]
+    qkv_n = sum(m.n for m in qkv)
+    if any(m.k != width for m in qkv) or qkv_n != (q_heads + 2 * kv_heads) * dim or o.k != q_heads * dim:
         raise ValueError(
-            f"decoder_layer's linears do not chain: q | k | v [{qkv.k} → {qkv.n}], o [{o.k} → {o.n}], "
-            f"gate | up [{gate_up.k} → {gate_up.n}] for {q_heads} and {kv_heads} heads of {dim}"
+            f"decoder_layer's linears do not chain: q | k | v [{' + '.join(f'{m.k} → {m.n}' for m in qkv)}], "
+            f"o [{o.k} → {o.n}] for {q_heads} and {kv_heads} heads of {dim}"
+        )
+    if o.n != width or gate_up.k != width:
+        raise ValueError(
+            f"decoder_layer's linears do not chain: o [{o.k} → {o.n}], gate | up [{gate_up.k} → {gate_up.n}] "
+            f"for a residual stream of {width}"
         )
     if down is not None and (gate_up.n % 2 or down.k != gate_up.n // 2 or down.n != width):
         raise ValueError(
@@ -473,18 +486,20 @@ def decoder_layer(
     kept = [in_w, post_w, *(w for _, m in named for w in m.weights)]
     bias_ptr = 0
     if bias is not None:
-        if _tensor("the q | k | v bias", bias, BF16, 1).shape[0] != qkv.n:
-            raise ValueError(f"the q | k | v bias must have {qkv.n} values; got {bias.shape[0]}")
+        if _tensor("the q | k | v bias", bias, BF16, 1).shape[0] != qkv_n:
+            raise ValueError(f"the q | k | v bias must have {qkv_n} values; got {bias.shape[0]}")
         bias_ptr = bias.data_ptr()
         kept.append(bias)
+    absent = (found[0][0], ())  # a linear the call goes without: its count 0 (its form unread)
+    slots = [found[0], found[1] if len(qkv) == 2 else absent, *found[len(qkv) :]]  # q|k|v, rest, o, gate|up, down
     if down is None:
-        forms.append((forms[0][0], ()))  # no down: its count 0 (its form unread)
+        slots.append(absent)
     linears = (
-        *(form for form, _ in forms), *(len(parts) // 3 for _, parts in forms),
-        *(value for _, parts in forms for value in parts),
+        *(form for form, _ in slots), *(len(parts) // 3 for _, parts in slots),
+        *(value for _, parts in slots for value in parts),
     )  # fmt: skip
     floats = (float(input_norm[1]), float(post_norm[1]), float(scale))
     norms = (in_w.data_ptr(), post_w.data_ptr())
     return DecoderLayer(
-        width, heads, dim, gate_up.n, down is not None, floats, norms, bias_ptr, linears, tuple(kept), qkv.vnni
+        width, heads, dim, gate_up.n, down is not None, floats, norms, bias_ptr, linears, tuple(kept), qkv[0].vnni
     )

@@ -146,8 +146,9 @@ struct Job {
     int64_t M, K;
     const Part *parts;
     int nparts;
-    uint16_t *y; /* [M, N]: the parts' outputs side by side */
+    uint16_t *y; /* [M, ldy]: the parts' outputs side by side in its first N columns */
     int64_t N;   /* the parts' columns together */
+    int64_t ldy; /* y's row stride (N, or wider: a call writing some columns of a wider row) */
     ColsFn fn;   /* the form's and the path's column loop */
 };
 
@@ -236,7 +237,7 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
             __m256 acc = e[r];                                                                                      \
             if (G % 2) acc = q4_tail_##SUFFIX(wc + P * 32, xr[r] + P * 64, dc[G - 1] * dr[r][G - 1], acc);          \
             const float t = hsum8(_mm256_add_ps(_mm256_add_ps(acc, o[r]), min_lanes(dc + G, j->xs + m * G, G)));    \
-            y[m * j->N + n] = f32_to_bf16(t);                                                                       \
+            y[m * j->ldy + n] = f32_to_bf16(t);                                                                     \
         }                                                                                                           \
     }                                                                                                               \
     __attribute__((target(TARGET), always_inline)) static inline void q8_tile_##SUFFIX(                           \
@@ -267,7 +268,7 @@ DEFINE_TAIL(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
             const int64_t m = m0 + r;                                                                               \
             __m256 acc = e[r];                                                                                      \
             if (g < G) acc = q8_block_##SUFFIX(wc + g * QK, xr[r] + g * QK, dr[r][g], acc);                         \
-            y[m * j->N + n] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r])) * part->s[n]);                            \
+            y[m * j->ldy + n] = f32_to_bf16(hsum8(_mm256_add_ps(acc, o[r])) * part->s[n]);                          \
         }                                                                                                           \
     }
 
@@ -325,7 +326,7 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
             }                                                                                                      \
         }                                                                                                          \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                     \
-            y[(m0 + r) * j->N + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));                                    \
+            y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));                                  \
     }
 
 DEFINE_Q4K(avx2, "avx2,fma", SCALED_AVX2)
@@ -395,7 +396,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void q6_chunks(
                 acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * j->dx[at]), acc[r]);      \
             }                                                                                                      \
         }                                                                                                          \
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) y[(m0 + r) * j->N + n] = f32_to_bf16(hsum8(acc[r])); \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r])); \
     }
 
 DEFINE_Q6K(avx2, "avx2,fma", SCALED_AVX2)
@@ -622,9 +623,10 @@ enum { FORM_Q8, FORM_Q4, FORM_Q4K, FORM_Q6K };
 static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
 
 /* One linear call without the GIL: x [M, K] bf16 quantized once, then the parts' columns side by
- * side into y [M, total]. -1 when the quantized rows' memory cannot be had, else 0. */
+ * side into the first total columns of y's rows (row stride ldy ≥ total). -1 when the quantized
+ * rows' memory cannot be had, else 0. */
 static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const Part *parts, int nparts,
-                       int64_t total, uint16_t *y, int threads, int vnni) {
+                       int64_t total, uint16_t *y, int64_t ldy, int threads, int vnni) {
     const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
@@ -639,7 +641,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     else if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
     else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
     else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
-    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, y, total, fn};
+    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, y, total, ldy, fn};
     if (super) quantize_rows_k(x, M, K, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
     run(&job, threads);
@@ -680,7 +682,7 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
     int failed;
     Py_BEGIN_ALLOW_THREADS;
     failed = linear_rows(form, (const uint16_t *)(uintptr_t)a[0], M, K, parts, nparts, total,
-                         (uint16_t *)(uintptr_t)a[3], (int)a[4], (int)a[5]);
+                         (uint16_t *)(uintptr_t)a[3], total, (int)a[4], (int)a[5]);
     Py_END_ALLOW_THREADS;
     if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
@@ -986,16 +988,20 @@ static PyObject *silu_mul(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 /* decoder_layer(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, vnni,
- * start, H, Hkv, D, bias, gate_up, threads, qkv_form, o_form, gu_form, down_form, n_qkv, n_o, n_gu,
- * n_down, then (w, s, N) for each part of q | k | v, then o's, gate | up's and down's): a decoder
- * layer in one call, each step the very call the lean pass makes one at a time (the same bits):
+ * start, H, Hkv, D, bias, gate_up, threads, then the forms of q | k | v, of its rest, of o, gate | up
+ * and down, then their part counts, then (w, s, N) for each of those parts in that order): a
+ * decoder layer in one call, each step the very call the lean pass makes one at a time (the same
+ * bits):
  *   x = rms_norm(h, in_w); qkv = x · [q | k | v] (+ bias, [(H + 2·Hkv)·D] bf16, when not 0); attend_layer;
  *   h += attended · o (in place, bf16); x = rms_norm(h, post_w); gate_up = x · [gate | up];
  * then, with down's parts (n_down > 0): m = silu_mul(gate_up); h += m · down (in place, bf16).
+ * q | k | v may be two calls of two forms (a Q4_K_M file's Q4_K q and k beside a Q6_K v): the
+ * first's columns, then the rest's (n_rest > 0), each written into its columns of the qkv rows.
  * With n_down = 0 the call stops at gate_up, for the caller's own activation.
  * h [T, W] bf16 (the residual stream), gate_up [T, Ng] bf16; the cache's buffers as attend_layer's.
  * s is 0 for every form but int8's row scales. */
-enum { BLOCK_FLOATS = 3, BLOCK_INTS = 27, MAX_BLOCK_PARTS = 4 * MAX_PARTS };
+enum { BLOCK_FLOATS = 3, BLOCK_INTS = 29, BLOCK_LINEARS = 5, MAX_BLOCK_PARTS = BLOCK_LINEARS * MAX_PARTS };
+enum { QKV, QKV_REST, O, GATE_UP, DOWN }; /* a layer's linears, in the order of their forms, counts and parts */
 
 static int block_parts(const int64_t *a, int n, int form, Part *parts, int64_t *total) {
     *total = 0;
@@ -1020,15 +1026,16 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
         if (f[i] == -1.0 && PyErr_Occurred()) return NULL;
     }
     if (args_i64(args + BLOCK_FLOATS, BLOCK_INTS, a) < 0) return NULL;
-    const int64_t *forms = a + 19, *n = a + 23; /* q | k | v, o, gate | up, down */
-    for (int i = 0; i < 4; i++) {
-        const int optional = i == 3 && n[i] == 0; /* no down: stop at gate | up */
+    const int64_t *forms = a + 19, *n = a + 19 + BLOCK_LINEARS;
+    int64_t parts_args = 0;
+    for (int i = 0; i < BLOCK_LINEARS; i++) {
+        const int optional = (i == QKV_REST || i == DOWN) && n[i] == 0; /* one q | k | v call; no down */
         if (!optional && (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K)) {
             PyErr_SetString(PyExc_ValueError, "decoder_layer: bad forms or part counts");
             return NULL;
         }
+        parts_args += 3 * n[i];
     }
-    const int64_t parts_args = 3 * (n[0] + n[1] + n[2] + n[3]);
     if (nargs != BLOCK_FLOATS + BLOCK_INTS + parts_args) {
         PyErr_Format(PyExc_TypeError, "decoder_layer expects %lld arguments for its parts, got %zd",
                      (long long)(BLOCK_FLOATS + BLOCK_INTS + parts_args), nargs);
@@ -1041,20 +1048,22 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "decoder_layer: bad shape");
         return NULL;
     }
-    Part qkv_parts[MAX_PARTS], o_parts[MAX_PARTS], gu_parts[MAX_PARTS], down_parts[MAX_PARTS];
-    int64_t qkv_n, o_n, gu_n, down_n;
+    Part parts[BLOCK_LINEARS][MAX_PARTS];
+    int64_t cols[BLOCK_LINEARS];
     const int64_t *p = a + BLOCK_INTS;
-    if (block_parts(p, (int)n[0], (int)forms[0], qkv_parts, &qkv_n) ||
-        block_parts(p + 3 * n[0], (int)n[1], (int)forms[1], o_parts, &o_n) ||
-        block_parts(p + 3 * (n[0] + n[1]), (int)n[2], (int)forms[2], gu_parts, &gu_n) ||
-        block_parts(p + 3 * (n[0] + n[1] + n[2]), (int)n[3], (int)forms[3], down_parts, &down_n) ||
-        qkv_n != (H + 2 * Hkv) * D || o_n != W) {
+    for (int i = 0; i < BLOCK_LINEARS; p += 3 * n[i], i++)
+        if (block_parts(p, (int)n[i], (int)forms[i], parts[i], &cols[i])) {
+            PyErr_SetString(PyExc_ValueError, "decoder_layer: bad weights");
+            return NULL;
+        }
+    const int64_t qkv_n = cols[QKV] + cols[QKV_REST];
+    if (qkv_n != (H + 2 * Hkv) * D || cols[O] != W) {
         PyErr_SetString(PyExc_ValueError, "decoder_layer: bad weights");
         return NULL;
     }
-    const int64_t I = gu_n / 2; /* down's inputs: gate's columns, up's as many */
-    const int64_t down_block = forms[3] == FORM_Q4K || forms[3] == FORM_Q6K ? QKK : QK;
-    if (n[3] && (gu_n % 2 || I % down_block || down_n != W)) {
+    const int64_t gu_n = cols[GATE_UP], I = gu_n / 2; /* down's inputs: gate's columns, up's as many */
+    const int64_t down_block = forms[DOWN] == FORM_Q4K || forms[DOWN] == FORM_Q6K ? QKK : QK;
+    if (n[DOWN] && (gu_n % 2 || I % down_block || cols[DOWN] != W)) {
         PyErr_SetString(PyExc_ValueError, "decoder_layer: down does not take gate | up's halves to the width");
         return NULL;
     }
@@ -1067,28 +1076,32 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     const int threads = (int)a[18], vnni = (int)a[11] ? 1 : 0;
     const int64_t HD = H * D;
     /* x [T, W], qkv [T, (H + 2 Hkv) D], attended [T, H D], o [T, W] (o's rows, then down's), m [T, I] */
-    uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD + (n[3] ? I : 0))));
+    uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD + (n[DOWN] ? I : 0))));
     if (!x) return PyErr_NoMemory();
     uint16_t *qkv = x + T * W, *attended = qkv + T * qkv_n, *o = attended + T * HD, *m = o + T * W;
     int failed;
     Py_BEGIN_ALLOW_THREADS;
     rms_rows(h, T, W, in_w, (float)f[0], x);
-    failed = linear_rows((int)forms[0], x, T, W, qkv_parts, (int)n[0], qkv_n, qkv, threads, vnni);
+    failed = linear_rows((int)forms[QKV], x, T, W, parts[QKV], (int)n[QKV], cols[QKV], qkv, qkv_n, threads, vnni);
+    if (!failed && n[QKV_REST])
+        failed = linear_rows((int)forms[QKV_REST], x, T, W, parts[QKV_REST], (int)n[QKV_REST], cols[QKV_REST],
+                             qkv + cols[QKV], qkv_n, threads, vnni);
     if (!failed && bias)
         for (int64_t t = 0; t < T; t++)
             for (int64_t j = 0; j < qkv_n; j++)
                 qkv[t * qkv_n + j] = f32_to_bf16(bf16_to_f32(qkv[t * qkv_n + j]) + bf16_to_f32(bias[j]));
     if (!failed)
         failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended);
-    if (!failed) failed = linear_rows((int)forms[1], attended, T, HD, o_parts, (int)n[1], o_n, o, threads, vnni);
+    if (!failed) failed = linear_rows((int)forms[O], attended, T, HD, parts[O], (int)n[O], W, o, W, threads, vnni);
     if (!failed) {
         for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
         rms_rows(h, T, W, post_w, (float)f[1], x);
-        failed = linear_rows((int)forms[2], x, T, W, gu_parts, (int)n[2], gu_n, gate_up, threads, vnni);
+        failed = linear_rows((int)forms[GATE_UP], x, T, W, parts[GATE_UP], (int)n[GATE_UP], gu_n, gate_up, gu_n,
+                             threads, vnni);
     }
-    if (!failed && n[3]) {
+    if (!failed && n[DOWN]) {
         silu_mul_rows(gate_up, T, I, m);
-        failed = linear_rows((int)forms[3], m, T, I, down_parts, (int)n[3], W, o, threads, vnni);
+        failed = linear_rows((int)forms[DOWN], m, T, I, parts[DOWN], (int)n[DOWN], W, o, W, threads, vnni);
         if (!failed)
             for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
     }
