@@ -137,14 +137,15 @@ class _Layer:
         self.gqa: object = ASK  # ``direct_gqa``'s answer, asked on the first pass
         # the rotary, the cache write and the attention rows in one kernel call (``attend_layer``):
         # with q | k | v from SpecChat's kernels (so bf16 rows) and heads the attention kernel takes
-        qkv_native = runs is not None and len(runs) <= 2
+        qkv_native = runs is not None and len(runs) <= 2  # at most the two calls ``decoder_layer`` takes
         self.one_call = qkv_native and attend_takes(self.q_heads, self.heads[1], self.head_dim, gqa=True)
         # and where every part of it is SpecChat's kernel, the layer in one call: all of it where its
         # activation is SiLU computed with torch's bits (``_silu_in_c``), else up to its activation
         heads = (self.q_heads, self.heads[1])
         down = self.down_kernel if self.silu and _silu_in_c(self.intermediate) else None
-        made = _decoder_layer(layer, runs, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
-        self.block = made
+        self.block = (
+            _decoder_layer(layer, runs, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
+        )
 
     def in_one_call(self, kv: Any) -> bool:
         """Whether this pass's attention runs as ``attend_layer``: the rows ``rows_sdpa`` would give
