@@ -867,3 +867,14 @@ def test_the_silu_check_fails_on_one_wrong_bit(monkeypatch):
         assert calls.silu_mul_is_torchs() is False
     finally:
         calls.silu_mul_is_torchs.cache_clear()
+
+
+def test_without_the_kernels_the_silu_check_says_no_instead_of_raising(monkeypatch):
+    """A machine without a C compiler (``SPECCHAT_KERNELS=torch``) builds lean passes too: asked
+    there, the check answers False."""
+    monkeypatch.setattr(native, "kernels", lambda: None)
+    calls.silu_mul_is_torchs.cache_clear()
+    try:
+        assert calls.silu_mul_is_torchs() is False
+    finally:
+        calls.silu_mul_is_torchs.cache_clear()

@@ -142,7 +142,8 @@ class _Layer:
         # and where every part of it is SpecChat's kernel, the layer in one call: all of it where its
         # activation is SiLU computed with torch's bits (``_silu_in_c``), else up to its activation
         heads = (self.q_heads, self.heads[1])
-        down = self.down_kernel if self.silu and _silu_in_c(self.intermediate) else None
+        whole = self.silu and self.down_kernel is not None and _silu_in_c(self.intermediate)
+        down = self.down_kernel if whole else None
         self.block = (
             _decoder_layer(layer, runs, gate_up, down, heads, self.head_dim, self.scaling) if self.one_call else None
         )

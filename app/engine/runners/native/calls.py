@@ -352,7 +352,9 @@ def silu_mul_is_torchs() -> bool:
     """Whether ``silu_mul`` gives torch's own bits here: SiLU of every one of the 65,536 bf16 values
     (NaNs as NaNs), each times an up value, against ``F.silu(gate).mul_(up)`` on one torch thread
     (the lean pass's own call). Asked once per process: torch's SiLU is its vectorized exp, which
-    a build of torch could change."""
+    a build of torch could change. False where SpecChat's kernels are not built."""
+    if native.kernels() is None:
+        return False
     every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(BF16).reshape(256, 256)
     up = torch.linspace(-3.0, 3.0, 256, dtype=torch.float32).to(BF16).expand(256, 256)
     with torch.inference_mode(), torch_threads(1):
