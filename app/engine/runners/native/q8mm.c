@@ -1003,6 +1003,11 @@ static PyObject *silu_mul(PyObject *self, PyObject *const *args, Py_ssize_t narg
 enum { BLOCK_FLOATS = 3, BLOCK_INTS = 29, BLOCK_LINEARS = 5, MAX_BLOCK_PARTS = BLOCK_LINEARS * MAX_PARTS };
 enum { QKV, QKV_REST, O, GATE_UP, DOWN }; /* a layer's linears, in the order of their forms, counts and parts */
 
+/* the residual add the lean pass makes with torch's bf16 add_: h += y, each sum in fp32 rounded to bf16 */
+static void add_rows(uint16_t *h, const uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(y[i]));
+}
+
 static int block_parts(const int64_t *a, int n, int form, Part *parts, int64_t *total) {
     *total = 0;
     for (int i = 0; i < n; i++) {
@@ -1051,13 +1056,11 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     Part parts[BLOCK_LINEARS][MAX_PARTS];
     int64_t cols[BLOCK_LINEARS];
     const int64_t *p = a + BLOCK_INTS;
+    int bad = 0;
     for (int i = 0; i < BLOCK_LINEARS; p += 3 * n[i], i++)
-        if (block_parts(p, (int)n[i], (int)forms[i], parts[i], &cols[i])) {
-            PyErr_SetString(PyExc_ValueError, "decoder_layer: bad weights");
-            return NULL;
-        }
+        bad |= block_parts(p, (int)n[i], (int)forms[i], parts[i], &cols[i]);
     const int64_t qkv_n = cols[QKV] + cols[QKV_REST];
-    if (qkv_n != (H + 2 * Hkv) * D || cols[O] != W) {
+    if (bad || qkv_n != (H + 2 * Hkv) * D || cols[O] != W) {
         PyErr_SetString(PyExc_ValueError, "decoder_layer: bad weights");
         return NULL;
     }
@@ -1094,7 +1097,7 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
         failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended);
     if (!failed) failed = linear_rows((int)forms[O], attended, T, HD, parts[O], (int)n[O], W, o, W, threads, vnni);
     if (!failed) {
-        for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
+        add_rows(h, o, T * W);
         rms_rows(h, T, W, post_w, (float)f[1], x);
         failed = linear_rows((int)forms[GATE_UP], x, T, W, parts[GATE_UP], (int)n[GATE_UP], gu_n, gate_up, gu_n,
                              threads, vnni);
@@ -1102,8 +1105,7 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!failed && n[DOWN]) {
         silu_mul_rows(gate_up, T, I, m);
         failed = linear_rows((int)forms[DOWN], m, T, I, parts[DOWN], (int)n[DOWN], W, o, W, threads, vnni);
-        if (!failed)
-            for (int64_t i = 0; i < T * W; i++) h[i] = f32_to_bf16(bf16_to_f32(h[i]) + bf16_to_f32(o[i]));
+        if (!failed) add_rows(h, o, T * W);
     }
     Py_END_ALLOW_THREADS;
     free(x);
