@@ -159,7 +159,7 @@ class ArmConditions:
         return max(0.0, self.other_load + self.threads - self.cores)
 
 
-KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid"]
+KReason = Literal["drafting", "gain_below_margin", "probe", "catch_up_not_repaid", "slower_in_answer"]
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,9 @@ class KDecision:
     one plain target pass). ``reason``: ``drafting`` (the best k pays), ``gain_below_margin``
     (no k > 0 was predicted to gain the chooser's margin: ``best_gain`` < 1.03),
     ``probe`` (one draft verified against the odds, to re-measure stale evidence),
-    ``catch_up_not_repaid`` (a draft model would first have had to prefill the prompt)."""
+    ``catch_up_not_repaid`` (a draft model would first have had to prefill the prompt),
+    ``slower_in_answer`` (this answer's own drafting passes had measured slower than plain steps:
+    ``realized``; plain steps for the rest of the answer)."""
 
     k: int
     reason: KReason
@@ -177,6 +179,9 @@ class KDecision:
     best_gain: float  # that k's predicted tokens per second over a plain step
     draft_cost: float  # one draft step ÷ a plain pass (0: the drafts were already made)
     pass_cost: float  # a pass verifying best_k drafts ÷ a plain pass
+    # slower_in_answer: the answer's drafting passes until then, the plain steps their tokens would
+    # have taken ÷ the time they took (``cost.AnswerLedger``; < 1: slower than plain decoding)
+    realized: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (_finite(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}

@@ -53,11 +53,11 @@
     </message>
     <message>
         <source>Why?</source>
-        <translation>Pourquoi&#xa0;?</translation>
+        <translation>Pourquoi ?</translation>
     </message>
     <message>
         <source>Why was this answer faster or slower? Acceptance, costs, charts</source>
-        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente&#xa0;? Acceptation, coûts, graphiques</translation>
+        <translation>Pourquoi cette réponse a-t-elle été plus rapide ou plus lente ? Acceptation, coûts, graphiques</translation>
     </message>
     <message>
         <source>Try drafters…</source>
@@ -147,7 +147,7 @@
     </message>
     <message>
         <source>What if the draft agreed more often?</source>
-        <translation>Et si le brouillon concordait plus souvent&#xa0;?</translation>
+        <translation>Et si le brouillon concordait plus souvent ?</translation>
     </message>
     <message>
         <source>acceptance α</source>
@@ -225,7 +225,7 @@
         <translation>Cette réponse a été enregistrée sans ses réglages : régénérez-la plutôt.</translation>
     </message>
     <message>
-        <source>This answer&apos;s saved settings are damaged ({0}): regenerate it instead.</source>
+        <source>This answer's saved settings are damaged ({0}): regenerate it instead.</source>
         <translation>Les réglages enregistrés de cette réponse sont abîmés ({0}) : régénérez-la plutôt.</translation>
     </message>
     <message>
@@ -336,7 +336,7 @@
     </message>
     <message>
         <source>slower decoding: {ratio} the plain speed</source>
-        <translation>décodage plus lent&#xa0;: {ratio} la vitesse simple</translation>
+        <translation>décodage plus lent : {ratio} la vitesse simple</translation>
     </message>
     <message>
         <source>decoding about as fast ({ratio})</source>
@@ -351,27 +351,27 @@
         <translation>vitesse non comparable</translation>
     </message>
     <message>
-        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine&apos;s load changed between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.</source>
-        <translation>L&apos;accélération du décodage mesurée, {ratio}, n&apos;est pas présentée comme un résultat : la charge de la machine a changé entre l&apos;exécution avec spéculation et celle sans ({evidence}). Comparez à nouveau sur une machine plus calme.</translation>
+        <source>The decode speed-up measured {ratio}, which is not shown as a result: the machine's load changed between the run with speculation and the run without ({evidence}). Compare again on a quieter machine.</source>
+        <translation>L'accélération du décodage mesurée, {ratio}, n'est pas présentée comme un résultat : la charge de la machine a changé entre l'exécution avec spéculation et celle sans ({evidence}). Comparez à nouveau sur une machine plus calme.</translation>
     </message>
     <message>
         <source>The decode speed-up measured {ratio}, above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one): the runs did not run under like conditions, so it is not shown as a result. Compare again.</source>
-        <translation>L&apos;accélération du décodage mesurée, {ratio}, dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) : les exécutions n&apos;ont pas eu lieu dans les mêmes conditions, elle n&apos;est donc pas présentée comme un résultat. Comparez à nouveau.</translation>
+        <translation>L'accélération du décodage mesurée, {ratio}, dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) : les exécutions n'ont pas eu lieu dans les mêmes conditions, elle n'est donc pas présentée comme un résultat. Comparez à nouveau.</translation>
     </message>
     <message>
         <source>a plain pass timed before each run: {value} of the other</source>
-        <translation>une passe simple chronométrée avant chaque exécution : {value} de l&apos;autre</translation>
+        <translation>une passe simple chronométrée avant chaque exécution : {value} de l'autre</translation>
     </message>
     <message>
         <source>the same one-token pass inside each run: {value} of the other</source>
-        <translation>la même passe d&apos;un jeton dans chaque exécution : {value} de l&apos;autre</translation>
+        <translation>la même passe d'un jeton dans chaque exécution : {value} de l'autre</translation>
     </message>
     <message>
         <source>other processes: {before} then {after} busy cores</source>
         <translation>autres processus : {before} puis {after} cœurs occupés</translation>
     </message>
     <message>
-        <source>Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer&apos;s own stats line); the speed-ups divide the first column by the second.</source>
+        <source>Both columns are fresh reruns of this answer (their speeds and drafts can differ from the answer's own stats line); the speed-ups divide the first column by the second.</source>
         <translation>Les deux colonnes sont de nouvelles exécutions de cette réponse (leurs vitesses et brouillons peuvent différer de la ligne de statistiques de la réponse) ; les accélérations divisent la première colonne par la seconde.</translation>
     </message>
     <message>
@@ -392,43 +392,43 @@
     </message>
     <message>
         <source>Both runs produced exactly the same tokens: speculation changed the speed, not the answer.</source>
-        <translation>Les deux exécutions ont produit exactement les mêmes jetons&#xa0;: la spéculation a changé la vitesse, pas la réponse.</translation>
+        <translation>Les deux exécutions ont produit exactement les mêmes jetons : la spéculation a changé la vitesse, pas la réponse.</translation>
     </message>
     <message>
-        <source>{where}, where the target&apos;s two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
-        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top})&#xa0;: une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
+        <source>{where}, where the target's two best tokens were only {margin} logits apart, within {threshold} ({steps} steps of {dtype} at a logit of {top}): a near tie resolved differently by batched arithmetic — numerics, not a bug.</source>
+        <translation>{where}, où les deux meilleurs jetons du modèle cible n’étaient séparés que de {margin} logits, moins de {threshold} ({steps} pas de {dtype} à un logit de {top}) : une quasi-égalité tranchée différemment par le calcul par lots — une question de précision numérique, pas un bug.</translation>
     </message>
     <message>
         <source>{where}. These answers were sampled without seed-invariant mode, so different text is expected; the distribution is the same.</source>
-        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal&#xa0;; la distribution est la même.</translation>
+        <translation>{where}. Ces réponses ont été échantillonnées sans le mode invariant à la graine, un texte différent est donc normal ; la distribution est la même.</translation>
     </message>
     <message>
         <source>{where}, where the target was confident: its two best tokens were {margin} logits apart, more than {dtype} rounding can flip ({threshold}). Greedy decoding should never diverge like this: this looks like a bug, please report it.</source>
-        <translation>{where}, alors que le modèle cible était sûr de lui&#xa0;: ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi&#xa0;: cela ressemble à un bug, merci de le signaler.</translation>
+        <translation>{where}, alors que le modèle cible était sûr de lui : ses deux meilleurs jetons étaient séparés de {margin} logits, plus que ce que l’arrondi {dtype} peut inverser ({threshold}). Le décodage glouton ne devrait jamais diverger ainsi : cela ressemble à un bug, merci de le signaler.</translation>
     </message>
     <message>
-        <source>{where} (the target&apos;s two best tokens {margin} logits apart). Both runs verified on exact kernels, where a checked block gives the very logits of one-token decoding, so greedy answers cannot differ, not even at a near tie: this is a defect, please report it.</source>
-        <translation>{where} (les deux meilleurs jetons de la cible à {margin} logits l&apos;un de l&apos;autre). Les deux exécutions ont vérifié avec des noyaux exacts, où un bloc vérifié donne exactement les logits du décodage jeton par jeton : des réponses gloutonnes ne peuvent pas différer, même à une quasi-égalité. C&apos;est un défaut, merci de le signaler.</translation>
+        <source>{where} (the target's two best tokens {margin} logits apart). Both runs verified on exact kernels, where a checked block gives the very logits of one-token decoding, so greedy answers cannot differ, not even at a near tie: this is a defect, please report it.</source>
+        <translation>{where} (les deux meilleurs jetons de la cible à {margin} logits l'un de l'autre). Les deux exécutions ont vérifié avec des noyaux exacts, où un bloc vérifié donne exactement les logits du décodage jeton par jeton : des réponses gloutonnes ne peuvent pas différer, même à une quasi-égalité. C'est un défaut, merci de le signaler.</translation>
     </message>
     <message>
         <source>Speculation was slower here: only {acceptance} of the drafts were accepted ({per_pass} tokens per target pass), too few to pay for drafting and verifying them.</source>
-        <translation>La spéculation a été plus lente ici&#xa0;: seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
+        <translation>La spéculation a été plus lente ici : seuls {acceptance} des brouillons ont été acceptés ({per_pass} jetons par passe du modèle cible), trop peu pour compenser le coût de leur génération et de leur vérification.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: each step spent as long drafting as {overhead} plain target steps ({c} per draft), which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : chaque étape a passé autant de temps à générer les brouillons que {overhead} étapes simples du modèle cible ({c} par brouillon), ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>Speculation was slower here although {acceptance} of the drafts were accepted: one verify pass over the drafts cost {v} plain target steps, which ate the gain of {per_pass} tokens per target pass.</source>
-        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés&#xa0;: une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
+        <translation>La spéculation a été plus lente ici bien que {acceptance} des brouillons aient été acceptés : une passe de vérification des brouillons a coûté {v} étapes simples du modèle cible, ce qui a absorbé le gain de {per_pass} jetons par passe du modèle cible.</translation>
     </message>
     <message>
         <source>This answer was saved without a record of the models that made it, so both runs were made again with the models loaded now ({now}).</source>
-        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite&#xa0;: les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
+        <translation>Cette réponse a été enregistrée sans indiquer les modèles qui l’ont produite : les deux exécutions ont donc été refaites avec les modèles chargés actuellement ({now}).</translation>
     </message>
     <message>
         <source>This answer was made by {then}; the models loaded now are {now}. Both runs were made again with the loaded models: this compares them, not the stored answer.</source>
-        <translation>Cette réponse a été produite par {then}&#xa0;; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés&#xa0;: cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
+        <translation>Cette réponse a été produite par {then} ; les modèles chargés actuellement sont {now}. Les deux exécutions ont été refaites avec les modèles chargés : cette comparaison porte sur eux, pas sur la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The run with speculation differs from the stored answer from token {token}, although the same models and settings made both.</source>
@@ -436,23 +436,23 @@
     </message>
     <message>
         <source>This answer was sampled with automatic k, which does not repeat an answer from its seed (the draws depend on how many drafts each step verified): the runs are new samples, not a check of the stored answer.</source>
-        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape)&#xa0;: les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
+        <translation>Cette réponse a été échantillonnée avec k automatique, qui ne redonne pas une réponse à partir de sa graine (les tirages dépendent du nombre de brouillons vérifiés à chaque étape) : les deux exécutions sont de nouveaux échantillons, pas une vérification de la réponse enregistrée.</translation>
     </message>
     <message>
         <source>The speculative endpoint ({server}) drafted nothing for this conversation: it may not be started with speculation, or its drafter found nothing to propose.</source>
-        <translation>Le point d&apos;accès spéculatif ({server}) n&apos;a rien proposé pour cette conversation : il n&apos;est peut-être pas lancé avec la spéculation, ou son brouillon n&apos;a rien trouvé à proposer.</translation>
+        <translation>Le point d'accès spéculatif ({server}) n'a rien proposé pour cette conversation : il n'est peut-être pas lancé avec la spéculation, ou son brouillon n'a rien trouvé à proposer.</translation>
     </message>
     <message>
         <source>The speculative endpoint ({server}) sent no speculation figures: start vLLM with --speculative-config and {flag} to see what it drafted.</source>
-        <translation>Le point d&apos;accès spéculatif ({server}) n&apos;a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu&apos;il a proposé.</translation>
+        <translation>Le point d'accès spéculatif ({server}) n'a envoyé aucun chiffre de spéculation : lancez vLLM avec --speculative-config et {flag} pour voir ce qu'il a proposé.</translation>
     </message>
     <message>
         <source>The plain endpoint ({server}) drafted too ({accepted} of {drafted} drafts accepted): this compares two speculative servers, not with and without.</source>
-        <translation>Le point d&apos;accès sans spéculation ({server}) a aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : ceci compare deux serveurs spéculatifs, pas avec et sans.</translation>
+        <translation>Le point d'accès sans spéculation ({server}) a aussi proposé des brouillons ({accepted} acceptés sur {drafted}) : ceci compare deux serveurs spéculatifs, pas avec et sans.</translation>
     </message>
     <message>
         <source>{server} reports no speculation figures: SpecChat cannot tell whether it drafted.</source>
-        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s&apos;il a proposé des brouillons.</translation>
+        <translation>{server} ne donne aucun chiffre de spéculation : SpecChat ne peut pas savoir s'il a proposé des brouillons.</translation>
     </message>
     <message>
         <source>Both arms name the same server and model: nothing tells them apart.</source>
@@ -535,7 +535,7 @@
         <translation>recherche dans le prompt</translation>
     </message>
     <message>
-        <source>the server&apos;s drafter</source>
+        <source>the server's drafter</source>
         <translation>le brouillon du serveur</translation>
     </message>
     <message>
@@ -548,11 +548,11 @@
     </message>
     <message>
         <source>draft model: {0} + lookup</source>
-        <translation>modèle brouillon&#xa0;: {0} + recherche</translation>
+        <translation>modèle brouillon : {0} + recherche</translation>
     </message>
     <message>
         <source>draft model: {0}</source>
-        <translation>modèle brouillon&#xa0;: {0}</translation>
+        <translation>modèle brouillon : {0}</translation>
     </message>
     <message>
         <source>Converting GGUF (first load only)…</source>
@@ -564,7 +564,7 @@
     </message>
     <message>
         <source>The cached form of {0} is damaged ({1}); converting it again…</source>
-        <translation>La forme en cache de {0} est endommagée ({1})&#xa0;; nouvelle conversion…</translation>
+        <translation>La forme en cache de {0} est endommagée ({1}) ; nouvelle conversion…</translation>
     </message>
     <message>
         <source>Loading tokenizer…</source>
@@ -606,15 +606,15 @@
         <translation>Le prompt est vide : écrivez quelque chose à envoyer.</translation>
     </message>
     <message>
-        <source>There is no model file or folder at &apos;{source}&apos;.</source>
+        <source>There is no model file or folder at '{source}'.</source>
         <translation>Il n’y a aucun fichier ni dossier de modèle à l’emplacement « {source} ».</translation>
     </message>
     <message>
-        <source>&apos;{source}&apos; is not a model folder: it has no config.json.</source>
+        <source>'{source}' is not a model folder: it has no config.json.</source>
         <translation>« {source} » n’est pas un dossier de modèle : il ne contient pas de config.json.</translation>
     </message>
     <message>
-        <source>&apos;{source}&apos; is neither a file or folder on this computer nor a model in the local Hugging Face cache (SpecChat loads offline, so download it first).</source>
+        <source>'{source}' is neither a file or folder on this computer nor a model in the local Hugging Face cache (SpecChat loads offline, so download it first).</source>
         <translation>« {source} » n’est ni un fichier ou dossier de cet ordinateur ni un modèle du cache Hugging Face local (SpecChat charge hors ligne : téléchargez-le d’abord).</translation>
     </message>
     <message>
@@ -661,7 +661,7 @@
     <name>ExplainDialog</name>
     <message>
         <source>Why was it faster or slower?</source>
-        <translation>Pourquoi plus rapide ou plus lent&#xa0;?</translation>
+        <translation>Pourquoi plus rapide ou plus lent ?</translation>
     </message>
     <message>
         <source>Run comparison</source>
@@ -728,7 +728,7 @@
         <translation>Non communiqué par le serveur</translation>
     </message>
     <message>
-        <source>what each pass cost (drafting and verifying): so no c, v, predicted speed-up or what-if curves are shown. Acceptance and tokens per pass are the server&apos;s counts.</source>
+        <source>what each pass cost (drafting and verifying): so no c, v, predicted speed-up or what-if curves are shown. Acceptance and tokens per pass are the server's counts.</source>
         <translation>ce qu’a coûté chaque passe (proposer et vérifier) : aucun c, v, gain prévu ni courbe « et si » n’est donc affiché. L’acceptation et les jetons par passe sont les décomptes du serveur.</translation>
     </message>
     <message>
@@ -740,11 +740,11 @@
         <translation>{0} sur {1} ({2})</translation>
     </message>
     <message>
-        <source>Drafts accepted, of proposed (the server&apos;s count)</source>
+        <source>Drafts accepted, of proposed (the server's count)</source>
         <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
     </message>
     <message>
-        <source>Decode tokens/s on the server&apos;s own clock</source>
+        <source>Decode tokens/s on the server's own clock</source>
         <translation>Jetons/s de décodage selon l’horloge du serveur</translation>
     </message>
     <message>
@@ -756,7 +756,7 @@
         <translation>Accélération du décodage, mesurée (cette exécution ÷ celle sans spéculation ; préremplissage exclu)</translation>
     </message>
     <message>
-        <source>{0}: not a result, the machine&apos;s load changed between the runs</source>
+        <source>{0}: not a result, the machine's load changed between the runs</source>
         <translation>{0} : pas un résultat, la charge de la machine a changé entre les exécutions</translation>
     </message>
     <message>
@@ -768,20 +768,20 @@
         <translation>non communiqué : un serveur ne dit pas ce que coûtent ses passes</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of the plain run&apos;s passes</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de l’exécution simple</translation>
+        <source>{0} ms: the mean of the plain run's passes</source>
+        <translation>{0} ms : la moyenne des passes de l’exécution simple</translation>
     </message>
     <message>
-        <source>{0} ms: the mean of this run&apos;s own passes that checked no draft (timed under the same load as its other passes)</source>
-        <translation>{0} ms&#xa0;: la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
+        <source>{0} ms: the mean of this run's own passes that checked no draft (timed under the same load as its other passes)</source>
+        <translation>{0} ms : la moyenne des passes de cette exécution qui n’ont vérifié aucun brouillon (mesurées sous la même charge que ses autres passes)</translation>
     </message>
     <message>
-        <source>{0} ms, from this answer&apos;s own passes that checked no draft (no comparison yet)</source>
+        <source>{0} ms, from this answer's own passes that checked no draft (no comparison yet)</source>
         <translation>{0} ms, d’après les passes de cette réponse qui n’ont vérifié aucun brouillon (pas encore de comparaison)</translation>
     </message>
     <message>
         <source>unknown: this answer has no plain pass; run a comparison to measure it</source>
-        <translation>inconnu&#xa0;: cette réponse n’a aucune passe simple&#xa0;; lancez une comparaison pour le mesurer</translation>
+        <translation>inconnu : cette réponse n’a aucune passe simple ; lancez une comparaison pour le mesurer</translation>
     </message>
     <message>
         <source>Acceptance</source>
@@ -800,31 +800,31 @@
         <translation>Et si : il faut le coût des passes, que le serveur ne communique pas</translation>
     </message>
     <message>
-        <source>Timeline: SpecChat&apos;s clock between the server&apos;s stream events (not its passes)</source>
+        <source>Timeline: SpecChat's clock between the server's stream events (not its passes)</source>
         <translation>Chronologie : l’horloge de SpecChat entre les événements du flux du serveur (pas ses passes)</translation>
     </message>
     <message>
         <source>What if: this run checked no drafts</source>
-        <translation>Et si&#xa0;: cette exécution n’a vérifié aucun brouillon</translation>
+        <translation>Et si : cette exécution n’a vérifié aucun brouillon</translation>
     </message>
     <message>
         <source>What if: needs the cost of a plain pass (run a comparison)</source>
-        <translation>Et si&#xa0;: nécessite le coût d’une passe simple (lancez une comparaison)</translation>
+        <translation>Et si : nécessite le coût d’une passe simple (lancez une comparaison)</translation>
     </message>
 </context>
 <context>
     <name>Explanation</name>
     <message>
         <source>No draft was checked in this run, so every target pass produced one token and speculation could not help.</source>
-        <translation>Aucun brouillon n’a été vérifié lors de cette exécution&#xa0;: chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
+        <translation>Aucun brouillon n’a été vérifié lors de cette exécution : chaque passe du modèle cible a donc produit un seul jeton et la spéculation n’a pas pu aider.</translation>
     </message>
     <message>
         <source>This answer was saved without its passes (by an older version): run a comparison to explain it.</source>
-        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure)&#xa0;: lancez une comparaison pour l’expliquer.</translation>
+        <translation>Cette réponse a été enregistrée sans ses passes (par une version antérieure) : lancez une comparaison pour l’expliquer.</translation>
     </message>
     <message>
         <source>The target agreed with the draft at {alpha} of the positions it checked (acceptance α; {tokens} tokens per target pass)</source>
-        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α&#xa0;; {tokens} jetons par passe du modèle cible)</translation>
+        <translation>Le modèle cible a été d’accord avec le brouillon à {alpha} des positions qu’il a vérifiées (acceptation α ; {tokens} jetons par passe du modèle cible)</translation>
     </message>
     <message>
         <source>a pass checking {k} drafts cost {verify} a plain step, and drafting them {draft}</source>
@@ -840,7 +840,7 @@
     </message>
     <message>
         <source>the server does not report what its passes cost, so no cost or predicted speed-up is shown</source>
-        <translation>le serveur ne dit pas ce que coûtent ses passes, donc aucun coût ni gain prévu n&apos;est affiché</translation>
+        <translation>le serveur ne dit pas ce que coûtent ses passes, donc aucun coût ni gain prévu n'est affiché</translation>
     </message>
     <message>
         <source>The server accepted {accepted} of the {proposed} drafts it proposed ({share}; {tokens} tokens per target pass); its stream did not say at which positions, so no acceptance α is shown</source>
@@ -864,59 +864,63 @@
     </message>
     <message>
         <source>so the decode speed-up Compare measured on fresh reruns was {ratio}</source>
-        <translation>donc l&apos;accélération du décodage mesurée par Comparer sur de nouvelles exécutions était de {ratio}</translation>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions était de {ratio}</translation>
     </message>
     <message>
         <source>so the decode speed-up Compare measured on fresh reruns was only {ratio}</source>
-        <translation>donc l&apos;accélération du décodage mesurée par Comparer sur de nouvelles exécutions n&apos;était que de {ratio}</translation>
+        <translation>donc l'accélération du décodage mesurée par Comparer sur de nouvelles exécutions n'était que de {ratio}</translation>
     </message>
     <message>
         <source>held back most by the drafts the target rejected</source>
         <translation>freinée surtout par les brouillons que la cible a rejetés</translation>
     </message>
     <message>
-        <source>The measured decode speed-up ({ratio}) is not a result: the machine&apos;s load changed between the runs with and without speculation.</source>
-        <translation>L&apos;accélération du décodage mesurée ({ratio}) n&apos;est pas un résultat : la charge de la machine a changé entre les exécutions avec et sans spéculation.</translation>
+        <source>The measured decode speed-up ({ratio}) is not a result: the machine's load changed between the runs with and without speculation.</source>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : la charge de la machine a changé entre les exécutions avec et sans spéculation.</translation>
     </message>
     <message>
         <source>The measured decode speed-up ({ratio}) is not a result: it is above the {ceiling} these passes allow (tokens per pass, each pass costing at least a plain one), so the runs did not run under like conditions.</source>
-        <translation>L&apos;accélération du décodage mesurée ({ratio}) n&apos;est pas un résultat : elle dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) ; les exécutions n&apos;ont donc pas eu lieu dans les mêmes conditions.</translation>
+        <translation>L'accélération du décodage mesurée ({ratio}) n'est pas un résultat : elle dépasse les {ceiling} que ces passes permettent (jetons par passe, chaque passe coûtant au moins une passe simple) ; les exécutions n'ont donc pas eu lieu dans les mêmes conditions.</translation>
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: no number of drafts was predicted to gain 3 % (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha} and a pass over them measured at {v} a plain step).</source>
         <translation>k auto a choisi de ne pas proposer de brouillon dans {count} passes sur {total} : aucun nombre de brouillons ne devait faire gagner 3 % (le meilleur : {gain} avec {k} brouillons, pour une acceptation supposée de {alpha} et une passe sur eux mesurée à {v} une étape simple).</translation>
     </message>
     <message>
-        <source>A draft step cost {c} of a plain target pass on the answer&apos;s clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass break even at an acceptance of {alpha}.</source>
-        <translation>Une étape de brouillon a coûté {c} d&apos;une passe simple de la cible sur l&apos;horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe sont à l&apos;équilibre pour une acceptation de {alpha}.</translation>
+        <source>Drafting measured slower than plain steps in this answer: its first {drafted} passes with drafts ran at {realized} their speed (acceptance {alpha}), so {count} of its {total} passes were plain steps.</source>
+        <translation>Dans cette réponse, les brouillons se sont révélés plus lents que les étapes simples : ses {drafted} premières passes avec brouillons ont tourné à {realized} de leur vitesse (acceptation {alpha}), donc {count} de ses {total} passes ont été des étapes simples.</translation>
     </message>
     <message>
-        <source>A draft step cost {c} of a plain target pass on the answer&apos;s clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass cannot break even, whatever the acceptance.</source>
-        <translation>Une étape de brouillon a coûté {c} d&apos;une passe simple de la cible sur l&apos;horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe ne peuvent pas être à l&apos;équilibre, quelle que soit l&apos;acceptation.</translation>
+        <source>A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass break even at an acceptance of {alpha}.</source>
+        <translation>Une étape de brouillon a coûté {c} d'une passe simple de la cible sur l'horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe sont à l'équilibre pour une acceptation de {alpha}.</translation>
+    </message>
+    <message>
+        <source>A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass cannot break even, whatever the acceptance.</source>
+        <translation>Une étape de brouillon a coûté {c} d'une passe simple de la cible sur l'horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe ne peuvent pas être à l'équilibre, quelle que soit l'acceptation.</translation>
     </message>
     <message>
         <source>No drafts used: plain steps only, because auto k predicted no gain from drafting (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha}, a draft step costing {c} of a plain pass).</source>
-        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le k automatique ne prévoyait aucun gain (au mieux {gain} avec {k} brouillons, pour une acceptation supposée de {alpha}, une étape de brouillon coûtant {c} d&apos;une passe simple).</translation>
+        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le k automatique ne prévoyait aucun gain (au mieux {gain} avec {k} brouillons, pour une acceptation supposée de {alpha}, une étape de brouillon coûtant {c} d'une passe simple).</translation>
     </message>
     <message>
         <source>No drafts used: plain steps only, because the draft model would first have had to read the whole prompt, which this answer could not repay.</source>
-        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le modèle brouillon aurait d&apos;abord dû lire toute l&apos;invite, ce que cette réponse n&apos;aurait pas remboursé.</translation>
+        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le modèle brouillon aurait d'abord dû lire toute l'invite, ce que cette réponse n'aurait pas remboursé.</translation>
     </message>
     <message>
         <source>No drafts used: plain steps only, because the drafter found nothing in the conversation to propose.</source>
-        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le brouillon n&apos;a rien trouvé à proposer dans la conversation.</translation>
+        <translation>Aucun brouillon utilisé : des étapes simples seulement, car le brouillon n'a rien trouvé à proposer dans la conversation.</translation>
     </message>
     <message>
         <source>The draft model sat this answer out: it would first have had to read the whole prompt, which this answer could not repay. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : il aurait d&apos;abord dû lire toute l&apos;invite, ce que cette réponse n&apos;aurait pas remboursé. La recherche a proposé seule les brouillons.</translation>
+        <translation>Le modèle brouillon n'a pas servi pour cette réponse : il aurait d'abord dû lire toute l'invite, ce que cette réponse n'aurait pas remboursé. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
         <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu&apos;aucun taux d&apos;acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
+        <translation>Le modèle brouillon n'a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'aucun taux d'acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
         <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n&apos;a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d&apos;une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu&apos;il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
+        <translation>Le modèle brouillon n'a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>
@@ -928,7 +932,7 @@
     </message>
     <message>
         <source>Auto k chose not to draft in {count} of {total} passes: the draft model would first have had to read the whole prompt, which the rest of this answer could not repay.</source>
-        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d&apos;abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
+        <translation>Le k automatique a choisi de ne rien proposer dans {count} passes sur {total} : le modèle brouillon aurait d'abord dû lire tout le prompt, ce que la suite de cette réponse ne pouvait pas rembourser.</translation>
     </message>
     <message>
         <source>{count} of the {total} accepted drafts came from an earlier conversation.</source>
@@ -958,11 +962,11 @@
         <translation>Assistant</translation>
     </message>
     <message>
-        <source>Export to a .md or .json file (got &apos;{0}&apos;).</source>
+        <source>Export to a .md or .json file (got '{0}').</source>
         <translation>Exportez vers un fichier .md ou .json (reçu : « {0} »).</translation>
     </message>
     <message>
-        <source>Could not export to &apos;{0}&apos;: {1}</source>
+        <source>Could not export to '{0}': {1}</source>
         <translation>Impossible d’exporter vers « {0} » : {1}</translation>
     </message>
 </context>
@@ -1030,7 +1034,7 @@
     </message>
     <message>
         <source>The latest conversation is large ({0}): click it in the list to open it.</source>
-        <translation>La dernière conversation est volumineuse ({0})&#xa0;: cliquez dessus dans la liste pour l’ouvrir.</translation>
+        <translation>La dernière conversation est volumineuse ({0}) : cliquez dessus dans la liste pour l’ouvrir.</translation>
     </message>
     <message>
         <source>Stop</source>
@@ -1094,7 +1098,7 @@
     </message>
     <message>
         <source>Target: {0} · Speculation off</source>
-        <translation>Cible&#xa0;: {0} · Spéculation désactivée</translation>
+        <translation>Cible : {0} · Spéculation désactivée</translation>
     </message>
     <message>
         <source>the server asked for could not be used (see Settings)</source>
@@ -1129,7 +1133,7 @@
         <translation>(auto : la forme exacte la plus rapide ici)</translation>
     </message>
     <message>
-        <source>draft {0} (measured cheapest: a step {1}× the next form&apos;s)</source>
+        <source>draft {0} (measured cheapest: a step {1}× the next form's)</source>
         <translation>brouillon {0} (mesuré le moins cher : un pas {1}× celui de la forme suivante)</translation>
     </message>
     <message>
@@ -1150,7 +1154,7 @@
     </message>
     <message>
         <source>{0} saved conversation(s) could not be read and were skipped; the files are kept:</source>
-        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s)&#xa0;; les fichiers sont conservés&#xa0;:</translation>
+        <translation>{0} conversation(s) enregistrée(s) n’ont pas pu être lue(s) et ont été ignorée(s) ; les fichiers sont conservés :</translation>
     </message>
     <message>
         <source>… and {0} more</source>
@@ -1315,7 +1319,7 @@
     </message>
     <message>
         <source>How the weights are stored: a float type or a quantisation</source>
-        <translation>Format de stockage des poids&#xa0;: type flottant ou quantification</translation>
+        <translation>Format de stockage des poids : type flottant ou quantification</translation>
     </message>
     <message>
         <source>The longest conversation the model was built for, in tokens</source>
@@ -1363,7 +1367,7 @@
     </message>
     <message>
         <source>Target:</source>
-        <translation>Cible&#xa0;:</translation>
+        <translation>Cible :</translation>
     </message>
     <message>
         <source>Measure drafts</source>
@@ -1371,15 +1375,15 @@
     </message>
     <message>
         <source>Answer a short question ({0} tokens) with the target alone, then with prompt lookup and each compatible draft, on this computer, and rank them by the speed-up they predict. Loads each model once, in the background; takes seconds to minutes.</source>
-        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan&#xa0;; prend de quelques secondes à quelques minutes.</translation>
+        <translation>Répondre à une courte question ({0} jetons) avec le modèle cible seul, puis avec la recherche dans le prompt et chaque brouillon compatible, sur cet ordinateur, et les classer selon l’accélération prévue. Charge chaque modèle une fois, en arrière-plan ; prend de quelques secondes à quelques minutes.</translation>
     </message>
     <message>
         <source>Draft:</source>
-        <translation>Brouillon&#xa0;:</translation>
+        <translation>Brouillon :</translation>
     </message>
     <message>
         <source>Recent pairs:</source>
-        <translation>Paires récentes&#xa0;:</translation>
+        <translation>Paires récentes :</translation>
     </message>
     <message>
         <source>Use this pair</source>
@@ -1391,7 +1395,7 @@
     </message>
     <message>
         <source>Measuring {0} drafter(s) on this computer: a short answer with each…</source>
-        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur&#xa0;: une courte réponse avec chacun…</translation>
+        <translation>Mesure de {0} générateur(s) de brouillon sur cet ordinateur : une courte réponse avec chacun…</translation>
     </message>
     <message numerus="yes">
         <source>%n model(s) found</source>
@@ -1432,7 +1436,7 @@
         <translation>{0} : compatible (le même texte donne les mêmes identifiants de jetons)</translation>
     </message>
     <message>
-        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target&apos;s own tokenizer made.</source>
+        <source>No other model on this computer to check against {0}. Prompt lookup and earlier conversations need no second model: they copy text the target's own tokenizer made.</source>
         <translation>Aucun autre modèle sur cet ordinateur à vérifier avec {0}. La recherche dans le prompt et les conversations antérieures n’ont pas besoin d’un second modèle : elles recopient du texte découpé par le tokenizer du modèle cible lui-même.</translation>
     </message>
     <message>
@@ -1441,7 +1445,7 @@
     </message>
     <message>
         <source>None was faster than the target alone: no drafter is suggested.</source>
-        <translation>Aucun n’a été plus rapide que le modèle cible seul&#xa0;: aucun générateur de brouillon n’est suggéré.</translation>
+        <translation>Aucun n’a été plus rapide que le modèle cible seul : aucun générateur de brouillon n’est suggéré.</translation>
     </message>
     <message>
         <source>{0}× (α {1})</source>
@@ -1469,11 +1473,11 @@
     </message>
     <message>
         <source>Measured here: {0}.</source>
-        <translation>Mesuré ici&#xa0;: {0}.</translation>
+        <translation>Mesuré ici : {0}.</translation>
     </message>
     <message>
         <source>Technical detail: {0}</source>
-        <translation>Détail technique&#xa0;: {0}</translation>
+        <translation>Détail technique : {0}</translation>
     </message>
     <message>
         <source>Measured on this computer: the target answered a short question ({0} tokens) alone, then with each drafter guessing {1} tokens ahead; the figure is the decode speed-up that run predicts over the target alone.</source>
@@ -1525,7 +1529,7 @@
     </message>
     <message>
         <source>Measured here: a predicted speed-up of {0}× at acceptance α {1} over {2} tokens.</source>
-        <translation>Mesuré ici&#xa0;: une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
+        <translation>Mesuré ici : une accélération prévue de {0}× pour une acceptation α de {1} sur {2} jetons.</translation>
     </message>
     <message>
         <source>(suggested)</source>
@@ -1540,8 +1544,8 @@
         <translation>Aucun brouillon</translation>
     </message>
     <message>
-        <source>Its context is {0} tokens, shorter than the target&apos;s {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
-        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1})&#xa0;: dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
+        <source>Its context is {0} tokens, shorter than the target's {1}: in longer conversations its guesses get poor, so speculation gains less (answers stay the same).</source>
+        <translation>Son contexte est de {0} jetons, plus court que celui du modèle cible ({1}) : dans les longues conversations, ses propositions deviennent médiocres et la spéculation rapporte moins (les réponses restent les mêmes).</translation>
     </message>
     <message>
         <source>{0} compatible, {1} not.</source>
@@ -1549,7 +1553,7 @@
     </message>
     <message>
         <source>Prompt lookup drafts by copying from the conversation; it needs no second model.</source>
-        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation&#xa0;; elle ne nécessite pas de second modèle.</translation>
+        <translation>La recherche dans le prompt produit ses brouillons en copiant la conversation ; elle ne nécessite pas de second modèle.</translation>
     </message>
     <message>
         <source>Without a drafter the target writes every token itself.</source>
@@ -1603,7 +1607,7 @@
         <translation>Serveur</translation>
     </message>
     <message>
-        <source>Time to first token (SpecChat&apos;s clock)</source>
+        <source>Time to first token (SpecChat's clock)</source>
         <translation>Délai du premier jeton (horloge de SpecChat)</translation>
     </message>
     <message>
@@ -1611,19 +1615,19 @@
         <translation>{0} s</translation>
     </message>
     <message>
-        <source>Decode tokens/s (SpecChat&apos;s clock)</source>
+        <source>Decode tokens/s (SpecChat's clock)</source>
         <translation>Jetons/s de décodage (horloge de SpecChat)</translation>
     </message>
     <message>
-        <source>Decode tokens/s (the server&apos;s clock, predicted_ms)</source>
+        <source>Decode tokens/s (the server's clock, predicted_ms)</source>
         <translation>Jetons/s de décodage (horloge du serveur, predicted_ms)</translation>
     </message>
     <message>
-        <source>Drafts accepted, of proposed (the server&apos;s count)</source>
+        <source>Drafts accepted, of proposed (the server's count)</source>
         <translation>Brouillons acceptés, sur proposés (décompte du serveur)</translation>
     </message>
     <message>
-        <source>Speculative passes (the server&apos;s count)</source>
+        <source>Speculative passes (the server's count)</source>
         <translation>Passes spéculatives (décompte du serveur)</translation>
     </message>
     <message>
@@ -1654,7 +1658,7 @@
 <context>
     <name>ServerSettings</name>
     <message>
-        <source>The server&apos;s URL</source>
+        <source>The server's URL</source>
         <translation>L’URL du serveur</translation>
     </message>
     <message>
@@ -1682,7 +1686,7 @@
         <translation>{0} contient un nom d’utilisateur ou un mot de passe : retirez-le et nommez plutôt une variable d’environnement qui contient la clé d’API (le fichier de réglages le garderait).</translation>
     </message>
     <message>
-        <source>{0} must not carry a query (?…) or a fragment (#…): the server&apos;s address only.</source>
+        <source>{0} must not carry a query (?…) or a fragment (#…): the server's address only.</source>
         <translation>{0} ne doit porter ni requête (?…) ni fragment (#…) : seulement l’adresse du serveur.</translation>
     </message>
     <message>
@@ -1697,7 +1701,7 @@
         <translation>Cet ordinateur (les modèles de l’onglet Modèles)</translation>
     </message>
     <message>
-        <source>A server (OpenAI-compatible: llama.cpp&apos;s llama-server, vLLM)</source>
+        <source>A server (OpenAI-compatible: llama.cpp's llama-server, vLLM)</source>
         <translation>Un serveur (compatible OpenAI : llama-server de llama.cpp, vLLM)</translation>
     </message>
     <message>
@@ -1709,11 +1713,11 @@
         <translation>SpecChat envoie la conversation au serveur à cette adresse et montre ce qu’il répond et ce qu’il dit de ses brouillons. Rien n’est envoyé ailleurs.</translation>
     </message>
     <message>
-        <source>The server&apos;s address: http:// or https://, a host and a port.</source>
+        <source>The server's address: http:// or https://, a host and a port.</source>
         <translation>L’adresse du serveur : http:// ou https://, un hôte et un port.</translation>
     </message>
     <message>
-        <source>(the server&apos;s only model)</source>
+        <source>(the server's only model)</source>
         <translation>(le seul modèle du serveur)</translation>
     </message>
     <message>
@@ -1741,15 +1745,15 @@
         <translation>(vide : le même serveur, avec le modèle ci-dessous)</translation>
     </message>
     <message>
-        <source>Compare needs a second endpoint that does not speculate: neither llama.cpp nor vLLM turns speculation off for one request. Another server&apos;s URL, or empty for a llama.cpp router serving both variants.</source>
+        <source>Compare needs a second endpoint that does not speculate: neither llama.cpp nor vLLM turns speculation off for one request. Another server's URL, or empty for a llama.cpp router serving both variants.</source>
         <translation>Comparer demande un second point d’accès qui ne spécule pas : ni llama.cpp ni vLLM ne coupent la spéculation pour une seule requête. L’URL d’un autre serveur, ou vide pour un routeur llama.cpp qui sert les deux variantes.</translation>
     </message>
     <message>
-        <source>(that server&apos;s only model)</source>
+        <source>(that server's only model)</source>
         <translation>(le seul modèle de ce serveur)</translation>
     </message>
     <message>
-        <source>The plain endpoint&apos;s model name (a router&apos;s plain variant).</source>
+        <source>The plain endpoint's model name (a router's plain variant).</source>
         <translation>Le nom du modèle du point d’accès simple (la variante simple d’un routeur).</translation>
     </message>
     <message>
@@ -1781,7 +1785,7 @@
         <translation>Modèle simple :</translation>
     </message>
     <message>
-        <source>The plain server&apos;s URL</source>
+        <source>The plain server's URL</source>
         <translation>L’URL du serveur simple</translation>
     </message>
     <message>
@@ -1887,12 +1891,12 @@
         <translation>Des valeurs enregistrées hors de ce que cet ordinateur ou ces réglages permettent ont été ramenées dans les limites : {0}.</translation>
     </message>
     <message>
-        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32&apos;s.</source>
+        <source>On this CPU ({0}) bfloat16 runs the fast kernels in bf16: half the memory of float32 and faster, with answers slightly different from float32's.</source>
         <translation>Sur ce processeur ({0}), bfloat16 fait tourner les noyaux rapides en bf16 : moitié moins de mémoire que float32 et plus rapide, avec des réponses légèrement différentes de celles de float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) bfloat16 gains nothing: it has no bf16 matrix instructions, so the weights are computed in fp32, as fast and about as large as float32.</source>
-        <translation>Sur ce processeur ({0}), bfloat16 n&apos;apporte rien : il n&apos;a pas d&apos;instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu&apos;en float32.</translation>
+        <translation>Sur ce processeur ({0}), bfloat16 n'apporte rien : il n'a pas d'instructions matricielles bf16, donc les poids sont calculés en fp32, aussi vite et à peu près aussi gros qu'en float32.</translation>
     </message>
     <message>
         <source>On this CPU ({0}) the fast kernels cannot run: bfloat16 halves the memory but runs on slow stock kernels.</source>
@@ -1927,16 +1931,16 @@
         <translation>int8 (poids quantifiés)</translation>
     </message>
     <message>
-        <source>The form the target&apos;s weights are computed in. int4 and int8 keep the weights quantized (a float model is quantized by SpecChat at load) and compute the rest in bf16; bf16 and fp32 keep them as floats. Every form offered here is exact: a verified block gives the same logits as one-token decoding, so speculation never changes the answer. auto times the forms at load and keeps the fastest (the status bar says which). With auto, a data type other than auto decides instead.</source>
-        <translation>La forme dans laquelle les poids de la cible sont calculés. int4 et int8 gardent les poids quantifiés (un modèle en flottants est quantifié par SpecChat au chargement) et calculent le reste en bf16 ; bf16 et fp32 les gardent en flottants. Chaque forme proposée ici est exacte : un bloc vérifié donne les mêmes logits que le décodage jeton par jeton, donc la spéculation ne change jamais la réponse. auto chronomètre les formes au chargement et garde la plus rapide (la barre d&apos;état dit laquelle). Avec auto, un type de données autre qu&apos;auto décide à sa place.</translation>
+        <source>The form the target's weights are computed in. int4 and int8 keep the weights quantized (a float model is quantized by SpecChat at load) and compute the rest in bf16; bf16 and fp32 keep them as floats. Every form offered here is exact: a verified block gives the same logits as one-token decoding, so speculation never changes the answer. auto times the forms at load and keeps the fastest (the status bar says which). With auto, a data type other than auto decides instead.</source>
+        <translation>La forme dans laquelle les poids de la cible sont calculés. int4 et int8 gardent les poids quantifiés (un modèle en flottants est quantifié par SpecChat au chargement) et calculent le reste en bf16 ; bf16 et fp32 les gardent en flottants. Chaque forme proposée ici est exacte : un bloc vérifié donne les mêmes logits que le décodage jeton par jeton, donc la spéculation ne change jamais la réponse. auto chronomètre les formes au chargement et garde la plus rapide (la barre d'état dit laquelle). Avec auto, un type de données autre qu'auto décide à sa place.</translation>
     </message>
     <message>
         <source>auto (the cheapest draft step, measured at load)</source>
         <translation>auto (le pas de brouillon le moins cher, mesuré au chargement)</translation>
     </message>
     <message>
-        <source>The draft model&apos;s weights form. auto: on the CPU, the draft is built in each exact form (int4, int8, bf16, fp32), a few draft steps of each are timed, and the cheapest is kept (the status bar says which). int4 and int8 make the draft smaller and usually faster; the answer does not change, because the target checks every drafted token.</source>
-        <translation>La forme des poids du modèle brouillon. auto : sur le CPU, le brouillon est construit dans chaque forme exacte (int4, int8, bf16, fp32), quelques pas de brouillon de chacune sont chronométrés et la moins chère est gardée (la barre d&apos;état dit laquelle). int4 et int8 rendent le brouillon plus petit et en général plus rapide ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
+        <source>The draft model's weights form. auto: on the CPU, the draft is built in each exact form (int4, int8, bf16, fp32), a few draft steps of each are timed, and the cheapest is kept (the status bar says which). int4 and int8 make the draft smaller and usually faster; the answer does not change, because the target checks every drafted token.</source>
+        <translation>La forme des poids du modèle brouillon. auto : sur le CPU, le brouillon est construit dans chaque forme exacte (int4, int8, bf16, fp32), quelques pas de brouillon de chacune sont chronométrés et la moins chère est gardée (la barre d'état dit laquelle). int4 et int8 rendent le brouillon plus petit et en général plus rapide ; la réponse ne change pas, car la cible vérifie chaque jeton proposé.</translation>
     </message>
     <message>
         <source>Old .bin and .pt checkpoints are Python pickles, which can run code when opened. Only tick this for files you trust; .safetensors and .gguf files never need it.</source>
@@ -2079,7 +2083,7 @@
         <translation>Toujours prendre le jeton suivant le plus probable : une même question obtient la même réponse.</translation>
     </message>
     <message>
-        <source>Pick each next token at random, weighted by the model&apos;s probabilities: more varied answers.</source>
+        <source>Pick each next token at random, weighted by the model's probabilities: more varied answers.</source>
         <translation>Choisir chaque jeton suivant au hasard, pondéré par les probabilités du modèle : des réponses plus variées.</translation>
     </message>
     <message>
@@ -2099,7 +2103,7 @@
         <translation>La graine aléatoire : la même graine et les mêmes réglages redonnent la même réponse échantillonnée.</translation>
     </message>
     <message>
-        <source>Answers follow exactly the target model&apos;s probabilities; with speculation a seed may give another text.</source>
+        <source>Answers follow exactly the target model's probabilities; with speculation a seed may give another text.</source>
         <translation>Les réponses suivent exactement les probabilités du modèle cible ; avec la spéculation, une graine peut donner un autre texte.</translation>
     </message>
     <message>
@@ -2184,7 +2188,7 @@
     </message>
     <message>
         <source>These models could not be loaded: {0}</source>
-        <translation>Ces modèles n’ont pas pu être chargés&#xa0;: {0}</translation>
+        <translation>Ces modèles n’ont pas pu être chargés : {0}</translation>
     </message>
 </context>
 <context>
@@ -2218,7 +2222,7 @@
         <translation>sur le serveur {0}</translation>
     </message>
     <message>
-        <source>with the server&apos;s speculation</source>
+        <source>with the server's speculation</source>
         <translation>avec la spéculation du serveur</translation>
     </message>
     <message>
@@ -2255,11 +2259,11 @@
     </message>
     <message>
         <source>Context: {0} of {1} tokens ({2})</source>
-        <translation>Contexte&#xa0;: {0} jetons sur {1} ({2})</translation>
+        <translation>Contexte : {0} jetons sur {1} ({2})</translation>
     </message>
     <message>
         <source>The conversation fills {0} of the context window: start a new chat soon, or the next answers will be cut.</source>
-        <translation>La conversation occupe {0} de la fenêtre de contexte&#xa0;: commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
+        <translation>La conversation occupe {0} de la fenêtre de contexte : commencez bientôt une nouvelle conversation, sinon les prochaines réponses seront tronquées.</translation>
     </message>
     <message>
         <source>The context window is full: start a new chat (answers here will be cut).</source>
@@ -2330,7 +2334,7 @@
     </message>
     <message>
         <source>Done. Fastest: {0} (decode speed-up {1}).</source>
-        <translation>Terminé. Le plus rapide&#xa0;: {0} (accélération du décodage {1}).</translation>
+        <translation>Terminé. Le plus rapide : {0} (accélération du décodage {1}).</translation>
     </message>
     <message>
         <source>Acceptance α</source>
@@ -2480,15 +2484,15 @@
     </message>
     <message>
         <source>Target probability: {0}</source>
-        <translation>Probabilité selon le modèle cible&#xa0;: {0}</translation>
+        <translation>Probabilité selon le modèle cible : {0}</translation>
     </message>
     <message>
         <source>Draft probability: {0}</source>
-        <translation>Probabilité selon le brouillon&#xa0;: {0}</translation>
+        <translation>Probabilité selon le brouillon : {0}</translation>
     </message>
     <message>
         <source>Target top-1 margin (logits): {0}</source>
-        <translation>Marge du meilleur jeton du modèle cible (logits)&#xa0;: {0}</translation>
+        <translation>Marge du meilleur jeton du modèle cible (logits) : {0}</translation>
     </message>
 </context>
 <context>
@@ -2496,37 +2500,37 @@
     <message>
         <source>{0}B</source>
         <comment>billions of parameters</comment>
-        <translation>{0}&#xa0;Md</translation>
+        <translation>{0} Md</translation>
     </message>
     <message>
         <source>{0}M</source>
         <comment>millions of parameters</comment>
-        <translation>{0}&#xa0;M</translation>
+        <translation>{0} M</translation>
     </message>
     <message>
         <source>{0}K</source>
         <comment>thousands of parameters</comment>
-        <translation>{0}&#xa0;k</translation>
+        <translation>{0} k</translation>
     </message>
     <message>
         <source>{0} B</source>
         <comment>bytes</comment>
-        <translation>{0}&#xa0;o</translation>
+        <translation>{0} o</translation>
     </message>
     <message>
         <source>{0} KB</source>
         <comment>kilobytes</comment>
-        <translation>{0}&#xa0;ko</translation>
+        <translation>{0} ko</translation>
     </message>
     <message>
         <source>{0} MB</source>
         <comment>megabytes</comment>
-        <translation>{0}&#xa0;Mo</translation>
+        <translation>{0} Mo</translation>
     </message>
     <message>
         <source>{0} GB</source>
         <comment>gigabytes</comment>
-        <translation>{0}&#xa0;Go</translation>
+        <translation>{0} Go</translation>
     </message>
 </context>
 <context>
@@ -2556,19 +2560,19 @@
     <name>catalog</name>
     <message>
         <source>These two models share a tokenizer: the draft can be used.</source>
-        <translation>Ces deux modèles partagent un tokeniseur&#xa0;: le brouillon peut être utilisé.</translation>
+        <translation>Ces deux modèles partagent un tokeniseur : le brouillon peut être utilisé.</translation>
     </message>
     <message>
         <source>These two models use different tokenizers.</source>
         <translation>Ces deux modèles utilisent des tokeniseurs différents.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is larger than the target&apos;s: it could propose tokens the target does not know.</source>
-        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible&#xa0;: il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
+        <source>The draft's vocabulary is larger than the target's: it could propose tokens the target does not know.</source>
+        <translation>Le vocabulaire du brouillon est plus grand que celui du modèle cible : il pourrait proposer des jetons que le modèle cible ne connaît pas.</translation>
     </message>
     <message>
-        <source>The draft&apos;s vocabulary is smaller than the target&apos;s: their tokenizers are related but not the same.</source>
-        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible&#xa0;: leurs tokeniseurs sont apparentés mais pas identiques.</translation>
+        <source>The draft's vocabulary is smaller than the target's: their tokenizers are related but not the same.</source>
+        <translation>Le vocabulaire du brouillon est plus petit que celui du modèle cible : leurs tokeniseurs sont apparentés mais pas identiques.</translation>
     </message>
     <message>
         <source>The two vocabularies hold the same words, but some have different numbers.</source>

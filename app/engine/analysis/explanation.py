@@ -183,6 +183,8 @@ class Explanation:
     # of the decode passes that verified a draft model's drafts, the share whose drafts were made
     # while the target verified the block before (their cost overlapped; None: no draft model drafted)
     drafted_ahead_share: float | None = None
+    # the answer's drafting measured slower than plain steps, and it ended on plain steps (``cost.AnswerLedger``)
+    fell_back: FellBack | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -211,6 +213,7 @@ class Explanation:
             "accepted_drafts": self.accepted_drafts,
             "accepted_from_earlier": self.accepted_from_earlier,
             "not_drafted": None if self.not_drafted is None else asdict(self.not_drafted),
+            "fell_back": None if self.fell_back is None else asdict(self.fell_back),
             "acceptance_by_position": [p.to_dict() for p in self.acceptance_by_position],
             "tokens_per_pass_histogram": [
                 {"tokens": t, "passes": n} for t, n in self.tokens_per_pass_histogram
@@ -600,6 +603,7 @@ def explain(
         server_drafts=(speculative.stats.accepted, speculative.stats.proposed) if from_server else None,
         break_even_alpha=break_even_alpha(k, c, v[k]) if k > 0 and c is not None and k in v else None,
         drafted_ahead_share=drafted_ahead_share(decode),
+        fell_back=fell_back(decode),
     )
     return replace(result, summary=summary_sentence(result))
 
@@ -650,6 +654,30 @@ def not_drafted(decode: Sequence[StepEvent]) -> NotDrafted | None:
         max({d.best_k for d in plain}, key=lambda k: ([d.best_k for d in plain].count(k), k)),
         statistics.median(d.pass_cost for d in plain),
     )
+
+
+@dataclass(frozen=True)
+class FellBack:
+    """An answer whose own drafting passes measured slower than plain steps, so that auto k took
+    plain steps for a while (``cost.AnswerLedger``): what the drafting passes had measured when it
+    first did, and how many passes were plain steps for it."""
+
+    drafted: int  # decode passes that verified drafts before it first fell back
+    passes: int  # decode passes it made plain steps
+    of: int  # decode passes in all
+    realized: float  # the drafting passes' speed ÷ plain decoding's, when it first fell back (< 1)
+    alpha: float  # their drafts' acceptance α
+
+
+def fell_back(decode: Sequence[StepEvent]) -> FellBack | None:
+    """None unless auto k took plain steps in the answer because its drafting had measured slower."""
+    stops = [i for i, s in enumerate(decode) if s.decision is not None and s.decision.reason == "slower_in_answer"]
+    if not stops:
+        return None
+    decision = decode[stops[0]].decision
+    assert decision is not None and decision.realized is not None  # decode sets both
+    drafted = sum(1 for s in decode[: stops[0]] if _drafts(s) > 0)
+    return FellBack(drafted, len(stops), len(decode), decision.realized, decision.alpha)
 
 
 # --- the sentence ---------------------------------------------------------------------------
@@ -745,6 +773,12 @@ NOT_DRAFTED = {
         "to read the whole prompt, which the rest of this answer could not repay.",
     ),
 }
+
+FELL_BACK = QT_TRANSLATE_NOOP(
+    "Explanation",
+    "Drafting measured slower than plain steps in this answer: its first {drafted} passes with drafts ran "
+    "at {realized} their speed (acceptance {alpha}), so {count} of its {total} passes were plain steps.",
+)
 
 FROM_EARLIER = QT_TRANSLATE_NOOP(
     "Explanation", "{count} of the {total} accepted drafts came from an earlier conversation."
@@ -852,11 +886,30 @@ def no_drafts_note(run: RunResult, translate: Callable[[str], str] = _identity) 
     return ""
 
 
+def fell_back_sentence(fell: FellBack, translate: Callable[[str], str] = _identity) -> str:
+    return translate(FELL_BACK).format(
+        drafted=fell.drafted,
+        realized=format_ratio(fell.realized),
+        alpha=format_percent(fell.alpha),
+        count=fell.passes,
+        total=fell.of,
+    )
+
+
+def fell_back_note(run: RunResult, translate: Callable[[str], str] = _identity) -> str:
+    """For an answer whose own drafting measured slower than plain steps, so that it ended on
+    them: the sentence saying so ("" otherwise)."""
+    fell = fell_back(_decode(run))
+    return "" if fell is None else fell_back_sentence(fell, translate)
+
+
 def drafting_notes(run: RunResult, translate: Callable[[str], str] = _identity) -> list[str]:
-    """The sentences saying that no draft was used, or that the draft model sat out, and why
-    (``no_drafts_note``, ``sat_out_note``; none when neither applies): what the CLI, the bench
-    and the window print under an answer."""
-    return [note for note in (no_drafts_note(run, translate), sat_out_note(run, translate)) if note]
+    """The sentences saying that no draft was used, that the draft model sat out, or that drafting
+    stopped part-way because it measured slower, and why (``no_drafts_note``, ``sat_out_note``,
+    ``fell_back_note``; none when none applies): what the CLI, the bench and the window print
+    under an answer."""
+    notes = (no_drafts_note(run, translate), sat_out_note(run, translate), fell_back_note(run, translate))
+    return [note for note in notes if note]
 
 
 def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity) -> str:
@@ -875,6 +928,8 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
             v=format_ratio(nd.pass_cost),
         )
         sentence = f"{sentence} {why}"
+    if e.fell_back is not None:
+        sentence = f"{sentence} {fell_back_sentence(e.fell_back, translate)}"
     if e.drafted_ahead_share is not None and e.draft_cost_ratio is not None and e.k_used:
         template = DRAFT_COST if e.break_even_alpha is not None else DRAFT_COST_UNREPAID
         cost = translate(template).format(

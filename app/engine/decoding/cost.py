@@ -139,12 +139,74 @@ class Choice:
     predicted_speedup: float  # tokens per second of this choice / of a plain step
     alpha: float  # the acceptance it assumed
     # why: "drafting" (the best k pays), "gain_below_margin" (no k > 0 clears MIN_GAIN),
-    # "probe" (k = 1 to re-measure, see PROBE_AFTER), "catch_up_not_repaid" (set by decode)
+    # "probe" (k = 1 to re-measure, see PROBE_AFTER), "catch_up_not_repaid" and
+    # "slower_in_answer" (set by decode: ``AnswerLedger``)
     reason: KReason = "drafting"
     best_k: int = 0  # the best k > 0 considered (0: none could be)
     best_gain: float = 1.0  # its predicted tokens per second over a plain step
     draft_cost: float = 0.0  # one draft step ÷ one plain pass (0: drafts already made)
     pass_cost: float = 1.0  # a pass verifying best_k drafts ÷ a plain pass
+    realized: float | None = None  # slower_in_answer: ``AnswerLedger.realized`` when it fell back
+
+
+# An answer's drafting passes, on its own clock, judged against plain steps once there are this
+# many of them: fewer is one unlucky block, not a measurement
+FALL_BACK_AFTER = 4
+# plain steps an answer takes after its drafting measured slower, before it may draft again (and
+# be judged afresh): a later stretch the drafter copies well (a quoted passage) is not lost for good
+REST_STEPS = 32
+
+
+@dataclass
+class AnswerLedger:
+    """What one answer's drafting passes bought, on the answer's own clock: the chooser's model
+    (acceptance by evidence, a pass's cost by size) predicts each pass, and this checks the
+    answer itself. ``realized`` is the plain steps their tokens would have taken (``plain``: a
+    plain pass's measured seconds) ÷ the seconds they took, drafting included; once it is under
+    1 over at least ``FALL_BACK_AFTER`` drafting passes, speculation measured slower than plain
+    decoding in this very answer, and the answer takes plain steps (``decode`` asks
+    ``falls_back`` before each step): ``REST_STEPS`` of them, then its drafting is judged afresh.
+    Lossless: the choice rests on passes already made, never on the drafts a step would verify.
+    The chooser's own evidence carries to the next answer."""
+
+    passes: int = 0  # passes that verified at least one draft (the prompt's pass not counted)
+    tokens: int = 0  # the tokens those passes gave: drafts kept and the target's own
+    seconds: float = 0.0  # what those passes took, drafting and verifying
+    judged: tuple[int, int] = (0, 0)  # their drafts' acceptance evidence (``acceptance_evidence``)
+    fell_back: Choice | None = None  # the decision that stopped drafting, while it holds
+    resting: int = 0  # plain steps left before drafting is judged afresh
+
+    def observe(self, proposed: int, accepted: int, seconds: float) -> None:
+        """A pass verified ``proposed`` drafts, kept ``accepted`` and added its own token, in ``seconds``."""
+        self.passes += 1
+        self.tokens += accepted + 1
+        self.seconds += seconds
+        successes, trials = acceptance_evidence(proposed, accepted)
+        self.judged = (self.judged[0] + successes, self.judged[1] + trials)
+
+    def realized(self, plain: float | None) -> float | None:
+        """Those passes' speed ÷ plain decoding's (None: nothing to judge yet, or no plain pass
+        measured)."""
+        if self.passes == 0 or plain is None or plain <= 0.0 or self.seconds <= 0.0:
+            return None
+        return self.tokens * plain / self.seconds
+
+    def falls_back(self, plain: float | None) -> Choice | None:
+        """This step's plain-step decision while this answer's drafting has measured slower (its
+        ``alpha``: the acceptance those passes measured), else None. Asked once per step."""
+        if self.fell_back is not None:
+            if self.resting > 0:
+                self.resting -= 1
+                return self.fell_back
+            self.passes, self.tokens, self.seconds, self.judged, self.fell_back = 0, 0, 0.0, (0, 0), None
+        if self.passes >= FALL_BACK_AFTER:
+            realized = self.realized(plain)
+            successes, trials = self.judged
+            if realized is not None and realized < 1.0:
+                alpha = successes / trials if trials else 0.0
+                self.fell_back = Choice(0, 1.0, alpha, "slower_in_answer", realized=realized)
+                self.resting = REST_STEPS - 1  # this step is the first
+        return self.fell_back
 
 
 def step_cost(alpha: float, k: int, draft: float, verify: float, ahead: bool) -> float:

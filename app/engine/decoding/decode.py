@@ -26,7 +26,7 @@ from transformers import PreTrainedTokenizerBase
 from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.answer_text import AnswerText
-from app.engine.decoding.cost import MODEL_KEY, Choice, KChooser, lookup_key
+from app.engine.decoding.cost import MODEL_KEY, AnswerLedger, Choice, KChooser, lookup_key
 from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, Proposal, model_of
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
@@ -384,6 +384,9 @@ def _steps(
     ahead_drafter = _drafting_ahead(drafter, config)
     ahead: Ahead | None = None  # the next block, drafted while the target verified this one
     plain_before = False  # the previous step verified no draft
+    # this answer's drafting passes on its own clock: once slower than plain steps, it ends on them
+    ledger = AnswerLedger() if chooser is not None and config.auto_k and drafter is not None else None
+    choice: Choice | None  # each step's: the chooser's decision, or the ledger's
     if chooser is not None:
         chooser.ahead = ahead_drafter is not None  # its step costs (``cost.step_cost``)
     try:
@@ -399,7 +402,10 @@ def _steps(
             if ahead is not None and plain_before and chooser is not None:  # the guess beside a plain step
                 chooser.acceptance.observe(MODEL_KEY, 1, int(guessed))
             ahead = None
-            if isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
+            fallen_back = ledger.falls_back(chooser.costs.verify_cost(1)) if ledger is not None and chooser else None
+            if fallen_back is not None:  # drafting measured slower in this answer: plain steps from here
+                proposal, choice, shadow = NO_PROPOSAL, fallen_back, None
+            elif isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
                 proposal, choice, shadow = _propose_mixed(
                     drafter, chooser, tokens, k_cap, rule, config, index == 0, not drafter_asked, branch
                 )
@@ -416,7 +422,7 @@ def _steps(
             drafted = _clock(target.device)
             # drafted ahead beside a plain step too (on the spare core, off the clock): its guess is
             # free evidence, and a right guess leaves a draft ready for the next step
-            if ahead_drafter is not None and (proposal.tokens or index > 0):
+            if ahead_drafter is not None and fallen_back is None and (proposal.tokens or index > 0):
                 first = not drafter_asked
                 if isinstance(drafter, MixedDrafter):
                     first = drafter.asks_first("model", first)
@@ -441,6 +447,8 @@ def _steps(
             )
             if chooser is not None:
                 _learn(chooser, drafter, record, unseen)
+            if ledger is not None and index > 0 and proposal.tokens:
+                ledger.observe(record.proposed, record.accepted, record.draft_s + record.verify_s)
             yield record
             if out.stop_reason is not None:
                 return
@@ -603,6 +611,7 @@ def _decision(choice: Choice | None) -> KDecision | None:
         best_gain=choice.best_gain,
         draft_cost=choice.draft_cost,
         pass_cost=choice.pass_cost,
+        realized=choice.realized,
     )
 
 
