@@ -122,12 +122,12 @@ def test_an_answer_whose_drafting_measures_slower_ends_on_plain_steps(losing_eng
     result = engine.generate(PROMPT, AUTO)
     assert result.token_ids == plain  # the target's own answer, drafts or not
     decode = [s for s in result.steps if s.index > 0]  # one token each: every draft fails
-    # a mis-modelled chooser alone drafts on every step: 4 drafting, 32 plain, 4 drafting, plain
-    kinds = ["d" if s.k > 0 else "p" for s in decode]
-    after = len(decode) - 2 * FALL_BACK_AFTER - REST_STEPS
-    assert kinds == ["d"] * FALL_BACK_AFTER + ["p"] * REST_STEPS + ["d"] * FALL_BACK_AFTER + ["p"] * after
-    plain = [s for s in decode if s.k == 0]
-    assert {s.decision.reason for s in plain if s.decision} == {"slower_in_answer"} and all(s.decision for s in plain)
+    # a mis-modelled chooser alone drafts on every step: 4 drafting, 8 resting, 4 drafting, …
+    # (the last step has no room left for a draft)
+    kinds = ["d" if s.k > 0 else "r" if s.decision and s.decision.reason == "slower_in_answer" else "p" for s in decode]
+    period = ["d"] * FALL_BACK_AFTER + ["r"] * REST_STEPS
+    assert kinds[:-1] == (period * len(decode))[: len(decode) - 1]
+    plain = [s for s in decode if s.k == 0 and s.decision is not None]
     first = plain[0].decision
     assert first is not None and first.realized == pytest.approx(1 / steep_pass(3)) and first.alpha == 0.0
     restored = RunResult.from_dict(result.to_dict())
@@ -139,7 +139,8 @@ def test_the_fall_back_is_said_under_the_answer_and_in_the_why_sentence(losing_e
     result = engine.generate(PROMPT, AUTO)
     notes = drafting_notes(result)
     decode = len([s for s in result.steps if s.index > 0])
-    plain = decode - 2 * FALL_BACK_AFTER
+    plain = sum(1 for s in result.steps if s.decision and s.decision.reason == "slower_in_answer")
+    assert plain >= REST_STEPS
     said = (
         f"Drafting measured slower than plain steps in this answer: its first {FALL_BACK_AFTER} passes with "
         f"drafts ran at 0.50× their speed (acceptance 0%), so {plain} of its {decode} passes were plain steps."

@@ -1,7 +1,7 @@
 """Replay the k chooser on recorded answers, on a simulated clock: the same decisions every run.
 
     python tools/chooser_replay.py record [--prompts-file F] [--model M] [--out FILE]
-    python tools/chooser_replay.py replay [FILE] [--rounds 3] [--costs FILE2] [--json]
+    python tools/chooser_replay.py replay [FILE] [--rounds 3] [--costs FILE2] [--without-ledger] [--json]
 
 Timing an auto-k change on the real model compares two noisy runs: on 2 cores one answer's
 tokens per second moves by 5-10 % from run to run, more than most changes to the chooser make.
@@ -23,7 +23,8 @@ with the context, and the clock's noise, which is the point. ``--noise S`` puts 
 back, the same every run: each pass costs v(n) times a slow drift of the machine's speed (a
 mean-reverting walk, ±S over a few hundred passes) times its own jitter (±S/2): what a busy
 2-core machine does to the chooser's measurements. A change it favours still has to be measured
-with ``bench``; one it disfavours need not be.
+with ``bench``; one it disfavours need not be. ``--without-ledger``: the answers never fall back on
+their own measurement (``cost.AnswerLedger``), as before it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.engine import Engine, GenerationConfig
 from app.engine.config import LoadOptions
+from app.engine.decoding import cost as cost_module
 from app.engine.decoding import decode as decode_module
 from app.engine.decoding.cost import KChooser
 from app.engine.draft_threads import WARM_UP_BLOCK_SIZES
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--rounds", type=int, default=3)
     rep.add_argument("--costs", type=Path, help="another record's cost curve (v(n) of another machine)")
     rep.add_argument("--noise", type=float, default=0.0, help="the machine's noise S (0.1: ±10 %%), seeded")
+    rep.add_argument("--without-ledger", action="store_true", help="no answer falls back on its own measurement")
     rep.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     engine = Engine.load(*([args.model] if args.model else []), draft="lookup", options=LoadOptions(threads=1))
@@ -207,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     recorded = json.loads(args.file.read_text())
     other = json.loads(args.costs.read_text())["step_ms"] if args.costs else None
     other_costs = {int(k): float(v) for k, v in other.items()} if other else None
+    if args.without_ledger:
+        cost_module.FALL_BACK_AFTER = sys.maxsize
     result = replay(engine, recorded, args.rounds, other_costs, args.noise)
     if args.json:
         print(json.dumps(result))

@@ -153,8 +153,11 @@ class Choice:
 # many of them: fewer is one unlucky block, not a measurement
 FALL_BACK_AFTER = 4
 # plain steps an answer takes after its drafting measured slower, before it may draft again (and
-# be judged afresh): a later stretch the drafter copies well (a quoted passage) is not lost for good
-REST_STEPS = 32
+# be judged afresh): a later stretch the drafter copies well (a quoted passage) is not lost for good.
+# tools/chooser_replay.py on the bench prompts, 8 noisy replays (±10 %, ±20 %): the worst round
+# 0.837 -> 0.863 on average at the same geometric mean (1.195 / 1.194); resting 16 or 32 steps, or
+# judging after 6 passes, gave up more of the mean or none of the worst (docs/performance.md)
+REST_STEPS = 8
 
 
 @dataclass
