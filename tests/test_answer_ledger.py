@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import virtual_clock as virtual_clock_
 
-import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
 from app.engine.analysis.explanation import drafting_notes, explain
 from app.engine.decoding.cost import FALL_BACK_AFTER, REST_STEPS, AnswerLedger, Choice, KChooser
@@ -30,16 +30,8 @@ def steep_pass(n: int) -> float:
 
 @pytest.fixture
 def virtual_clock(monkeypatch):
-    now = [0.0]
-    real_rows = decode_module._target_rows
-
-    def rows(target, tokens, drafts, new_turn):
-        now[0] += steep_pass(len(drafts) + 1)
-        return real_rows(target, tokens, drafts, new_turn)
-
-    monkeypatch.setattr(decode_module, "_target_rows", rows)
-    monkeypatch.setattr(decode_module, "_clock", lambda device: now[0])
-    return now
+    """The decode loop's clock advances only by the modelled cost of each target pass."""
+    return virtual_clock_.install(monkeypatch, steep_pass)
 
 
 class WrongDrafter:

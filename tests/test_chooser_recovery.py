@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import virtual_clock as virtual_clock_
 
 import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
@@ -28,16 +29,7 @@ def flat_pass(n: int) -> float:
 @pytest.fixture
 def virtual_clock(monkeypatch):
     """The decode loop's clock advances only by the modelled cost of each target pass."""
-    now = [0.0]
-    real_rows = decode_module._target_rows
-
-    def rows(target, tokens, drafts, new_turn):
-        now[0] += flat_pass(len(drafts) + 1)
-        return real_rows(target, tokens, drafts, new_turn)
-
-    monkeypatch.setattr(decode_module, "_target_rows", rows)
-    monkeypatch.setattr(decode_module, "_clock", lambda device: now[0])
-    return now
+    return virtual_clock_.install(monkeypatch, flat_pass)
 
 
 class PerfectDrafter:
