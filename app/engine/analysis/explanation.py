@@ -183,7 +183,7 @@ class Explanation:
     # of the decode passes that verified a draft model's drafts, the share whose drafts were made
     # while the target verified the block before (their cost overlapped; None: no draft model drafted)
     drafted_ahead_share: float | None = None
-    # the answer's drafting measured slower than plain steps, and it ended on plain steps (``cost.AnswerLedger``)
+    # the answer's drafting measured slower than plain steps, so it took plain steps for a while (``cost.AnswerLedger``)
     fell_back: FellBack | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -897,8 +897,8 @@ def fell_back_sentence(fell: FellBack, translate: Callable[[str], str] = _identi
 
 
 def fell_back_note(run: RunResult, translate: Callable[[str], str] = _identity) -> str:
-    """For an answer whose own drafting measured slower than plain steps, so that it ended on
-    them: the sentence saying so ("" otherwise)."""
+    """For an answer whose own drafting measured slower than plain steps, so that it took plain
+    steps for a while: the sentence saying so ("" otherwise)."""
     fell = fell_back(_decode(run))
     return "" if fell is None else fell_back_sentence(fell, translate)
 

@@ -384,7 +384,7 @@ def _steps(
     ahead_drafter = _drafting_ahead(drafter, config)
     ahead: Ahead | None = None  # the next block, drafted while the target verified this one
     plain_before = False  # the previous step verified no draft
-    # this answer's drafting passes on its own clock: once slower than plain steps, it ends on them
+    # this answer's drafting passes on its own clock: once slower than plain steps, it rests on them
     ledger = AnswerLedger() if chooser is not None and config.auto_k and drafter is not None else None
     choice: Choice | None  # each step's: the chooser's decision, or the ledger's
     if chooser is not None:
@@ -402,8 +402,10 @@ def _steps(
             if ahead is not None and plain_before and chooser is not None:  # the guess beside a plain step
                 chooser.acceptance.observe(MODEL_KEY, 1, int(guessed))
             ahead = None
-            fallen_back = ledger.falls_back(chooser.costs.verify_cost(1)) if ledger is not None and chooser else None
-            if fallen_back is not None:  # drafting measured slower in this answer: plain steps from here
+            fallen_back = None
+            if ledger is not None and chooser is not None:  # a plain pass's cost: what the ledger weighs against
+                fallen_back = ledger.falls_back(chooser.costs.verify_cost(1))
+            if fallen_back is not None:  # drafting measured slower in this answer: a plain step
                 proposal, choice, shadow = NO_PROPOSAL, fallen_back, None
             elif isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
                 proposal, choice, shadow = _propose_mixed(
