@@ -187,6 +187,11 @@ class AnswerLedger:
         successes, trials = acceptance_evidence(proposed, accepted)
         self.judged = (self.judged[0] + successes, self.judged[1] + trials)
 
+    @property
+    def judging(self) -> bool:
+        """Whether the next ``falls_back`` weighs the passes (and so needs a plain pass's cost)."""
+        return self.fell_back is None and self.passes >= FALL_BACK_AFTER
+
     def realized(self, plain: float | None) -> float | None:
         """Those passes' speed ÷ plain decoding's (None: nothing to judge yet, or no plain pass
         measured)."""
@@ -202,7 +207,7 @@ class AnswerLedger:
                 self.resting -= 1
                 return self.fell_back
             self.passes, self.tokens, self.seconds, self.judged, self.fell_back = 0, 0, 0.0, (0, 0), None
-        if self.passes >= FALL_BACK_AFTER:
+        if self.judging:
             realized = self.realized(plain)
             successes, trials = self.judged
             if realized is not None and realized < 1.0:

@@ -403,8 +403,8 @@ def _steps(
                 chooser.acceptance.observe(MODEL_KEY, 1, int(guessed))
             ahead = None
             fallen_back = None
-            if ledger is not None and chooser is not None:  # a plain pass's cost: what the ledger weighs against
-                fallen_back = ledger.falls_back(chooser.costs.verify_cost(1))
+            if ledger is not None and chooser is not None:  # a plain pass's cost, asked only when it is weighed
+                fallen_back = ledger.falls_back(chooser.costs.verify_cost(1) if ledger.judging else None)
             if fallen_back is not None:  # drafting measured slower in this answer: a plain step
                 proposal, choice, shadow = NO_PROPOSAL, fallen_back, None
             elif isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
