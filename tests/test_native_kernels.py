@@ -80,8 +80,8 @@ of a block holding the exact integer sum of its bytes 4l..4l+3; per block acc +=
 one horizontal sum hsum8 (the two 128-bit halves added, then the upper pair onto the lower, then
 lane 1 onto lane 0) of E + O for int8, times s, and of (E + O) + Z for int4, Z the zero term
 sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); rounded to bf16 once.
-Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes J (lane l: the
-sum over its 8 blocks b of sc_b times the exact sum of the block's bytes 4l..4l+3), A += float(J) ·
+Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes J (lane b: sc_b
+times the exact integer sum of its block b), A += float(J) ·
 (d · dk) in 8 lanes, and Z += float(m_2i·S_2i + m_2i+1·S_2i+1) · (dmin · dk) in 4 lanes, S_b the
 block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once.
 Q6_K (q6k): rows quantized per 256 as for Q4_K, S_j the sum of each 16 quantized x; per super-block s,
@@ -122,6 +122,24 @@ def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
     expected = quantized_rows_k(x) @ want.double().t()
     half_step = expected.abs() * 2.0**-8 + 1e-5
     assert ((got - expected).abs() <= half_step).all()
+
+
+@needs_kernels
+def test_q4k_sums_a_super_blocks_largest_products_without_overflow():
+    """Every weight 15 and every sub-scale 63, against rows at +127 and -127 everywhere: a block's
+    int16 lanes hold the most they ever hold (8 products pairs of 15 · 127: 30,480) and the sum is
+    exact: y = K · d · 63 · 15 · (±1), rounded to bf16 once."""
+    k = 512
+    q = torch.full((4, k), 15, dtype=torch.uint8)
+    sc = torch.full((4, k // 32), 63, dtype=torch.uint8)
+    m = torch.zeros_like(sc)
+    d = torch.full((4, k // 256), 2.0**-10)
+    layer = Q4KLinear.from_quantized(q, sc, m, d, d.clone())
+    x = torch.ones(3, k, dtype=torch.bfloat16)
+    x[1] = -1
+    x[2, ::2] = -1  # alternating signs: the exact sum 0
+    want = torch.tensor([k * 2.0**-10 * 63 * 15, -k * 2.0**-10 * 63 * 15, 0.0]).to(torch.bfloat16)
+    assert torch.equal(layer(x)[:, 0], want)
 
 
 def random_q6k(n: int, k: int, gen: torch.Generator) -> Q6KLinear:

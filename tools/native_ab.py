@@ -4,6 +4,7 @@ process: microseconds per call (median) at each form, shape, row count and threa
     python tools/native_ab.py                              # this tree's q8mm.c against main's
     python tools/native_ab.py --against REV --repeat 31    # against q8mm.c at a git revision
     python tools/native_ab.py --split                      # 1 against 2 threads, the threshold lifted
+    python tools/native_ab.py --forms q4k --rows 1 2 3 4 5 # Q4_K at a 1.5B's MLP shapes
 
 The other build is compiled from ``git show REV:app/engine/runners/native/q8mm.c`` into a temporary
 folder and loaded as a second module; its calls are made with the argument order of that
@@ -29,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine.runners import native
-from app.engine.runners.quant import Int4Linear, Int8Linear
+from app.engine.runners.quant import Int4Linear, Int8Linear, Q4KLinear
 
 Call = Callable[[], None]
 
@@ -48,13 +49,19 @@ def built(source: str, tmp: Path, name: str, defines: tuple[str, ...] = ()) -> A
     return native._load(target)
 
 
-def layer(form: str, n: int, k: int) -> Int4Linear | Int8Linear:
+Made = Int4Linear | Int8Linear | Q4KLinear
+# each form's shapes: a 0.5B's MLP (K = 896 is no multiple of 256: no Q4_K there) and a 1.5B's
+SHAPES = {"int4": ((4864, 896), (896, 4864)), "int8": ((4864, 896), (896, 4864)), "q4k": ((8960, 1536), (1536, 8960))}
+
+
+def layer(form: str, n: int, k: int) -> Made:
     weight = torch.randn(n, k, generator=torch.Generator().manual_seed(n + k)) * 0.05
-    return Int4Linear.from_float(weight) if form == "int4" else Int8Linear.from_float(weight)
+    kinds = {"int4": Int4Linear, "int8": Int8Linear, "q4k": Q4KLinear}
+    return kinds[form].from_float(weight)
 
 
-def old_call(module: Any, made: Int4Linear | Int8Linear, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
-    """A call with the argument order before the seam."""
+def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
+    """A call with the argument order before the seam (int4 and int8: Q4_K came after it)."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     vnni = int(native.vnni())
     tail = (n, y.data_ptr(), threads, vnni)
@@ -64,11 +71,15 @@ def old_call(module: Any, made: Int4Linear | Int8Linear, x: torch.Tensor, y: tor
     return lambda: module.q8_mm(x.data_ptr(), m, k, made.q.data_ptr(), scales.data_ptr(), 0, *tail)
 
 
-def new_call(module: Any, made: Int4Linear | Int8Linear, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
-    """A call with this tree's argument order (what ``calls.Matmul`` passes)."""
+def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
+    """A call with this tree's argument order (what ``calls.Matmul`` passes). A Q4_K layer's rows
+    are in this tree's layout: the times of another layout's kernel over the same bytes are what
+    they would be over its own (the same loads and instructions), not its results."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     vnni = int(native.vnni())
     head = (x.data_ptr(), m, k, y.data_ptr(), threads, vnni)
+    if isinstance(made, Q4KLinear):
+        return lambda: module.q4k_mm(*head, made.rows.data_ptr(), n)
     if isinstance(made, Int4Linear):
         return lambda: module.q4_mm(*head, made.packed.data_ptr(), n)
     scales = made.scale.float().contiguous()
@@ -93,18 +104,20 @@ def against(args: argparse.Namespace, tmp: Path) -> None:
         ["git", "show", f"{args.against}:app/engine/runners/native/q8mm.c"], capture_output=True, text=True, check=True
     ).stdout
     before = built(source, tmp, "before")
+    # the seam (x, M, K, y, threads, vnni, then the parts) is where the generic call says so
+    before_call = new_call if "expects 6 arguments" in source else old_call
     after = native.kernels()
     print(f"before: q8mm.c at {args.against}; after: this tree; median µs of {args.repeat} calls, interleaved")
     print(f"{'form':5} {'N x K':>11} {'rows':>4} {'thr':>3} {'before':>8} {'after':>8} {'after/before':>12}")
-    for form in ("int4", "int8"):
-        for n, k in ((4864, 896), (896, 4864)):
+    for form in args.forms:
+        for n, k in SHAPES[form]:
             made = layer(form, n, k)
-            for m in (1, 2, 4):
+            for m in args.rows:
                 x = torch.randn(m, k).to(torch.bfloat16)
                 y = torch.empty((m, n), dtype=torch.bfloat16)
                 for threads in (1, 2):
                     named = {
-                        "before": old_call(before, made, x, y, threads),
+                        "before": before_call(before, made, x, y, threads),
                         "after": new_call(after, made, x, y, threads),
                     }
                     got = {name: statistics.median(t) for name, t in interleaved(named, args.repeat).items()}
@@ -141,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", default="main", help="the git revision of q8mm.c to compare with")
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--split", action="store_true", help="1 against 2 threads, every call split")
+    parser.add_argument("--forms", nargs="+", choices=sorted(SHAPES), default=["int4", "int8"])
+    parser.add_argument("--rows", nargs="+", type=int, default=[1, 2, 4])
     args = parser.parse_args(argv)
     if native.kernels() is None:
         print(f"no kernels: {native.why_not()}", file=sys.stderr)

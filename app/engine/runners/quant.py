@@ -325,7 +325,8 @@ def q4k_weight(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tens
 
 def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
     """SpecChat's Q4_K rows: per super-block of 256 inputs, d and dmin (fp32 bytes), sc [8] and
-    m [8] (uint8), then its 128 bytes of nibbles (``pack_native``'s block pairs).
+    m [8] (uint8), then its 128 bytes of nibbles (``pack_native``'s block pairs of its weights
+    in the kernel's order, ``q4k_interleaved``).
     → uint8 [N, K / 256 · 152]"""
     n, k = q.shape
     if k % calls.QK_K or sc.shape != (n, k // GROUP) or m.shape != sc.shape or d.shape != (n, k // calls.QK_K):
@@ -339,7 +340,7 @@ def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor
     def as_bytes(t: torch.Tensor) -> torch.Tensor:
         return t.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)
 
-    nibbles = pack_native(q).reshape(n, s, calls.QK_K // 2)
+    nibbles = pack_native(q4k_interleaved(q)).reshape(n, s, calls.QK_K // 2)
     small = [t.to(torch.uint8).reshape(n, s, 8) for t in (sc, m)]
     parts = (as_bytes(d), as_bytes(dmin), *small, nibbles)
     return torch.cat(parts, 2).reshape(n, s * calls.Q4K_SUPER_BLOCK_BYTES).contiguous()
@@ -352,8 +353,17 @@ def q4k_parts(rows: torch.Tensor, k: int) -> Q4KParts:
     d = blocks[..., 0:4].contiguous().view(torch.float32).reshape(n, s)
     dmin = blocks[..., 4:8].contiguous().view(torch.float32).reshape(n, s)
     sc, m = blocks[..., 8:16].reshape(n, -1), blocks[..., 16:24].reshape(n, -1)
-    q = unpack_native(blocks[..., 24:].reshape(n, k // 2))
+    q = q4k_interleaved(unpack_native(blocks[..., 24:].reshape(n, k // 2)))
     return q, sc, m, d, dmin
+
+
+def q4k_interleaved(q: torch.Tensor) -> torch.Tensor:
+    """q [N, K] with each super-block's 256 weights in the order the Q4_K kernel reads them: 8 runs
+    of 32, run r holding weights 4r..4r+3 of each block of 32 in turn (so that int16 lanes 2b and
+    2b + 1 of every run's products belong to block b: q8mm.c's q4k tile). Its own inverse (a
+    transpose of 8 x 8 groups of 4)."""
+    n, k = q.shape
+    return q.reshape(n, k // calls.QK_K, 8, 8, 4).transpose(2, 3).reshape(n, k)
 
 
 def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
