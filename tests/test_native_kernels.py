@@ -85,10 +85,10 @@ times the exact integer sum of its block b), A += float(J) ·
 (d · dk) in 8 lanes, and Z += float(m_2i·S_2i + m_2i+1·S_2i+1) · (dmin · dk) in 4 lanes, S_b the
 block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once.
 Q6_K (q6k): rows quantized per 256 as for Q4_K, S_j the sum of each 16 quantized x; per super-block s,
-8 int32 lanes J, lane l the sum over its 8 chunks of 32 inputs c of sc_j times the exact sum of q·x
-over the chunk's bytes 4l..4l+3 (j = 2c for l < 4, 2c + 1 above), less 32 · (sc_2l·S_2l +
-sc_2l+1·S_2l+1); A += float(J) · (d · dk) in 8 lanes (float(J) exact below 2^24, |J| < 2^26); y =
-hsum8(A), rounded to bf16 once."""
+8 int32 lanes J, lane l the sum over its 4 groups of 4 sub-blocks (4G..4G+3) of sc_j times the exact
+sum of q·x over inputs 4(l mod 2)..4(l mod 2)+3 and 8 + those of sub-block j = 4G + l div 2, less
+32 · (sc_2l·S_2l + sc_2l+1·S_2l+1); A += float(J) · (d · dk) in 8 lanes (float(J) exact below 2^24,
+|J| < 2^26); y = hsum8(A), rounded to bf16 once."""
 
 
 def quantized_rows_k(x: torch.Tensor) -> torch.Tensor:
@@ -142,6 +142,22 @@ def test_q4k_sums_a_super_blocks_largest_products_without_overflow():
     assert torch.equal(layer(x)[:, 0], want)
 
 
+@needs_kernels
+def test_q6k_sums_two_runs_largest_products_without_overflow():
+    """Every weight 63 and every sub-scale 127, against rows at +127 and -127 everywhere: the int16
+    lanes two runs share hold the most they ever hold (2 product pairs of 63 · 127: 32,004) and the
+    sum is exact: y = K · d · 127 · (63 − 32) · (±1), rounded to bf16 once."""
+    k = 512
+    q = torch.full((4, k), 63, dtype=torch.uint8)
+    sc = torch.full((4, k // 16), 127, dtype=torch.int8)
+    layer = Q6KLinear.from_quantized(q, sc, torch.full((4, k // 256), 2.0**-10))
+    x = torch.ones(3, k, dtype=torch.bfloat16)
+    x[1] = -1
+    x[2, ::2] = -1  # alternating signs: the exact sum 0
+    want = torch.tensor([k * 2.0**-10 * 127 * 31, -k * 2.0**-10 * 127 * 31, 0.0]).to(torch.bfloat16)
+    assert torch.equal(layer(x)[:, 0], want)
+
+
 def random_q6k(n: int, k: int, gen: torch.Generator) -> Q6KLinear:
     """Q6_K over its whole range: q in 0..63 (q − 32 from −32 to 31), int8 sub-scales from −128
     to 127, d the fp16 values a file holds."""
@@ -176,8 +192,10 @@ def test_q6k_computes_int8_rows_per_256_times_d_sc_q_minus_32(k):
 
 
 def test_q6k_rows_hold_each_weights_six_bits_where_the_kernel_reads_them():
-    """Per half of 128 inputs, byte i of chunk c < 3 (32 bytes each) holds input 32c + i in bits 0..5
-    and bits 2c, 2c + 1 of input 96 + i in bits 6, 7; then the 16 int8 sub-scales, then d in fp32."""
+    """Per half of 128 inputs, its weights in the kernel's order (run 2g + u of 32: weights 8u..8u+7
+    of each sub-block 4g..4g+3 in turn, so input 16(4g + s) + 8u + t at 32(2g + u) + 8s + t); byte i of
+    chunk c < 3 (32 bytes each) holds the weight at 32c + i in bits 0..5 and bits 2c, 2c + 1 of the
+    one at 96 + i in bits 6, 7; then the 16 int8 sub-scales, then d in fp32."""
     gen = torch.Generator().manual_seed(6)
     q = torch.randint(0, 64, (2, 512), generator=gen, dtype=torch.uint8)
     sc = torch.randint(-128, 128, (2, 32), generator=gen).to(torch.int8)
@@ -187,7 +205,9 @@ def test_q6k_rows_hold_each_weights_six_bits_where_the_kernel_reads_them():
     assert all(torch.equal(a, b) for a, b in zip(q6k_parts(rows, 512), (q, sc, d), strict=True))
     block = rows[1, calls.Q6K_SUPER_BLOCK_BYTES :]  # row 1's second super-block: inputs 256..511
     for i in (0, 37, 70, 101, 128 + 5, 128 + 127):
-        half, j = divmod(i, 128)
+        half, natural = divmod(i, 128)
+        sub, weight = divmod(natural, 16)
+        j = 32 * (2 * (sub // 4) + weight // 8) + 8 * (sub % 4) + weight % 8  # where the kernel reads it
         if j < 96:
             assert int(block[96 * half + j]) & 0x3F == int(q[1, 256 + i]), i
         else:

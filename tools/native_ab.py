@@ -4,7 +4,7 @@ process: microseconds per call (median) at each form, shape, row count and threa
     python tools/native_ab.py                              # this tree's q8mm.c against main's
     python tools/native_ab.py --against REV --repeat 31    # against q8mm.c at a git revision
     python tools/native_ab.py --split                      # 1 against 2 threads, the threshold lifted
-    python tools/native_ab.py --forms q4k --rows 1 2 3 4 5 # Q4_K at a 1.5B's MLP shapes
+    python tools/native_ab.py --forms q4k q6k --rows 1 2 3 # the K-quants at a 1.5B's shapes
 
 The other build is compiled from ``git show REV:app/engine/runners/native/q8mm.c`` into a temporary
 folder and loaded as a second module; its calls are made with the argument order of that
@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine.runners import native
-from app.engine.runners.quant import Int4Linear, Int8Linear, Q4KLinear
+from app.engine.runners.quant import Int4Linear, Int8Linear, Q4KLinear, Q6KLinear
 
 Call = Callable[[], None]
 
@@ -49,14 +49,20 @@ def built(source: str, tmp: Path, name: str, defines: tuple[str, ...] = ()) -> A
     return native._load(target)
 
 
-Made = Int4Linear | Int8Linear | Q4KLinear
-# each form's shapes: a 0.5B's MLP (K = 896 is no multiple of 256: no Q4_K there) and a 1.5B's
-SHAPES = {"int4": ((4864, 896), (896, 4864)), "int8": ((4864, 896), (896, 4864)), "q4k": ((8960, 1536), (1536, 8960))}
+Made = Int4Linear | Int8Linear | Q4KLinear | Q6KLinear
+# each form's shapes: a 0.5B's MLP (K = 896 is no multiple of 256: no K-quants there) and a 1.5B's
+# (Q6_K: its down and a fifth of its head, as a Q4_K_M file holds them)
+SHAPES = {
+    "int4": ((4864, 896), (896, 4864)),
+    "int8": ((4864, 896), (896, 4864)),
+    "q4k": ((8960, 1536), (1536, 8960)),
+    "q6k": ((1536, 8960), (32768, 1536)),
+}
 
 
 def layer(form: str, n: int, k: int) -> Made:
     weight = torch.randn(n, k, generator=torch.Generator().manual_seed(n + k)) * 0.05
-    kinds = {"int4": Int4Linear, "int8": Int8Linear, "q4k": Q4KLinear}
+    kinds = {"int4": Int4Linear, "int8": Int8Linear, "q4k": Q4KLinear, "q6k": Q6KLinear}
     return kinds[form].from_float(weight)
 
 
@@ -72,14 +78,15 @@ def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
 
 
 def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
-    """A call with this tree's argument order (what ``calls.Matmul`` passes). A Q4_K layer's rows
+    """A call with this tree's argument order (what ``calls.Matmul`` passes). A K-quant layer's rows
     are in this tree's layout: the times of another layout's kernel over the same bytes are what
     they would be over its own (the same loads and instructions), not its results."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     vnni = int(native.vnni())
     head = (x.data_ptr(), m, k, y.data_ptr(), threads, vnni)
-    if isinstance(made, Q4KLinear):
-        return lambda: module.q4k_mm(*head, made.rows.data_ptr(), n)
+    if isinstance(made, Q4KLinear | Q6KLinear):
+        call = module.q4k_mm if isinstance(made, Q4KLinear) else module.q6k_mm
+        return lambda: call(*head, made.rows.data_ptr(), n)
     if isinstance(made, Int4Linear):
         return lambda: module.q4_mm(*head, made.packed.data_ptr(), n)
     scales = made.scale.float().contiguous()

@@ -58,8 +58,8 @@ from app.engine.runners.quant import (
 # it (``int4_layout`` in the manifest), not as nibbles to pack again at every load; 3: Q4_K kept
 # as Q4_K (``q4k``) where SpecChat's kernels run; 4: Q6_K kept as Q6_K (``q6k``) there, the
 # embedding too (a tied head computes with its rows); 5: Q4_K's nibbles in the order its kernel
-# reads them (``quant.q4k_interleaved``)
-FORMAT = 5
+# reads them (``quant.q4k_interleaved``); 6: Q6_K's too (``quant.q6k_paired``)
+FORMAT = 6
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16

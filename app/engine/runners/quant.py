@@ -412,12 +412,23 @@ def q6k_rows(q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor) -> torch.Tensor
     if sc.dtype != torch.int8 or int(q.max()) > 63:
         raise ValueError("Q6_K's sub-scales are int8 and its weights 6-bit")
     s = k // calls.QK_K
-    chunks = q.to(torch.uint8).reshape(n, s, 2, 4, 32)  # super-block, half, chunk of 32 inputs, input
+    chunks = q6k_paired(q.to(torch.uint8)).reshape(n, s, 2, 4, 32)  # super-block, half, chunk of 32, weight
     last = (chunks[:, :, :, 3:] >> Q6K_LAST_SHIFTS) & 0x03  # the last chunk's bits, two for each other chunk
     stored = (chunks[:, :, :, :3] | (last << 6)).reshape(n, s, Q6K_QUANTS)
     scales = sc.contiguous().view(torch.uint8).reshape(n, s, Q6K_SUB_BLOCK)
     d_bytes = d.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)
     return torch.cat((stored, scales, d_bytes), 2).reshape(n, s * calls.Q6K_SUPER_BLOCK_BYTES).contiguous()
+
+
+def q6k_paired(q: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """q [N, K] with each half super-block's 128 weights in the order the Q6_K kernel reads them: 4
+    runs of 32, run 2g + u holding weights 8u..8u+7 of each of the half's sub-blocks 4g..4g+3 in
+    turn (so that int16 lanes 4s..4s+3 of runs 2g and 2g + 1 belong to one sub-block: q8mm.c's
+    q6k tile). ``inverse``: that order back to the inputs'."""
+    n, k = q.shape
+    # a half: (g, sub-block of the four, u, t) in the inputs' order, (g, u, sub-block, t) in the runs'
+    dims = (n, k // 128, 2, 2, 4, 8) if inverse else (n, k // 128, 2, 4, 2, 8)
+    return q.reshape(dims).transpose(3, 4).reshape(n, k)
 
 
 def q6k_parts(rows: torch.Tensor, k: int) -> Q6KParts:
@@ -426,7 +437,7 @@ def q6k_parts(rows: torch.Tensor, k: int) -> Q6KParts:
     blocks = rows.reshape(n, s, calls.Q6K_SUPER_BLOCK_BYTES)
     stored = blocks[..., :Q6K_QUANTS].reshape(n, s, 2, 3, 32)
     last = ((stored >> 6) << Q6K_LAST_SHIFTS).sum(3, keepdim=True, dtype=torch.uint8)  # disjoint bits: + is |
-    q = torch.cat((stored & 0x3F, last), 3).reshape(n, k)
+    q = q6k_paired(torch.cat((stored & 0x3F, last), 3).reshape(n, k), inverse=True)
     sc = blocks[..., Q6K_QUANTS : Q6K_QUANTS + Q6K_SUB_BLOCK].contiguous().view(torch.int8).reshape(n, -1)
     d = blocks[..., Q6K_QUANTS + Q6K_SUB_BLOCK :].contiguous().view(torch.float32).reshape(n, s)
     return q, sc, d

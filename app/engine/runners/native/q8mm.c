@@ -94,10 +94,12 @@ static void quantize_rows(const uint16_t *x, int64_t M, int64_t K, int8_t *q, fl
 
 /* x [M, K] bf16 → q [M, K] int8 in blocks of 256 (one scale dk [M, K / 256] each, as above) and
  * the sums of each `per` of them (32 for q4k, 16 for q6k), bs [M, K / per] int16 (|bs| <= 32 · 127).
- * For q4k (per 32) each 256 is laid out as its weights are (see q4k's tile): its 8 runs of 32 bytes,
- * run r holding inputs 4r..4r+3 of each block of 32 in turn (byte 4b + t: input 32b + 4r + t). */
+ * Each 256 is laid out as the form's weights are (see its tile). q4k (per 32): 8 runs of 32 bytes,
+ * run r holding inputs 4r..4r+3 of each block of 32 in turn (byte 4b + t: input 32b + 4r + t).
+ * q6k (per 16): per half of 128, 4 runs of 32 bytes, run 2g + u holding inputs 8u..8u+7 of each of
+ * the half's sub-blocks 4g..4g+3 in turn (byte 8s + t: input 16(4g + s) + 8u + t of the half). */
 static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per, int8_t *q, float *dk, int16_t *bs) {
-    const int interleaved = per == QK;
+    const int interleaved = per == QK, paired = per == 16;
     for (int64_t r = 0; r < M * (K / QKK); r++) {
         const uint16_t *src = x + r * QKK;
         float v[QKK], amax = 0.0f;
@@ -112,7 +114,10 @@ static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per, in
             for (int j = b * per; j < (b + 1) * per; j++) {
                 float t = nearbyintf(v[j] * id);
                 t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
-                const int i = j % QK, at = interleaved ? QK * (i / 4) + 4 * (j / QK) + i % 4 : j;
+                const int i = j % QK, h = j % 128, sub = h / 16, w = h % 16;
+                const int at = interleaved ? QK * (i / 4) + 4 * (j / QK) + i % 4
+                               : paired    ? j - h + 64 * (sub / 4) + 32 * (w / 8) + 8 * (sub % 4) + w % 8
+                                           : j;
                 q[r * QKK + at] = (int8_t)t;
                 sum += (int)t;
             }
@@ -358,21 +363,23 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void q6_chunks(
                            _mm256_srli_epi16(_mm256_and_si256(b2, two), 2));
 }
 
-/* A tile of ROWS rows of one q6k column: per super-block, each row's J in integers — a chunk g of 32
- * weights' u8 x s8 products in 16 int16 lanes (no saturation: |2 · 63 · 127| < 2^15), times its two
- * sub-scales (sub-block 2g in the low 128-bit half, 2g + 1 in the high one) added pairwise into 8
- * int32 lanes (SCALED, as q4k), then 32 · (sc · S pairwise) taken off the lanes (S: the sums of each
- * 16 quantized x) — then acc += float(J) · (d · dk); y = hsum8(acc). The same sequence for every
- * output, whatever tile it falls in. The empty asm after each row's sum keeps GCC from regrouping
- * the integer sums into a tree whose products it spilled to the stack (without it 4 to 8 rows took
- * 1.09-1.11x the time, AMD EPYC; the same integers either way). */
+/* A tile of ROWS rows of one q6k column: per super-block, each row's J in integers. A half's 4 runs
+ * of 32 weights (q in 0..63) hold, run 2g + u, weights 8u..8u+7 of each of its sub-blocks 4g..4g+3
+ * (the rows of x laid out the same way, quantize_rows_k), so int16 lanes 4s..4s+3 of both runs 2g and
+ * 2g + 1 belong to sub-block 4g + s: the two runs' u8 x s8 products are added in 16 int16 lanes (no
+ * overflow: |2 · 2 · 63 · 127| < 2^15), then times the four sub-scales and added pairwise into 8
+ * int32 lanes (SCALED, as q4k): three vector multiplies per 64 weights and row instead of four. Then
+ * 32 · (sc · S pairwise) taken off the lanes (S: the sums of each 16 quantized x) and
+ * acc += float(J) · (d · dk); y = hsum8(acc). The same sequence for every output, whatever tile it
+ * falls in. The empty asm after each row's sum keeps GCC from regrouping the integer sums into a tree
+ * whose products it spilled to the stack (without it 4 to 8 rows took 1.09-1.11x the time, AMD EPYC;
+ * the same integers either way). */
 #define DEFINE_Q6K(SUFFIX, TARGET, SCALED)                                                                         \
     __attribute__((target(TARGET), always_inline)) static inline void q6k_tile_##SUFFIX(                          \
         const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
         const int64_t S = j->K / QKK;                                                                              \
-        /* the 16 sub-scales' bytes in both halves → the even ones' int16 in the low half, the odd ones' high */   \
-        const __m256i even_odd = _mm256_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14,            \
-                                                  1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15);           \
+        /* sub-scales 4q..4q+3 (q = 2 · half + g), each in 4 int16 lanes */                                        \
+        const __m128i fours = _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);                       \
         __m256 acc[MR];                                                                                            \
         const uint8_t *wc = part->w + n * Q6K_ROW_BYTES(j->K);                                                     \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps();                       \
@@ -381,20 +388,19 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void q6_chunks(
             float d;                                                                                               \
             memcpy(&d, b + 208, 4);                                                                                \
             const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));                                       \
-            const __m256i paired = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(sc8), even_odd);                \
-            const __m256i sc = _mm256_srai_epi16(paired, 8); /* int16: sc_0, sc_2, .., sc_14 | sc_1, .., sc_15 */  \
             __m256i isum[MR];                                                                                      \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) isum[r] = _mm256_setzero_si256();               \
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                                  \
                 __m256i w[4];                                                                                      \
                 q6_chunks(b + 96 * h, w);                                                                          \
-                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                              \
-                    const int g = 4 * h + c; /* the chunk: sub-blocks 2g, 2g + 1 */                                \
-                    const __m256i scale = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g))); \
+                _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++) {                                              \
+                    const __m128i at = _mm_add_epi8(fours, _mm_set1_epi8((char)(4 * (2 * h + g))));                \
+                    const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, at));                         \
                     _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                       \
-                        const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + g * 32;                              \
-                        const __m256i p = _mm256_maddubs_epi16(w[c], _mm256_loadu_si256((const __m256i *)x));      \
-                        isum[r] = SCALED(isum[r], p, scale);                                                       \
+                        const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + h * 128 + g * 64;                    \
+                        const __m256i p0 = _mm256_maddubs_epi16(w[2 * g], _mm256_loadu_si256((const __m256i *)x)); \
+                        const __m256i p1 = _mm256_maddubs_epi16(w[2 * g + 1], _mm256_loadu_si256((const __m256i *)(x + 32))); \
+                        isum[r] = SCALED(isum[r], _mm256_add_epi16(p0, p1), scale);                                \
                         __asm__("" : "+v"(isum[r]));                                                               \
                     }                                                                                              \
                 }                                                                                                  \
