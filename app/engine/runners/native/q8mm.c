@@ -103,9 +103,14 @@ __attribute__((target("avx2,fma"))) static void quantize_rows(const uint16_t *x,
  * run r holding inputs 4r..4r+3 of each block of 32 in turn (byte 4b + t: input 32b + 4r + t).
  * q6k (per 16): per half of 128, 4 runs of 32 bytes, run 2g + u holding inputs 8u..8u+7 of each of
  * the half's sub-blocks 4g..4g+3 in turn (byte 8s + t: input 16(4g + s) + 8u + t of the half). */
+static inline int laid_out(int per, int j) { /* where input j of a 256 goes, for the form of `per` */
+    const int i = j % QK, h = j % 128, sub = h / 16, w = h % 16;
+    if (per == QK) return QK * (i / 4) + 4 * (j / QK) + i % 4;                   /* q4k */
+    return j - h + 64 * (sub / 4) + 32 * (w / 8) + 8 * (sub % 4) + w % 8; /* q6k */
+}
+
 __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per,
                                                                 int8_t *q, float *dk, int16_t *bs) {
-    const int interleaved = per == QK, paired = per == 16;
     for (int64_t r = 0; r < M * (K / QKK); r++) {
         const uint16_t *src = x + r * QKK;
         float v[QKK], amax = 0.0f;
@@ -120,11 +125,7 @@ __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *
             for (int j = b * per; j < (b + 1) * per; j++) {
                 float t = ROUND_EVEN(v[j] * id);
                 t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
-                const int i = j % QK, h = j % 128, sub = h / 16, w = h % 16;
-                const int at = interleaved ? QK * (i / 4) + 4 * (j / QK) + i % 4
-                               : paired    ? j - h + 64 * (sub / 4) + 32 * (w / 8) + 8 * (sub % 4) + w % 8
-                                           : j;
-                q[r * QKK + at] = (int8_t)t;
+                q[r * QKK + laid_out(per, j)] = (int8_t)t;
                 sum += (int)t;
             }
             bs[r * (QKK / per) + b] = (int16_t)sum;
