@@ -70,7 +70,7 @@ MAKE = {
     "q6k": Q6KLinear.from_float,
 }
 FORMS = list(MAKE)
-SUPER_BLOCK_FORMS = ("q4k", "q6k")  # their K: a multiple of 256
+SUPER_BLOCK_FORMS = ("q4k", "q6k")  # their rows: over K rounded up to a multiple of 256
 
 
 LINEAR_ORDER = """Each output's float order, on every path, row count, column and thread: two 8-lane
@@ -92,27 +92,31 @@ sum of q·x over inputs 4(l mod 2)..4(l mod 2)+3 and 8 + those of sub-block j = 
 
 
 def quantized_rows_k(x: torch.Tensor) -> torch.Tensor:
-    """The Q4_K kernel's activation rounding, in fp64: per row, blocks of 256, scale max|x| / 127,
-    x · (127 / max|x|) in fp32 rounded half to even, clamped to ±127; returned dequantized."""
+    """The Q4_K kernel's activation rounding, in fp64: per row, blocks of 256 (x zero past its K,
+    up to a whole block), scale max|x| / 127, x · (127 / max|x|) in fp32 rounded half to even,
+    clamped to ±127; returned dequantized [M, K]."""
     m, k = x.shape
-    blocks = x.float().reshape(m, k // 256, 256)
+    padded = torch.nn.functional.pad(x.float(), (0, calls.super_blocks_k(k) - k))
+    blocks = padded.reshape(m, -1, 256)
     amax = blocks.abs().amax(-1, keepdim=True)
     inverse = torch.where(amax > 0, torch.full_like(amax, 127.0) / amax, torch.zeros_like(amax))  # a true fp32 division
     q = torch.round(blocks * inverse).clamp(-127, 127)
-    return (q.double() * (amax.double() / 127)).reshape(m, k)
+    return (q.double() * (amax.double() / 127)).reshape(m, -1)[:, :k]
 
 
 @needs_kernels
-@pytest.mark.parametrize("k", [256, 512, 1536])
+@pytest.mark.parametrize("k", [256, 512, 1536, 896, 32])
 def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
     """Q4_K: within half a bf16 step of the fp64 sum over the same int8 rows (the integers are exact,
     the float slack is the fp32 sum's), the weight the file's: d·sc·q − dmin·m."""
     gen = torch.Generator().manual_seed(k)
     weight = torch.randn(48, k, generator=gen) * 0.05 + torch.rand(48, 1, generator=gen) * 0.1
     layer = Q4KLinear.from_float(weight)
-    q, sc, m, d, dmin = q4k_parts(layer.rows, k)
+    assert layer.in_features == k
+    q, sc, m, d, dmin = q4k_parts(layer.rows, k)  # over K rounded up to 256: the padding's weights zero
+    assert q.shape[1] == calls.super_blocks_k(k) and not q[:, k:].any()
     want = (q.float().reshape(48, -1, 32) * (d.repeat_interleave(8, 1) * sc.float())[..., None]
-            - (dmin.repeat_interleave(8, 1) * m.float())[..., None]).reshape(48, k)  # fmt: skip
+            - (dmin.repeat_interleave(8, 1) * m.float())[..., None]).reshape(48, -1)[:, :k]  # fmt: skip
     assert torch.equal(layer.dequantized(), want)
     assert float((want - weight).abs().max()) < 0.1 * float(weight.abs().max())  # a sane quantizer
     x = (torch.randn(6, k, generator=gen) * 2).to(torch.bfloat16)
@@ -122,6 +126,28 @@ def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
     expected = quantized_rows_k(x) @ want.double().t()
     half_step = expected.abs() * 2.0**-8 + 1e-5
     assert ((got - expected).abs() <= half_step).all()
+
+
+@needs_kernels
+@pytest.mark.parametrize("form", SUPER_BLOCK_FORMS)
+def test_a_super_block_rows_padding_adds_nothing_whatever_its_weights(form):
+    """K = 896 (a 0.5B draft's width) runs over 1024: the kernel quantizes x past K to zero, so the
+    padding's weights, whatever they are, add nothing (and the inputs' scale is their own)."""
+    gen = torch.Generator().manual_seed(7)
+    layer = MAKE[form](torch.randn(32, 896, generator=gen) * 0.05)
+    if form == "q4k":
+        q, sc, m, d, dmin = q4k_parts(layer.rows, 896)
+        q[:, 896:] = torch.randint(0, 16, (32, 128), generator=gen, dtype=torch.uint8)
+        sc[:, 28:], m[:, 28:] = 63, 17  # the padding's blocks of 32: their sub-scales and mins
+        noisy = Q4KLinear.from_quantized(q, sc, m, d, dmin, k=896)
+    else:
+        q, sc6, d = q6k_parts(layer.rows, 896)
+        q[:, 896:] = torch.randint(0, 64, (32, 128), generator=gen, dtype=torch.uint8)
+        sc6[:, 56:] = -100  # the padding's sub-blocks of 16
+        noisy = Q6KLinear.from_quantized(q, sc6, d, k=896)
+    assert not torch.equal(noisy.rows, layer.rows)
+    x = (torch.randn(5, 896, generator=gen) * 2).to(torch.bfloat16)
+    assert torch.equal(noisy(x), layer(x))
 
 
 @needs_kernels
@@ -161,14 +187,15 @@ def test_q6k_sums_two_runs_largest_products_without_overflow():
 def random_q6k(n: int, k: int, gen: torch.Generator) -> Q6KLinear:
     """Q6_K over its whole range: q in 0..63 (q − 32 from −32 to 31), int8 sub-scales from −128
     to 127, d the fp16 values a file holds."""
-    q = torch.randint(0, 64, (n, k), generator=gen, dtype=torch.uint8)
-    sc = torch.randint(-128, 128, (n, k // 16), generator=gen).to(torch.int8)
-    d = (torch.rand(n, k // 256, generator=gen) * 2e-3).half().float()
-    return Q6KLinear.from_quantized(q, sc, d)
+    kp = calls.super_blocks_k(k)  # the padding past k: weights too, which x's zeros cancel
+    q = torch.randint(0, 64, (n, kp), generator=gen, dtype=torch.uint8)
+    sc = torch.randint(-128, 128, (n, kp // 16), generator=gen).to(torch.int8)
+    d = (torch.rand(n, kp // 256, generator=gen) * 2e-3).half().float()
+    return Q6KLinear.from_quantized(q, sc, d, k=k)
 
 
 @needs_kernels
-@pytest.mark.parametrize("k", [256, 512, 1536])
+@pytest.mark.parametrize("k", [256, 512, 1536, 896])
 def test_q6k_computes_int8_rows_per_256_times_d_sc_q_minus_32(k):
     """Q6_K: within half a bf16 step of the fp64 sum over the same int8 rows (the integers are exact,
     the float slack is the fp32 sum's), the weight the file's: d·sc·(q − 32), with the sub-scales
@@ -178,7 +205,7 @@ def test_q6k_computes_int8_rows_per_256_times_d_sc_q_minus_32(k):
     for layer in (Q6KLinear.from_float(weight), random_q6k(48, k, gen)):
         q, sc, d = q6k_parts(layer.rows, k)
         step = d.repeat_interleave(16, 1) * sc.float()  # d·sc per sub-block of 16
-        want = ((q.float().reshape(48, -1, 16) - 32) * step[..., None]).reshape(48, k)
+        want = ((q.float().reshape(48, -1, 16) - 32) * step[..., None]).reshape(48, -1)[:, :k]
         assert torch.equal(layer.dequantized(), want)
         x = (torch.randn(6, k, generator=gen) * 2).to(torch.bfloat16)
         x[1, :256] = 0  # an all-zero super-block
@@ -292,7 +319,8 @@ def test_pack_native_round_trips_every_group_count():
 @pytest.mark.parametrize("form", FORMS)
 def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(form):
     gen = torch.Generator().manual_seed(3)
-    k, n = (256 if form in SUPER_BLOCK_FORMS else 96), 1040  # n: not a multiple of the thread split's chunks
+    k, n = (416 if form in SUPER_BLOCK_FORMS else 96), 1040  # n: not a multiple of the thread split's chunks
+    # (416: a whole super-block and one padded)
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = MAKE[form](weight)
     paths = [True, False] if native.kernels().cpu()[1] else [False]
@@ -507,11 +535,11 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
         "q4_mm: rows of another K": (ValueError, "int4 weight 0", lambda: calls.q4_mm([int4.packed], 96)),
         "q4_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4_mm([int4.packed] * 9, 64)),
         "q4k_mm: int4 rows for Q4_K rows": (ValueError, "Q4_K weight 0", lambda: calls.q4k_mm([int4.packed], 256)),
-        "q4k_mm: K not a multiple of 256": (ValueError, "multiple of 256", lambda: calls.q4k_mm([q4k.rows], 64)),
+        "q4k_mm: K not a multiple of 32": (ValueError, "multiple of 32", lambda: calls.q4k_mm([q4k.rows], 48)),
         "q4k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q4k_mm([q4k.rows], 512)),
         "q4k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4k_mm([q4k.rows] * 9, 256)),
         "q6k_mm: Q4_K rows for Q6_K rows": (ValueError, "Q6_K weight 0", lambda: calls.q6k_mm([q4k.rows], 256)),
-        "q6k_mm: K not a multiple of 256": (ValueError, "multiple of 256", lambda: calls.q6k_mm([q6k.rows], 64)),
+        "q6k_mm: K not a multiple of 32": (ValueError, "multiple of 32", lambda: calls.q6k_mm([q6k.rows], 48)),
         "q6k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q6k_mm([q6k.rows], 512)),
         "q6k_mm: int8 bytes for Q6_K rows": (ValueError, "torch.uint8", lambda: calls.q6k_mm([signed_rows], 256)),
         "q6k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q6k_mm([q6k.rows] * 9, 256)),

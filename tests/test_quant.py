@@ -11,9 +11,11 @@ from tiny_models import build_model, build_tokenizer
 from torch import nn
 from transformers.pytorch_utils import Conv1D
 
+from app.engine.runners import native
 from app.engine.runners.quant import (
     Int4Linear,
     Int8Linear,
+    Q4KLinear,
     batch_invariant,
     int4_fits,
     quantize_int4,
@@ -115,6 +117,22 @@ def test_quantize_model_swaps_every_linear_and_conv1d(arch, form):
         assert isinstance(model.get_output_embeddings(), Int8Linear) and report.swapped["int4"] == linears - 1
     ids = torch.tensor([[5, 6, 7]])
     assert torch.isfinite(model(ids).logits.float()).all()
+
+
+@pytest.mark.skipif(native.kernels() is None, reason="Q4_K runs on SpecChat's kernels only")
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_a_draft_models_int4_is_q4k_where_the_kernels_run(arch):
+    """``super_blocks`` (a draft model's): int4 linears are Q4_K, K padded to whole super-blocks
+    (the tiny models' K = 64..128); GPT-2's Conv1D keeps int4 groups, the head int8."""
+    tokenizer = build_tokenizer()
+    model = build_model(arch, tokenizer, seed=1).to(torch.bfloat16)
+    quantize_model(model, "int4", super_blocks=True)
+    body = [m for m in quantized_layers(model) if m is not model.get_output_embeddings()]
+    kinds = {type(m) for m in body}
+    assert kinds == ({Int4Linear} if arch == "gpt2" else {Q4KLinear})
+    assert isinstance(model.get_output_embeddings(), Int8Linear)
+    assert all(m.in_features % 256 for m in body if isinstance(m, Q4KLinear))  # padded: none a whole super-block
+    assert torch.isfinite(model(torch.tensor([[5, 6, 7]])).logits.float()).all()
 
 
 def test_a_layer_int4_cannot_take_falls_back_to_int8_and_is_counted():

@@ -173,13 +173,14 @@ class Engine(TimedArms):
         apply_threads(options.threads)
         other_load = OtherLoad()  # from here: the load other processes put on the machine while ours loads
 
-        def load_one(source: str, form: str | None, probe: FormProbe | None, sizes: tuple[int, ...]) -> LoadedModel:
+        def load_one(source: str, form: str | None, probe: FormProbe | None, draft: bool) -> LoadedModel:
             return load_model(
                 source, device=options.device, dtype=options.dtype, weights=form, allow_pickle=options.allow_pickle,
-                cpu_kernels=options.cpu_kernels, progress=options.progress, form_probe=probe, probe_sizes=sizes,
+                cpu_kernels=options.cpu_kernels, progress=options.progress, form_probe=probe,
+                probe_sizes=forms.DRAFT_SIZES if draft else forms.TARGET_SIZES, draft=draft,
             )
 
-        loaded = load_one(target, options.weights, options.target_probe, forms.TARGET_SIZES)
+        loaded = load_one(target, options.weights, options.target_probe, False)
         engine = cls._with_drafter(loaded, draft, options.draft_weights, load_one, options.draft_probe)
         if parse_threads(options.threads) is None and loaded.device.type == "cpu":
             engine.thread_governor = ThreadGovernor(physical_cores(), other_load)
@@ -191,7 +192,7 @@ class Engine(TimedArms):
         loaded: LoadedModel,
         draft: str | None,
         asked: str | None,
-        load_one: Callable[[str, str | None, FormProbe | None, tuple[int, ...]], LoadedModel],
+        load_one: Callable[[str, str | None, FormProbe | None, bool], LoadedModel],
         draft_probe: FormProbe | None,
     ) -> Engine:
         if draft is None or draft in (LOOKUP, SUFFIX):
@@ -200,7 +201,7 @@ class Engine(TimedArms):
         follow = asked is None or asked.strip().lower() == "same as target"
         if not follow and forms.parse_weights(asked) == forms.AUTO and loaded.device.type != "cpu":
             follow = True  # auto off the CPU: the target's form
-        draft_model = load_one(draft, target_form if follow else asked, draft_probe, forms.DRAFT_SIZES)
+        draft_model = load_one(draft, target_form if follow else asked, draft_probe, True)
         if follow and draft_model.form is not None:
             draft_model.form = replace(draft_model.form, reason="same_as_target")
         # its head over the tokens it is likely to draft (``draft_head``): a draft's numbers never

@@ -190,14 +190,15 @@ def _rows_change(kernel: str, sizes: Sequence[int], store: MeasuredStore | None)
 
 
 def to_form(
-    model: PreTrainedModel, form: str, cpu_kernels: bool = True, cpu: CpuProbe | None = None
+    model: PreTrainedModel, form: str, cpu_kernels: bool = True, cpu: CpuProbe | None = None, draft: bool = False
 ) -> CpuKernels | None:
     """Bring ``model`` (float weights, or with quantized layers already in place) into ``form``,
     in place: int forms quantize the remaining linears from their float weights and run the rest
-    in bf16; then the CPU kernels (prepacked linears for what is still float, row-wise attention)."""
+    in bf16 (a ``draft``'s int4 as Q4_K: ``quantize_model``'s super_blocks); then the CPU kernels
+    (prepacked linears for what is still float, row-wise attention)."""
     if form in QUANT_FORMS:
         if not quantized_layers(model):
-            quantize_model(model, form)
+            quantize_model(model, form, super_blocks=draft and cpu_kernels)
         model.to(torch.bfloat16)  # type: ignore[arg-type]  # quantized buffers: integers (kept) or bf16 already
     elif form in DTYPE_OF:
         model.to(getattr(torch, DTYPE_OF[form]))
@@ -248,15 +249,17 @@ def settle(
     form_probe: FormProbe,
     progress: Callable[[str], None] | None = None,
     store: MeasuredStore | None = None,
+    draft: bool = False,
 ) -> Settled:
     """``model`` in the form ``asked`` (a form, or ``auto``: the fastest offered form by
     ``form_probe``, timed in interleaved rounds; ``model`` is then the float master each form is
-    made from, and is consumed). ``store``: where this machine's exactness answers are kept."""
+    made from, and is consumed). ``store``: where this machine's exactness answers are kept;
+    ``draft``: a draft model's (its int4 is Q4_K, ``to_form``)."""
     quantized_in_file = bool(quantized_layers(model))
     sizes = input_sizes(model)
     if asked != AUTO:
         why = not_exact(asked, sizes, store=store) if model.device.type == "cpu" and cpu_kernels else ""
-        kernels = to_form(model, asked, cpu_kernels)
+        kernels = to_form(model, asked, cpu_kernels, draft=draft)
         warning = (f"{asked} is not exact here: {why}.",) if why else ()
         return Settled(model, kernels, _form(model, asked, "asked", origin, quantized_in_file, None, warning))
     if quantized_in_file:  # a quantized file is computed in its own form: the form most of its layers have
@@ -268,7 +271,7 @@ def settle(
         offered, notes = offered_forms(sizes=sizes, store=store)
     if progress is not None and len(offered) > 1:
         progress("Measuring the weights forms (" + ", ".join(offered) + ")…")
-    best, samples = _tournament(model, offered, cpu_kernels, form_probe)
+    best, samples = _tournament(model, offered, cpu_kernels, form_probe, draft)
     form = _form(best[0], best[1], "measured", origin, quantized_in_file, samples, tuple(notes))
     return Settled(best[0], best[2], form)
 
@@ -286,7 +289,7 @@ Built = tuple[PreTrainedModel, str, CpuKernels | None]
 
 
 def _tournament(
-    master: PreTrainedModel, offered: list[str], cpu_kernels: bool, form_probe: FormProbe
+    master: PreTrainedModel, offered: list[str], cpu_kernels: bool, form_probe: FormProbe, draft: bool = False
 ) -> tuple[Built, dict[str, float]]:
     """Build each offered form from ``master`` in turn (the last one from ``master`` itself) and
     time it against the fastest so far in interleaved rounds: at most the master and two forms in
@@ -295,7 +298,7 @@ def _tournament(
     best: Built | None = None
     for i, form in enumerate(offered):
         model = master if i == len(offered) - 1 else copy.deepcopy(master)
-        built: Built = (model, form, to_form(model, form, cpu_kernels))
+        built: Built = (model, form, to_form(model, form, cpu_kernels, draft=draft))
         if best is None:
             best = built
             continue

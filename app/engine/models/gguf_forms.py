@@ -24,6 +24,12 @@ What each GGUF type becomes (``form_of``):
   file than int4 groups of 32 — see the README table);
 - F32 / F16 / BF16 → dense.
 
+A draft model's int4 (``want="q4k"``, where SpecChat's kernels run) is Q4_K whatever the file's
+type: a Q4_K tensor as it is, any other rounded to Q4_K from the file's dequantization, K padded
+with zero weights to whole super-blocks (``Q4KForm.k``). A draft's numbers never change the answer
+(the target decides every token), so its form is chosen for speed: Q4_K's one integer sum per 256
+inputs is the cheapest pass the kernels have (a 0.5B draft's step 0.6–0.7× its int8 rows').
+
 Rows are handled in chunks written into the form's own tensors, so a tensor's float copy never
 exists whole and no list of chunks is concatenated.
 """
@@ -39,7 +45,8 @@ from gguf import dequantize
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import Q4_K
 
-from app.engine.runners.quant import q4k_weight, q6k_weight
+from app.engine.runners.native.calls import super_blocks_k
+from app.engine.runners.quant import q4k_weight, q6k_weight, quantize_q4k
 
 GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
 CHUNK_ELEMENTS = 1 << 20  # weights decoded at a time (4 MiB as fp32), whatever a row's length
@@ -80,10 +87,11 @@ class Q4KForm:
     m: torch.Tensor  # uint8 [N, K // 32], 0..63
     d: torch.Tensor  # float32 [N, K // 256] (the file's fp16)
     dmin: torch.Tensor  # float32 [N, K // 256]
+    k: int = 0  # the layer's inputs when fewer than q's (the rest zero padding to a whole super-block)
 
     def weight(self) -> torch.Tensor:
         """fp32 [N, K] as the kernel computes it: d·sc·q − dmin·m, nothing rounded."""
-        return q4k_weight(self.q, self.sc, self.m, self.d, self.dmin)
+        return q4k_weight(self.q, self.sc, self.m, self.d, self.dmin)[:, : self.k or None]
 
 
 @dataclass(frozen=True)
@@ -121,12 +129,16 @@ def rows_of(raw: np.ndarray, qtype: Q, k: int) -> np.ndarray:
 
 def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native", k_quants: bool = False) -> Form:
     """The form of one [N, K] tensor. ``want``: "native" (the table above), "int4" or "int8"
-    (a forced form: other types are rounded to it from the file's dequantization). ``k_quants``
-    (SpecChat's kernels run): Q4_K stays Q4_K (``Q4KForm``) where int4 is wanted, Q6_K stays Q6_K
-    (``Q6KForm``) where int8 is."""
+    (a forced form: other types are rounded to it from the file's dequantization), "q4k" (a
+    draft's int4: Q4_K, needs ``k_quants``). ``k_quants`` (SpecChat's kernels run): Q4_K stays
+    Q4_K (``Q4KForm``) where int4 is wanted, Q6_K stays Q6_K (``Q6KForm``) where int8 is."""
     rows = rows_of(raw, qtype, k)
     if qtype in DENSE_TYPES and want == "native":
         return torch.from_numpy(dequantize(rows, qtype).reshape(-1, k).copy())
+    if want == "q4k":
+        if not k_quants:
+            raise ValueError("Q4_K forms run on SpecChat's kernels only")
+        return q4k_of_blocks(rows) if qtype == Q.Q4_K else _chunked_q4k(rows, qtype, k)
     if k_quants and want in ("native", "int4") and qtype == Q.Q4_K:
         return q4k_of_blocks(rows)
     if k_quants and want in ("native", "int8") and qtype == Q.Q6_K:
@@ -268,6 +280,23 @@ def _chunked_int4(rows: np.ndarray, qtype: Q, k: int) -> Int4Form:
         q = ((g - lo[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.uint8)
         form.q[i : i + step], form.scale[i : i + step] = q.reshape(w.shape), scale
         form.zero[i : i + step] = lo + 8 * scale
+    return form
+
+
+def _chunked_q4k(rows: np.ndarray, qtype: Q, k: int) -> Q4KForm:
+    """Any type rounded to Q4_K from the file's dequantization (``quant.quantize_q4k``: each block's
+    min/max range, sub-scales and mins to 6 bits), K padded to whole super-blocks, chunk by chunk."""
+    n, kp = rows.shape[0], super_blocks_k(k)
+    form = Q4KForm(
+        torch.empty((n, kp), dtype=torch.uint8), torch.empty((n, kp // GROUP), dtype=torch.uint8),
+        torch.empty((n, kp // GROUP), dtype=torch.uint8), torch.empty(n, kp // 256), torch.empty(n, kp // 256),
+        k if kp != k else 0,
+    )
+    step = chunk_rows(kp)
+    for i in range(0, n, step):
+        parts = quantize_q4k(_dequantized(rows[i : i + step], qtype, k))
+        for whole, part in zip((form.q, form.sc, form.m, form.d, form.dmin), parts, strict=True):
+            whole[i : i + step] = part
     return form
 
 

@@ -41,6 +41,7 @@ from app.engine.models.gguf_header import GgufHeader, GgufTensor
 from app.engine.runners import heap, native
 from app.engine.runners.heap import give_back
 from app.engine.runners.quant import (
+    GROUP,
     INT4_N_MULTIPLE,
     Int4Linear,
     Int8Linear,
@@ -63,7 +64,7 @@ FORMAT = 6
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
-WANTS = ("native", "int4", "int8")
+WANTS = ("native", "int4", "int8", "q4k")  # q4k: a draft's int4 (``gguf_forms``)
 
 
 class DamagedForms(Exception):
@@ -117,7 +118,7 @@ class Q6KEmbedding(nn.Module):
         self.register_buffer("rows", rows.contiguous())
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        looked_up = q6k_weight(*q6k_parts(self.rows[ids.reshape(-1)], self.embedding_dim))
+        looked_up = q6k_weight(*q6k_parts(self.rows[ids.reshape(-1)], self.embedding_dim))[:, : self.embedding_dim]
         return looked_up.to(COMPUTE).reshape(*ids.shape, self.embedding_dim)
 
     def extra_repr(self) -> str:
@@ -240,8 +241,11 @@ def _write_matrix(
         return {"form": "dense", "type": qtype.name, "shape": [n, k]}
     order, transposed = _row_order(processor, tensor.name, n)
     embedding = isinstance(module, nn.Embedding)
+    k_quants = native.kernels() is not None and not transposed
     wanted = "int8" if embedding or (want == "native" and n % INT4_N_MULTIPLE) else want
-    form = form_of(raw, qtype, k, wanted, k_quants=native.kernels() is not None and not transposed)
+    if wanted == "q4k" and (not k_quants or k % GROUP):
+        wanted = "int4"  # Q4_K runs on SpecChat's kernels only, over whole blocks of 32
+    form = form_of(raw, qtype, k, wanted, k_quants=k_quants)
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
         form = form_of(raw, qtype, k, "int8")
     if isinstance(form, Q4KForm):  # the file's Q4_K as SpecChat's kernel reads it

@@ -45,6 +45,7 @@ from app.engine.models import forms, gguf_model, measured
 from app.engine.models.catalog import BUNDLED_NAME, find_bundled_model
 from app.engine.models.forms import FormProbe, WeightsForm
 from app.engine.models.gguf_header import GgufHeader, UnreadableHeader, lent
+from app.engine.runners import native
 from app.engine.runners.cpu_kernels import CpuKernels
 from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
@@ -588,10 +589,12 @@ def _load(
     allow_pickle: bool,
     progress: ProgressFn,
     asked: str = forms.AUTO,
+    draft: bool = False,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, str]:
     """The model in ``torch_dtype`` on ``device``, its tokenizer, and its weights' own form
     ("bf16", "fp32", "GGUF", "Q4_1"). A quantized GGUF asked as ``auto``, int4 or int8 on the
-    CPU is built in its quantized forms (``gguf_model``), with no float model in between."""
+    CPU is built in its quantized forms (``gguf_model``), with no float model in between; a
+    ``draft``'s int4 as Q4_K where SpecChat's kernels run (``gguf_forms``)."""
     path = _find_folder(source)
     origin = ""
     if path.is_file():
@@ -599,6 +602,8 @@ def _load(
             raise ModelLoadError(f"'{source}' is neither a .gguf file nor a model folder.")
         _check_gguf_magic(path, source)
         want = GGUF_WANTS.get(asked) if device.type == "cpu" else None
+        if draft and asked in (forms.AUTO, "int4") and want and native.kernels() is not None:
+            want = "q4k"  # a draft's int4, and its auto: Q4_K (gguf_forms), the cheapest draft step
         opened: list[GgufHeader] = []
         if want and _has_quantized_linears(path, source, want, opened):
             model, tokenizer = _load_gguf_forms(path, source, want, opened, progress)
@@ -665,11 +670,14 @@ def load_model(
     progress: ProgressFn | None = None,
     form_probe: FormProbe | None = None,
     probe_sizes: tuple[int, ...] = forms.TARGET_SIZES,
+    draft: bool = False,
 ) -> LoadedModel:
     """Load ``source``. ``weights``: the form to compute in (``forms.WEIGHTS_CHOICES``; None:
     the form ``dtype`` names); ``auto`` times each exact form on the CPU with ``form_probe``
     (default: passes over ``probe_sizes`` tokens) and keeps the fastest. ``cpu_kernels``: prepacked
-    linears and row-wise attention on the CPU (``cpu_kernels.py``): block logits = one-at-a-time."""
+    linears and row-wise attention on the CPU (``cpu_kernels.py``): block logits = one-at-a-time.
+    ``draft``: a draft model, whose int4 is Q4_K (its numbers never change the answer: the form
+    with the cheapest pass, ``gguf_forms``)."""
     progress = progress or (lambda message, fraction: None)
     dev = resolve_device(device)
     asked, reason = _asked_form(weights, dtype, dev, cpu_kernels)
@@ -683,12 +691,13 @@ def load_model(
     progress(f"Opening {describe_source(source)}…", 0.0)
     try:
         load_as = forms.AUTO if own_size else asked
-        model, tokenizer, origin = _load(source, dev, torch_dtype, allow_pickle, progress, load_as)
+        model, tokenizer, origin = _load(source, dev, torch_dtype, allow_pickle, progress, load_as, draft)
         if own_size and gguf_model.forms_of(model) is not None:
             asked = forms.AUTO
+        requantized = draft and origin not in ("Q4_K", "GGUF") and gguf_model.forms_of(model) is not None
         vocab_size = len(tokenizer)
         probe = form_probe or (lambda m: forms.pass_seconds(m, vocab_size, probe_sizes))
-        settled = _settle(model, asked, reason, origin, cpu_kernels, probe, source, dev, progress)
+        settled = _settle(model, asked, reason, origin, cpu_kernels, probe, source, dev, progress, draft)
     except OUT_OF_MEMORY as exc:
         raise _out_of_memory(source, dev, dtype_name) from exc
     except RuntimeError as exc:
@@ -696,6 +705,8 @@ def load_model(
             raise _out_of_memory(source, dev, dtype_name) from exc
         raise ModelLoadError(f"'{source}' could not be loaded ({_first_line(exc)}).") from exc
     progress("Ready", 1.0)
+    if requantized and settled.form.form == "int4":  # the file's other types rounded to Q4_K by SpecChat
+        settled.form = replace(settled.form, by_specchat=True)
     model = settled.model
     if dev.type == "cpu":
         give_back()  # what building and measuring the form left in the C heap, before the weights are copied
@@ -718,14 +729,14 @@ def load_model(
 
 def _settle(
     model: PreTrainedModel, asked: str, reason: str, origin: str, cpu_kernels: bool, probe: FormProbe,
-    source: str, device: torch.device, progress: ProgressFn,
+    source: str, device: torch.device, progress: ProgressFn, draft: bool = False,
 ) -> forms.Settled:
     """``forms.settle``, or a ``ModelLoadError`` that names the way out: whatever goes wrong
     while packing (an instruction the CPU lacks, memory) must not reach the person raw."""
     try:
         settled = forms.settle(
             model, asked, origin=origin, cpu_kernels=cpu_kernels, form_probe=probe,
-            progress=lambda message: progress(message, 0.9), store=measured_store(),
+            progress=lambda message: progress(message, 0.9), store=measured_store(), draft=draft,
         )
     except SpecChatError:
         raise

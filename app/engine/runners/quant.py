@@ -265,20 +265,22 @@ class Q4KLinear(SuperBlockLinear):
         d: torch.Tensor,
         dmin: torch.Tensor,
         bias: torch.Tensor | None = None,
+        k: int | None = None,
     ) -> Q4KLinear:
-        """q uint8 [N, K] in 0..15; sc, m uint8 [N, K / 32] in 0..63; d, dmin fp32 [N, K / 256]."""
-        return cls(q4k_rows(q, sc, m, d, dmin), q.shape[1], bias)
+        """q uint8 [N, K'] in 0..15; sc, m uint8 [N, K' / 32] in 0..63; d, dmin fp32 [N, K' / 256],
+        K' = ``calls.super_blocks_k(k)``: a layer over k inputs (default K'), its rows' padding past k."""
+        return cls(q4k_rows(q, sc, m, d, dmin), _inputs(q, k), bias)
 
     @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Q4KLinear:
         """Round to nearest as Q4_K: each block's min/max range, its scale and min then rounded to
         6 bits of the super-block's largest (a simple quantizer, for tests and measurements; a GGUF's
         Q4_K tensors are taken as they are)."""
-        return cls.from_quantized(*quantize_q4k(weight), bias=bias)
+        return cls.from_quantized(*quantize_q4k(weight), bias=bias, k=weight.shape[1])
 
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, fp32 [N, K]: d·sc·q − dmin·m."""
-        return q4k_weight(*q4k_parts(self.rows, self.in_features))
+        return q4k_weight(*q4k_parts(self.rows, self.in_features))[:, : self.in_features]
 
 
 class Q6KLinear(SuperBlockLinear):
@@ -296,21 +298,31 @@ class Q6KLinear(SuperBlockLinear):
 
     @classmethod
     def from_quantized(
-        cls, q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor, bias: torch.Tensor | None = None
+        cls, q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor, bias: torch.Tensor | None = None, k: int | None = None
     ) -> Q6KLinear:
-        """q uint8 [N, K] in 0..63; sc int8 [N, K / 16]; d fp32 [N, K / 256]."""
-        return cls(q6k_rows(q, sc, d), q.shape[1], bias)
+        """q uint8 [N, K'] in 0..63; sc int8 [N, K' / 16]; d fp32 [N, K' / 256]; ``k`` as in ``Q4KLinear``."""
+        return cls(q6k_rows(q, sc, d), _inputs(q, k), bias)
 
     @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Q6KLinear:
         """Round to nearest as Q6_K: each sub-block's absmax over 31 levels, its scale rounded to 8
         bits of the super-block's largest (a simple quantizer, for tests and measurements; a GGUF's
         Q6_K tensors are taken as they are)."""
-        return cls.from_quantized(*quantize_q6k(weight), bias=bias)
+        return cls.from_quantized(*quantize_q6k(weight), bias=bias, k=weight.shape[1])
 
     def dequantized(self) -> torch.Tensor:
         """The weight the kernel computes with, fp32 [N, K]: d·sc·(q − 32)."""
-        return q6k_weight(*q6k_parts(self.rows, self.in_features))
+        return q6k_weight(*q6k_parts(self.rows, self.in_features))[:, : self.in_features]
+
+
+def _inputs(q: torch.Tensor, k: int | None) -> int:
+    """The inputs of a super-block layer whose parts are over q's width (k: fewer, the rest padding)."""
+    width = q.shape[1]
+    if k is None:
+        return width
+    if k <= 0 or k % GROUP or calls.super_blocks_k(k) != width:
+        raise ValueError(f"parts over {width} inputs do not pad {k} inputs to whole super-blocks of {calls.QK_K}")
+    return k
 
 
 def q4k_weight(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
@@ -347,7 +359,9 @@ def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor
 
 
 def q4k_parts(rows: torch.Tensor, k: int) -> Q4KParts:
-    """``q4k_rows``' inverse: (q [N, K], sc [N, K / 32], m [N, K / 32], d [N, K / 256], dmin)."""
+    """``q4k_rows``' inverse: (q [N, K], sc [N, K / 32], m [N, K / 32], d [N, K / 256], dmin) over
+    the rows' K = ``calls.super_blocks_k(k)`` (a layer over k inputs: padding past them)."""
+    k = calls.super_blocks_k(k)
     n, s = rows.shape[0], k // calls.QK_K
     blocks = rows.reshape(n, s, calls.Q4K_SUPER_BLOCK_BYTES)
     d = blocks[..., 0:4].contiguous().view(torch.float32).reshape(n, s)
@@ -367,11 +381,10 @@ def q4k_interleaved(q: torch.Tensor) -> torch.Tensor:
 
 
 def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
-    """A float weight [N, K] (K a multiple of 256) as Q4_K's parts (q, sc, m, d, dmin), ``from_quantized``'s."""
-    w = weight.detach().float()
+    """A float weight [N, K] (K a multiple of 32) as Q4_K's parts (q, sc, m, d, dmin),
+    ``from_quantized``'s, over K rounded up to 256 (``_padded``: zero weights past K)."""
+    w = _padded(weight)
     n, k = w.shape
-    if k % calls.QK_K:
-        raise ValueError(f"Q4_K needs K a multiple of {calls.QK_K}; got {k}")
     blocks = w.reshape(n, k // GROUP, GROUP)
     lo = blocks.amin(-1).clamp(max=0)  # w = scale·q − min with min ≥ 0, as Q4_K
     scale = (blocks.amax(-1) - lo) / 15
@@ -384,6 +397,15 @@ def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
     low = dmin.repeat_interleave(per, 1) * m
     q = ((blocks + low[..., None]) / step[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
     return q, sc.to(torch.uint8), m.to(torch.uint8), d, dmin
+
+
+def _padded(weight: torch.Tensor) -> torch.Tensor:
+    """fp32 [N, K] → [N, ``calls.super_blocks_k(K)``], zero past K (K a multiple of 32)."""
+    w = weight.detach().float()
+    k = w.shape[1]
+    if k <= 0 or k % GROUP:
+        raise ValueError(f"a super-block form needs K a multiple of {GROUP}; got {k}")
+    return torch.nn.functional.pad(w, (0, calls.super_blocks_k(k) - k))
 
 
 Q6K_SUB_BLOCK = 16  # Q6_K's inputs per sub-scale
@@ -432,7 +454,9 @@ def q6k_paired(q: torch.Tensor, inverse: bool = False) -> torch.Tensor:
 
 
 def q6k_parts(rows: torch.Tensor, k: int) -> Q6KParts:
-    """``q6k_rows``' inverse: (q uint8 [N, K], sc int8 [N, K / 16], d fp32 [N, K / 256])."""
+    """``q6k_rows``' inverse: (q uint8 [N, K], sc int8 [N, K / 16], d fp32 [N, K / 256]) over the
+    rows' K, as ``q4k_parts``."""
+    k = calls.super_blocks_k(k)
     n, s = rows.shape[0], k // calls.QK_K
     blocks = rows.reshape(n, s, calls.Q6K_SUPER_BLOCK_BYTES)
     stored = blocks[..., :Q6K_QUANTS].reshape(n, s, 2, 3, 32)
@@ -444,11 +468,10 @@ def q6k_parts(rows: torch.Tensor, k: int) -> Q6KParts:
 
 
 def quantize_q6k(weight: torch.Tensor) -> Q6KParts:
-    """A float weight [N, K] (K a multiple of 256) as Q6_K's parts (q, sc, d), ``from_quantized``'s."""
-    w = weight.detach().float()
+    """A float weight [N, K] (K a multiple of 32) as Q6_K's parts (q, sc, d), ``from_quantized``'s,
+    over K rounded up to 256 as ``quantize_q4k``."""
+    w = _padded(weight)
     n, k = w.shape
-    if k % calls.QK_K:
-        raise ValueError(f"Q6_K needs K a multiple of {calls.QK_K}; got {k}")
     per = calls.QK_K // Q6K_SUB_BLOCK
     blocks = w.reshape(n, k // Q6K_SUB_BLOCK, Q6K_SUB_BLOCK)
     scale = blocks.abs().amax(-1) / 31  # q − 32 in −31..31
@@ -718,10 +741,15 @@ def _is_head(model: nn.Module, layer: nn.Module) -> bool:
     return callable(get) and get() is layer
 
 
-def quantize_model(model: nn.Module, form: str, head_form: str | None = None) -> QuantReport:
+def quantize_model(
+    model: nn.Module, form: str, head_form: str | None = None, super_blocks: bool = False
+) -> QuantReport:
     """Swap every ``nn.Linear`` and GPT-2 ``Conv1D`` for the weight-only ``form`` ("int4" or
     "int8"); the LM head takes ``head_form`` (default: int8 for int4 — the head is the last
     matrix before the logits and llama.cpp's own Q4 files keep it wider — else ``form``).
+    ``super_blocks`` (a draft model, where SpecChat's kernels run): int4 is Q4_K (``Q4KLinear``,
+    K padded to whole super-blocks), the cheapest pass the kernels have; a target's int4 keeps
+    ``Int4Linear``'s per-32 scales, closer to its float weights.
 
     An int4 layer whose shape does not fit (K not a multiple of 32, N not of 16) becomes int8;
     a layer no form fits (K not a multiple of 16) is left as it was and named: prepack it
@@ -749,7 +777,13 @@ def quantize_model(model: nn.Module, form: str, head_form: str | None = None) ->
         if want == "int8" and (why := int8_fits(*weight.shape)) is not None:
             left.append(f"{path}: {why}")
             continue
-        layer = Int4Linear.from_float(weight, bias) if want == "int4" else Int8Linear.from_float(weight, bias)
+        layer: WeightOnlyLinear
+        if want == "int4" and super_blocks and native.kernels() is not None and not isinstance(child, Conv1D):
+            layer = Q4KLinear.from_float(weight, bias)
+        elif want == "int4":
+            layer = Int4Linear.from_float(weight, bias)
+        else:
+            layer = Int8Linear.from_float(weight, bias)
         setattr(parent, name, layer)
         swapped[want] = swapped.get(want, 0) + 1
     return QuantReport(form, swapped, tuple(left))

@@ -85,14 +85,20 @@ def q4_row_bytes(k: int) -> int:
     return k // 2 + 8 * (k // QK)
 
 
+def super_blocks_k(k: int) -> int:
+    """The inputs a Q4_K / Q6_K row runs over: k rounded up to a whole super-block (q8mm.c's KQ;
+    the kernel quantizes x's inputs past k to zero, so the padding adds nothing)."""
+    return -(-k // QK_K) * QK_K
+
+
 def q4k_row_bytes(k: int) -> int:
-    """Bytes of one Q4_K weight row over k inputs: k / 256 super-blocks of 152 bytes."""
-    return k // QK_K * Q4K_SUPER_BLOCK_BYTES
+    """Bytes of one Q4_K weight row over k inputs: ⌈k / 256⌉ super-blocks of 152 bytes."""
+    return super_blocks_k(k) // QK_K * Q4K_SUPER_BLOCK_BYTES
 
 
 def q6k_row_bytes(k: int) -> int:
-    """Bytes of one Q6_K weight row over k inputs: k / 256 super-blocks of 212 bytes."""
-    return k // QK_K * Q6K_SUPER_BLOCK_BYTES
+    """Bytes of one Q6_K weight row over k inputs: ⌈k / 256⌉ super-blocks of 212 bytes."""
+    return super_blocks_k(k) // QK_K * Q6K_SUPER_BLOCK_BYTES
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -165,13 +171,14 @@ def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Mat
 
 
 def _super_block_size(name: str, k: int) -> None:
-    if k <= 0 or k % QK_K:
-        raise ValueError(f"{name} takes an input size that is a positive multiple of {QK_K}; got {k}")
+    if k <= 0 or k % QK:
+        raise ValueError(f"{name} takes an input size that is a positive multiple of {QK}; got {k}")
 
 
 def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
-    [N, K / 256 · 152]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
+    [N, ⌈K / 256⌉ · 152]) over the same k inputs, k a multiple of 32 (the rows run over
+    ``super_blocks_k(k)``); ``vnni`` as in ``q4_mm``."""
     module = _module()
     _super_block_size("Q4_K", k)
     return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), vnni)
@@ -179,7 +186,8 @@ def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Ma
 
 def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
     """Q6_K weights side by side, each SpecChat's rows (``quant.q6k_rows``: uint8
-    [N, K / 256 · 212]) over the same k inputs, k a multiple of 256; ``vnni`` as in ``q4_mm``."""
+    [N, ⌈K / 256⌉ · 212]) over the same k inputs, k a multiple of 32 (as ``q4k_mm``);
+    ``vnni`` as in ``q4_mm``."""
     module = _module()
     _super_block_size("Q6_K", k)
     return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), vnni)

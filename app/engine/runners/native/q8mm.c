@@ -20,6 +20,9 @@
  *         q4k, with the sums of each 16 (llama.cpp's Q8_K bsums) for the offset 32, so that again a
  *         super-block is one exact int32 sum and one float multiply-add:   y = sum_s (d·dk)_s · J_s,
  *         J_s = sum_j sc_j · (sum_i q_i·x_i − 32 · S_j)
+ *         q4k and q6k take any K that is a multiple of 32: their rows then run over K rounded up to
+ *         256 (KQ below), the padding's weights whatever they are (zero as SpecChat quantizes them)
+ *         and the padding's quantized x zero, so it adds nothing (a 0.5B draft's K = 896 → 1024)
  *
  * (I_g: the block's integer dot product, S_g: the sum of its quantized x; J_s: sum_b sc_b · I_b.)
  *
@@ -51,6 +54,8 @@
  * sub-scales (int8) and d (fp32); a row is K / 256 of them, one stream */
 #define Q6K_SB_BYTES 212
 #define Q6K_ROW_BYTES(K) ((K) / QKK * Q6K_SB_BYTES)
+/* the inputs a q4k / q6k row runs over: K rounded up to a whole super-block */
+#define KQ(K) (((K) + QKK - 1) / QKK * QKK)
 
 static inline float bf16_to_f32(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
@@ -97,8 +102,9 @@ __attribute__((target("avx2,fma"))) static void quantize_rows(const uint16_t *x,
     }
 }
 
-/* x [M, K] bf16 → q [M, K] int8 in blocks of 256 (one scale dk [M, K / 256] each, as above) and
- * the sums of each `per` of them (32 for q4k, 16 for q6k), bs [M, K / per] int16 (|bs| <= 32 · 127).
+/* x [M, K] bf16 → q [M, KQ(K)] int8 in blocks of 256 (one scale dk [M, KQ(K) / 256] each, as above;
+ * the inputs past K zero) and the sums of each `per` of them (32 for q4k, 16 for q6k), bs
+ * [M, KQ(K) / per] int16 (|bs| <= 32 · 127).
  * Each 256 is laid out as the form's weights are (see its tile). q4k (per 32): 8 runs of 32 bytes,
  * run r holding inputs 4r..4r+3 of each block of 32 in turn (byte 4b + t: input 32b + 4r + t).
  * q6k (per 16): per half of 128, 4 runs of 32 bytes, run 2g + u holding inputs 8u..8u+7 of each of
@@ -111,11 +117,13 @@ static inline int laid_out(int per, int j) { /* where input j of a 256 goes, for
 
 __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per,
                                                                 int8_t *q, float *dk, int16_t *bs) {
-    for (int64_t r = 0; r < M * (K / QKK); r++) {
-        const uint16_t *src = x + r * QKK;
+    const int64_t S = KQ(K) / QKK;
+    for (int64_t r = 0; r < M * S; r++) {
+        const int64_t at = r % S * QKK, have = K - at < QKK ? K - at : QKK; /* inputs of x here */
+        const uint16_t *src = x + r / S * K + at;
         float v[QKK], amax = 0.0f;
         for (int j = 0; j < QKK; j++) {
-            v[j] = bf16_to_f32(src[j]);
+            v[j] = j < have ? bf16_to_f32(src[j]) : 0.0f;
             float a = fabsf(v[j]);
             amax = a > amax ? a : amax;
         }
@@ -652,7 +660,9 @@ static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
  * rows' memory cannot be had, else 0. */
 static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const Part *parts, int nparts,
                        int64_t total, uint16_t *y, int64_t ldy, int threads, int vnni) {
+    const int64_t x_k = K;
     const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
+    K = super ? KQ(K) : K; /* from here the quantized rows' length (x's stays the caller's) */
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
      * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
@@ -667,7 +677,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
     else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
     const Job job = {xq, dx, xs, bs, M, K, parts, nparts, y, total, ldy, fn};
-    if (super) quantize_rows_k(x, M, K, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
+    if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
     run(&job, threads);
     free(xq);
@@ -698,9 +708,7 @@ static PyObject *mm(PyObject *const *args, Py_ssize_t nargs, int form) {
         }
         total += parts[i].N;
     }
-    const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
-    const int64_t block = super ? QKK : QK;
-    if (M <= 0 || K <= 0 || K % block || !a[0] || !a[3]) {
+    if (M <= 0 || K <= 0 || K % QK || !a[0] || !a[3]) {
         PyErr_Format(PyExc_ValueError, "bad call M=%lld K=%lld", (long long)M, (long long)K);
         return NULL;
     }
@@ -1090,8 +1098,7 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     const int64_t gu_n = cols[GATE_UP], I = gu_n / 2; /* down's inputs: gate's columns, up's as many */
-    const int64_t down_block = forms[DOWN] == FORM_Q4K || forms[DOWN] == FORM_Q6K ? QKK : QK;
-    if (n[DOWN] && (gu_n % 2 || I % down_block || cols[DOWN] != W)) {
+    if (n[DOWN] && (gu_n % 2 || I % QK || cols[DOWN] != W)) {
         PyErr_SetString(PyExc_ValueError, "decoder_layer: down does not take gate | up's halves to the width");
         return NULL;
     }
