@@ -14,7 +14,15 @@ import app.engine.decoding.decode as decode_module
 from app.engine import Engine, GenerationConfig
 from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
-from app.engine.decoding.cost import MODEL_KEY, PROBE_AFTER, AcceptanceModel, CostModel, KChooser, lookup_key
+from app.engine.decoding.cost import (
+    EXPLORE_TRIALS,
+    MODEL_KEY,
+    PROBE_AFTER,
+    AcceptanceModel,
+    CostModel,
+    KChooser,
+    lookup_key,
+)
 from app.engine.decoding.decode import StepRecord, _learn, _Verified
 from app.engine.decoding.drafters import Proposal
 
@@ -241,3 +249,48 @@ def test_an_untried_lookup_key_is_not_probed_its_set_aside_draft_is_judged_for_f
     chooser.costs.observe_draft(1, 0.5)  # a draft step half a plain pass: at a prior of 0.6, no gain
     model = chooser.choose(MODEL_KEY, 4, drafts_ready=False)
     assert (model.k, model.reason) == (1, "probe")
+
+
+def _real_pair_costs(chooser: KChooser) -> None:
+    """The real pair's costs on a Zen 1 core (2026-12-05): a draft step 0.3 of a plain pass, a
+    pass over n tokens 1 + 0.37 (n − 1) plain passes: drafting pays from ~73 % acceptance."""
+    for n in range(1, 9):
+        chooser.costs.observe_verify(n, 0.125 * (1 + 0.37 * (n - 1)))
+    chooser.costs.observe_draft(1, 0.3 * 0.125)
+
+
+def test_a_draft_model_that_misses_its_first_block_is_tried_until_its_acceptance_is_known():
+    """One rejection must not set a good draft model aside for the answer: it is tried one draft a
+    step until ``EXPLORE_TRIALS`` of its drafts were judged, then the evidence decides both ways."""
+    good = KChooser()
+    _real_pair_costs(good)
+    good.observe_step(MODEL_KEY, 3, 0)  # its first block (the answer's first words) missed
+    assert good.acceptance.alpha(MODEL_KEY) < 0.5
+    judged = 1
+    while judged < EXPLORE_TRIALS:
+        choice = good.choose(MODEL_KEY, 4, drafts_ready=False)
+        assert choice.k >= 1 and choice.reason in ("probe", "drafting")  # drafting once the evidence pays
+        good.observe_step(MODEL_KEY, 1, 1)  # every later draft passes
+        judged += 1
+    assert good.choose(MODEL_KEY, 4, drafts_ready=False).reason == "drafting"
+    bad = KChooser()
+    _real_pair_costs(bad)
+    for _ in range(EXPLORE_TRIALS):
+        bad.observe_step(MODEL_KEY, 1, 0)  # a draft the target never agrees with
+    assert bad.choose(MODEL_KEY, 4, drafts_ready=False).k == 0  # known now: no more tries
+
+
+def test_free_drafts_do_not_put_off_a_draft_models_probe():
+    """The model's probe clock counts steps since *its* drafts were verified: lookup drafts
+    verified on every step must not keep it from ever being re-measured (nor the reverse)."""
+    chooser = KChooser()
+    _real_pair_costs(chooser)
+    for _ in range(EXPLORE_TRIALS):
+        chooser.observe_step(MODEL_KEY, 1, 0)  # explored, found poor
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False).k == 0
+    for _ in range(PROBE_AFTER["model"]):
+        chooser.observe_step(lookup_key(3), 2, 2)  # free drafts, verified every step
+    probe = chooser.choose(MODEL_KEY, 4, drafts_ready=False)
+    assert (probe.k, probe.reason) == (1, "probe")
+    chooser.observe_step(MODEL_KEY, 1, 0)
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False).k == 0

@@ -343,7 +343,7 @@ def test_a_probe_does_not_pay_a_catch_up_that_costs_more_than_a_small_share_of_t
         chooser.costs.observe_verify(n, 0.018 * (1 + 0.1 * (n - 1)))
     chooser.costs.observe_draft(1, 0.018)  # a draft as large as the target: drafting never pays
     chooser.costs.observe_draft_catch_up(45, 0.2)  # its prefill of a 45-token prompt
-    chooser.since_draft = 500  # long since it last drafted: a probe is due
+    chooser.since_draft["model"] = 500  # long since it last drafted: a probe is due
     plan = chooser.choose("model", 5, drafts_ready=False)
     assert plan.k == 1 and plan.reason == "probe"
     assert not chooser.worth_catching_up(45, 96, plan)  # 0.2 s against ~1.7 s of answer: 11 %

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import statistics
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -44,6 +44,14 @@ COST_DECAY_PER_STEP = 0.97
 # anyway (a probe): it re-measures the pass, the draft step and the acceptance the chooser
 # stopped seeing. Prompt lookup's drafts are free, so it probes sooner than a draft model.
 PROBE_AFTER = {"free": 24, "model": 96}
+# A draft model is tried (one draft a step) until this many of its drafts were judged, while
+# every draft accepted would pay: its acceptance is not known before that. One rejection weighs
+# a lot against a prior of 2 pseudo-trials, and the first draft of an answer is the likeliest to
+# miss ("Here's" against "```"): a same-family 0.5B draft that the target agreed with at 87-93 %
+# of positions was set aside for the whole answer after missing its first token (real pair,
+# 2026-12-05). At a draft step of 0.3 and a pass over 2 tokens of 1.4 plain passes, trying a
+# draft that always misses costs 0.7 of a pass a try, 5-6 passes in an engine's life.
+EXPLORE_TRIALS = 8
 # Another band's ratio V(n)/V(1) stands in for a size this band never measured only while it is
 # recent (else this band's own points, interpolated or extrapolated, decide).
 CROSS_BAND_FRESH = 48
@@ -481,6 +489,7 @@ class AcceptanceModel:
 
     step: int = 0
     evidence: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # key -> (hits, trials, step)
+    judged: Counter[str] = field(default_factory=Counter)  # key -> drafts judged ever (not decayed)
 
     def tick(self) -> None:
         self.step += 1
@@ -502,6 +511,17 @@ class AcceptanceModel:
         hits, trials = self._decayed(key)
         successes, tried = acceptance_evidence(proposed, accepted)
         self.evidence[key] = (hits + successes, trials + tried, self.step)
+        self.judged[key] += tried
+
+    def kept(self, key: str) -> tuple[float, float]:
+        """``key``'s evidence now (hits, trials, decayed): what an engine keeps for the next one."""
+        return self._decayed(key)
+
+    def adopt(self, key: str, hits: float, trials: float) -> None:
+        """Evidence an earlier engine kept for ``key`` (the same models), as if judged now."""
+        if 0.0 <= hits <= trials:
+            self.evidence[key] = (hits, trials, self.step)
+            self.judged[key] += round(trials)
 
 
 def lookup_key(ngram: int, contested: bool = False) -> str:
@@ -543,11 +563,12 @@ class KChooser:
     Kept on the ``Engine`` across answers: the pass costs (per context band, aged toward the
     prior while a size goes unmeasured), the draft step's cost, the catch-up cost and the
     acceptance per kind of evidence (decaying toward its prior). ``since_draft`` counts the
-    steps since one verified a draft; past ``PROBE_AFTER`` a step probes with one draft."""
+    steps since a draft of each kind ("free", "model") was verified; past ``PROBE_AFTER`` a step
+    probes with one draft of that kind."""
 
     costs: CostModel = field(default_factory=CostModel)
     acceptance: AcceptanceModel = field(default_factory=AcceptanceModel)
-    since_draft: int = 0
+    since_draft: Counter[str] = field(default_factory=Counter)
     # this answer's draft model drafts ahead (``decode`` says so per answer): ``step_cost``
     ahead: bool = False
     # the costs measured each way of sharing the CPU threads (``Split``); ``costs`` is the one in use
@@ -596,16 +617,18 @@ class KChooser:
             flat = verify(k_max + 1)
             return best_k(alpha, draft, lambda n: flat, k_max)
         choice = best_k(alpha, draft, verify, k_max, ahead=self.ahead and not drafts_ready)
-        due = PROBE_AFTER["free" if drafts_ready else "model"]
-        # only the prior speaks: try it to learn, if perfect acceptance could pay at these costs.
-        # Not for drafts already made: one set aside is judged for free by the target's next
-        # token (the shadow evidence ``decode._learn`` records), which is what a probe would learn
+        since = self.since_draft["model" if key == MODEL_KEY else "free"]  # steps since such drafts were verified
+        due = PROBE_AFTER["free" if drafts_ready else "model"]  # drafts at hand cost no pass: probed sooner
+        # too little evidence yet (``EXPLORE_TRIALS``): try it to learn, if perfect acceptance
+        # could pay at these costs. Not for drafts already made: one set aside is judged for free
+        # by the target's next token (the shadow evidence ``decode._learn`` records), which is
+        # what a probe would learn
         untried = (
             not drafts_ready
-            and key not in self.acceptance.evidence
+            and self.acceptance.judged[key] < EXPLORE_TRIALS
             and best_k(1.0, draft, verify, k_max, ahead=self.ahead).k > 0
         )
-        if choice.k == 0 and probe and (untried or self.since_draft >= due):
+        if choice.k == 0 and probe and (untried or since >= due):
             return replace(choice, k=1, reason="probe")
         return choice
 
@@ -634,7 +657,10 @@ class KChooser:
         """A step that verified ``proposed`` drafts (0: a plain step) of evidence ``key``."""
         self.tick()
         self.acceptance.observe(key, proposed, accepted)
-        self.since_draft = 0 if proposed > 0 else self.since_draft + 1
+        for kind in PROBE_AFTER:
+            self.since_draft[kind] += 1
+        if proposed > 0:
+            self.since_draft["model" if key == MODEL_KEY else "free"] = 0
 
     def tick(self) -> None:
         """One decoding step passed (costs and acceptance age by steps)."""
