@@ -157,3 +157,26 @@ def test_a_changed_model_file_or_a_damaged_entry_is_timed_again(load_tiny, isola
         assert len(timed) == 3
     finally:
         os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_draft_models_acceptance_is_kept_for_the_next_engine_of_the_same_pair(load_tiny, isolated_cache):
+    """Each answer keeps the draft model's acceptance evidence under the pair's files and the
+    draft's form; the next engine of that pair starts its chooser from it (not from the prior),
+    another pair does not."""
+    from app.engine import GenerationConfig
+    from app.engine.decoding.cost import MODEL_KEY
+
+    target, draft = load_tiny("llama"), load_tiny("llama-other")
+    first = Engine(target, draft)
+    first.warm_up()
+    assert first.chooser.acceptance.judged[MODEL_KEY] == 0
+    first.generate("The quick brown fox", GenerationConfig(max_new_tokens=6, k=2, auto_k=False))
+    hits, trials = first.chooser.acceptance.kept(MODEL_KEY)
+    assert 0 < trials <= session.KEPT_TRIALS
+    second = Engine(target, draft)
+    second.warm_up()
+    assert second.chooser.acceptance.kept(MODEL_KEY) == pytest.approx((hits, trials), abs=1e-3)
+    assert second.chooser.acceptance.alpha(MODEL_KEY) == pytest.approx(first.chooser.acceptance.alpha(MODEL_KEY), abs=1e-3)
+    other = Engine(target, target)  # the target drafting for itself: another pair
+    other.warm_up()
+    assert other.chooser.acceptance.judged[MODEL_KEY] == 0

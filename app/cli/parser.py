@@ -162,8 +162,8 @@ def _common_options() -> argparse.ArgumentParser:
         type=_keyword(*WEIGHTS, "same"),
         default=None,
         metavar="FORM",
-        help="the draft model's weights form: auto (the fastest draft step on this CPU, measured at load; "
-        "default), same (the target's), int4, int8, bf16, fp32",
+        help="the draft model's weights form: auto (the cheapest draft step on this CPU: a GGUF's as Q4_K, "
+        "another file's measured at load; default), same (the target's), int4 (on the CPU: Q4_K), int8, bf16, fp32",
     )
     models.add_argument(
         "--draft-dtype",

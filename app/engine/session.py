@@ -101,6 +101,8 @@ ARM_PROBE_PASSES = 5  # plain passes timed before each arm of a comparison (star
 DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``draft_threads``)
 LOAD_DEFAULTS = LoadOptions()
 WARM_UP_TIMINGS = "warm-up"  # the warm-up's timings in the measured store (models.measured)
+DRAFT_ACCEPTANCE = "draft-acceptance"  # a draft model's acceptance evidence, kept per pair of models
+KEPT_TRIALS = 16  # at most this many drafts' worth of kept evidence: a new engine's own soon outweighs it
 DraftForm = WeightsForm  # the draft's form: what it was called when only the draft had one
 
 
@@ -244,6 +246,35 @@ class Engine(TimedArms):
         self.chooser.use(splits[0])
         for runner in models:
             runner.reset()
+        self._adopt_acceptance()
+
+    def _acceptance_key(self) -> list[str] | None:
+        """What a draft model's acceptance depends on: the two models' files and the draft's form
+        (None: no draft model, or one not read from a file)."""
+        if self.draft is None or self.draft_form is None:
+            return None
+        identities = [source_identity(model.source) for model in (self.target, self.draft)]
+        if None in identities:
+            return None
+        return [*(i for i in identities if i is not None), self.draft.weights_label]
+
+    def _adopt_acceptance(self) -> None:
+        """The draft model's acceptance an earlier engine of the same pair kept: the chooser
+        starts from it instead of its prior, so one run's verdict on the draft model does not
+        hang on its first few drafts, nor differ from the last run's (``KEPT_TRIALS`` at most)."""
+        key = self._acceptance_key()
+        kept = measured_store().get(DRAFT_ACCEPTANCE, key) if key else None
+        if isinstance(kept, list) and len(kept) == 2 and all(isinstance(v, (int, float)) for v in kept):
+            hits, trials = (float(v) for v in kept)
+            scale = min(1.0, KEPT_TRIALS / trials) if trials > 0 else 0.0
+            self.chooser.acceptance.adopt(MODEL_KEY, hits * scale, trials * scale)
+
+    def _keep_acceptance(self) -> None:
+        """After an answer: the draft model's acceptance evidence now, for the next engine."""
+        key = self._acceptance_key()
+        if key and self.chooser.acceptance.judged[MODEL_KEY]:
+            hits, trials = self.chooser.acceptance.kept(MODEL_KEY)
+            measured_store().put(DRAFT_ACCEPTANCE, key, [round(hits, 3), round(trials, 3)])
 
     def _kept_timings(self, split: Split) -> dict[str, list[Any]]:
         """The timings kept for these models on this machine, else timed now (and kept)."""
@@ -632,6 +663,8 @@ class Engine(TimedArms):
         finally:
             if self._answers == answer:  # a later answer owns the threads now
                 self._give_back_threads()
+            if model_of(self._answer_drafter) is not None:
+                self._keep_acceptance()
 
     def _recorder(self, prompt: list[int], options: AnswerOptions) -> Callable[[StepEvent], None]:
         """Index the prompt under the answer's owner (``AnswerOptions.history_id``, else a name
