@@ -16,6 +16,7 @@ from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.cost import (
     EXPLORE_TRIALS,
+    FIRST_MODEL_KEY,
     MODEL_KEY,
     PROBE_AFTER,
     AcceptanceModel,
@@ -25,6 +26,7 @@ from app.engine.decoding.cost import (
 )
 from app.engine.decoding.decode import StepRecord, _learn, _Verified
 from app.engine.decoding.drafters import Proposal
+from app.engine.events import TokenInfo
 
 AUTO = GenerationConfig(max_new_tokens=96, k=4, auto_k=True)
 PROMPT = "The quick brown fox"
@@ -164,6 +166,22 @@ def test_a_draft_models_catch_up_is_not_timed_as_a_draft_step():
     ordinary = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=2)
     _learn(chooser, _Model(), _record(ordinary, step, 0.2, index=9, first_ask=False), 0)  # type: ignore[arg-type]
     assert chooser.costs.draft_cost() == pytest.approx(0.1)
+
+
+def test_a_draft_models_block_before_the_prompts_pass_is_evidence_of_its_own():
+    """The answer's first words miss far more often than the rest: the block drafted before the
+    prompt's pass (index 0) is evidence for ``FIRST_MODEL_KEY``, and leaves the model's own
+    estimate, which every later step is chosen by, where it was."""
+    chooser = KChooser()
+    model_before, first_before = chooser.acceptance.alpha(MODEL_KEY), chooser.acceptance.alpha(FIRST_MODEL_KEY)
+    missed = Proposal([5, 6, 7], None, [0.9, 0.9, 0.9], passes=3)
+    step = _Verified([], None, [TokenInfo(5, "a", "draft")], n_accepted=0, next_token=1)  # its first draft rejected
+    for _ in range(3):
+        _learn(chooser, _Model(), _record(missed, step, 0.2, index=0, first_ask=True), 0)  # type: ignore[arg-type]
+    assert chooser.acceptance.alpha(MODEL_KEY) == pytest.approx(model_before, abs=0.03)  # only aged
+    assert chooser.acceptance.alpha(FIRST_MODEL_KEY) < first_before
+    _learn(chooser, _Model(), _record(missed, step, 0.2, index=5, first_ask=False), 0)  # type: ignore[arg-type]
+    assert chooser.acceptance.alpha(MODEL_KEY) < model_before - 0.1
 
 
 def test_a_confidence_stop_before_the_first_draft_is_evidence(load_tiny):

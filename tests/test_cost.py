@@ -237,7 +237,7 @@ def test_the_target_as_its_own_cheap_draft_is_verified_in_blocks(load_tiny):
     target = load_tiny("llama")
     engine = Engine(target, target)
     engine.chooser = KChooser(costs=FrozenCosts(draft_step=0.1))
-    result = engine.generate("The quick brown fox", AUTO)
+    result = engine.generate("The quick brown fox", AUTO, options=MODEL_ALONE)  # no lookup draft among its blocks
     assert (
         result.token_ids == engine.generate("The quick brown fox", replace(AUTO, speculative=False)).token_ids
     )

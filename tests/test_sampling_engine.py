@@ -20,7 +20,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
-from app.engine.decoding.cost import MODEL_KEY, KChooser
+from app.engine.decoding.cost import FIRST_MODEL_KEY, MODEL_KEY, KChooser
 from app.engine.decoding.drafters import ModelDrafter, Proposal
 from app.engine.decoding.sampling import filter_logits
 
@@ -316,7 +316,8 @@ def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
     the test): what it chooses is decided before drafting, as always, from what it holds."""
     chooser = KChooser()
     for i in range(400):
-        chooser.observe_step(MODEL_KEY, 1, int((i + 1) * alpha) - int(i * alpha))
+        for key in (MODEL_KEY, FIRST_MODEL_KEY):  # the answer's first block too
+            chooser.observe_step(key, 1, int((i + 1) * alpha) - int(i * alpha))
     for n in range(1, 8):  # measured last: no size has aged toward the prior
         chooser.costs.observe_verify(n, 0.01)
     chooser.costs.observe_draft(1, draft_step * 0.01)

@@ -26,7 +26,7 @@ from transformers import PreTrainedTokenizerBase
 from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.answer_text import AnswerText
-from app.engine.decoding.cost import MODEL_KEY, AnswerLedger, Choice, KChooser, lookup_key
+from app.engine.decoding.cost import FIRST_MODEL_KEY, MODEL_KEY, AnswerLedger, Choice, KChooser, lookup_key
 from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, Proposal, model_of
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
@@ -195,7 +195,7 @@ def _propose(
         choice = chooser.choose(key, len(proposal.tokens), drafts_ready=True, prefill=prefill)
         shadow = (key, proposal.tokens[0]) if choice.k == 0 else None
         return proposal.first(choice.k), choice, shadow
-    choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+    choice = chooser.choose(_model_key(prefill), k_cap, drafts_ready=False, prefill=prefill)
     if choice.k == 0:
         return NO_PROPOSAL, choice, None
     return drafter.propose(tokens, choice.k, rule, threshold, new_turn), choice, None
@@ -224,7 +224,7 @@ def _propose_mixed(
     if branch is not None:
         model_choice = chooser.choose(MODEL_KEY, min(k_cap, len(branch.tokens)), drafts_ready=True)
     else:
-        model_choice = chooser.choose(MODEL_KEY, k_cap, drafts_ready=False, prefill=prefill)
+        model_choice = chooser.choose(_model_key(prefill), k_cap, drafts_ready=False, prefill=prefill)
     free_wins = free_choice is not None and free_choice.predicted_speedup >= model_choice.predicted_speedup
     if free_choice is not None and free_choice.k > 0 and free_wins:
         return free.first(free_choice.k), free_choice, None
@@ -300,10 +300,15 @@ def _drafter_for_answer(
     return _AnswerDrafter(None, unseen, set_aside=not_repaid)
 
 
-def _evidence_key(drafter: Drafter, proposal: Proposal) -> str:
+def _evidence_key(drafter: Drafter, proposal: Proposal, prefill: bool = False) -> str:
     if proposal.key is not None:
         return proposal.key
-    return lookup_key(proposal.ngram) if drafter.cheap else MODEL_KEY
+    return lookup_key(proposal.ngram) if drafter.cheap else _model_key(prefill)
+
+
+def _model_key(prefill: bool) -> str:
+    """A draft model's evidence: its block before the prompt's pass (the answer's first words) apart."""
+    return FIRST_MODEL_KEY if prefill else MODEL_KEY
 
 
 def _target_kind(index: int, drafted: bool, accepted: int, proposed: int) -> TargetKind:
@@ -644,7 +649,7 @@ def _learn(chooser: KChooser, drafter: Drafter | None, record: StepRecord, unsee
         chooser.costs.observe_draft_catch_up(unseen, record.draft_s)
     if drafter is not None and (m or proposal.stopped):
         judged = proposed + 1 if proposal.stopped and accepted == m else proposed
-        chooser.observe_step(_evidence_key(drafter, proposal), judged, accepted)
+        chooser.observe_step(_evidence_key(drafter, proposal, record.index == 0), judged, accepted)
         return
     chooser.observe_step(MODEL_KEY, 0, 0)  # a plain step: time passes, no evidence
     if record.shadow is not None:
