@@ -152,3 +152,42 @@ def test_a_fixed_k_is_never_overridden(losing_engine, virtual_clock):
     assert sum(s.k > 0 for s in decode) > len(decode) - 3  # drafted to the end (k shrinks at the limit)
     assert all(s.decision is None for s in decode)
     assert drafting_notes(result) == []
+
+
+class DraftsAfterThePromptChooser(OverconfidentChooser):
+    """Two drafts a step, none folded into the prompt's pass: the draft model's first ask (its
+    catch-up on the prompt) comes at the first decoding step, as when lookup took the prompt's pass."""
+
+    def choose(self, key, k_max, drafts_ready, prefill=False, probe=True) -> Choice:  # type: ignore[no-untyped-def]
+        if prefill:
+            return Choice(0, 1.0, 0.9, "gain_below_margin", 2, 1.0, 0.0, 1.5)
+        return super().choose(key, k_max, drafts_ready, prefill, probe)
+
+
+def test_a_draft_models_catch_up_is_not_judged_as_a_drafting_pass(load_tiny, virtual_clock):
+    """The catch-up is paid once, decided before the answer; judged as the first drafting pass's
+    cost it made drafting that pays measure slower, and the answer stopped drafting."""
+    from app.engine.backend import AnswerOptions
+    from app.engine.config import DRAFT_MODEL
+    from app.engine.decoding.drafters import model_of
+
+    target = replace(load_tiny("llama"), eos_token_ids=())
+    engine = Engine(target, target)  # the target as its own draft: every draft passes
+    engine.chooser = DraftsAfterThePromptChooser()
+    for context in (8, 16, 32, 64):
+        engine.chooser.costs.context = context
+        engine.chooser.costs.observe_verify(1, steep_pass(1))
+    model = model_of(engine._drafter)
+    assert model is not None
+    real_propose = model.propose
+
+    def propose(tokens, k, rule, threshold, new_turn=True):  # type: ignore[no-untyped-def]
+        if new_turn:
+            virtual_clock[0] += 40.0  # its prefill of the prompt: dearer than the whole answer's passes
+        return real_propose(tokens, k, rule, threshold, new_turn)
+
+    model.propose = propose  # type: ignore[method-assign]
+    result = engine.generate(PROMPT, AUTO, options=AnswerOptions(drafter_choice=DRAFT_MODEL))
+    drafting = [s for s in result.steps if s.index > 0 and s.k > 0]
+    assert len(drafting) > FALL_BACK_AFTER and all(len(s.rejected) == 0 for s in drafting)
+    assert not any(s.decision and s.decision.reason == "slower_in_answer" for s in result.steps)

@@ -342,7 +342,8 @@ def test_a_draft_gguf_is_q4k_whatever_its_type_and_a_target_keeps_its_int4(llama
     path = write_gguf(llama, tok, tmp_path / f"draft-{qtype.name}.gguf", qtype)
     for asked in ("auto", "int4"):
         draft = load_model(str(path), device="cpu", weights=asked, draft=True)
-        body = [m for n, m in draft.model.named_modules() if isinstance(m, quant.WeightOnlyLinear) and "lm_head" not in n]
+        layers = draft.model.named_modules()
+        body = [m for n, m in layers if isinstance(m, quant.WeightOnlyLinear) and "lm_head" not in n]
         assert body and all(type(m) is quant.Q4KLinear for m in body)
         assert draft.form.form == "int4" and draft.form.by_specchat and f"from {qtype.name}" in draft.form.label()
         for name, layer in draft.model.named_modules():

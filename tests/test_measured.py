@@ -176,7 +176,8 @@ def test_a_draft_models_acceptance_is_kept_for_the_next_engine_of_the_same_pair(
     second = Engine(target, draft)
     second.warm_up()
     assert second.chooser.acceptance.kept(MODEL_KEY) == pytest.approx((hits, trials), abs=1e-3)
-    assert second.chooser.acceptance.alpha(MODEL_KEY) == pytest.approx(first.chooser.acceptance.alpha(MODEL_KEY), abs=1e-3)
+    alpha = first.chooser.acceptance.alpha(MODEL_KEY)
+    assert second.chooser.acceptance.alpha(MODEL_KEY) == pytest.approx(alpha, abs=1e-3)
     other = Engine(target, target)  # the target drafting for itself: another pair
     other.warm_up()
     assert other.chooser.acceptance.judged[MODEL_KEY] == 0
