@@ -11,7 +11,7 @@ from tiny_models import build_model, save
 
 from app.engine import Engine, GenerationConfig
 from app.engine.backend import AnswerOptions
-from app.engine.decoding.cost import MODEL_KEY, AcceptanceModel, KChooser
+from app.engine.decoding.cost import FIRST_MODEL_KEY, MODEL_KEY, AcceptanceModel, KChooser
 from app.engine.decoding.drafters import model_of
 from app.engine.models.loading import load_model
 
@@ -122,11 +122,14 @@ def test_drafts_after_a_stop_count_as_neither_proposed_nor_learned(load_tiny):
     assert cut.stats.proposed == cut.stats.accepted > 0
     assert sum(len(s.accepted) + len(s.rejected) for s in cut.steps) == cut.stats.proposed
     replay = AcceptanceModel()  # what the events say, decayed step by step as the chooser does
-    for s in cut.steps:
+    for s in cut.steps:  # the block folded into the prompt's pass is evidence of its own
         replay.tick()
-        replay.observe(MODEL_KEY, len(s.accepted) + len(s.rejected), len(s.accepted))
-    hits, trials, _ = engine.chooser.acceptance.evidence[MODEL_KEY]
-    assert (hits, trials) == pytest.approx(replay.evidence[MODEL_KEY][:2])
+        key = FIRST_MODEL_KEY if s.index == 0 else MODEL_KEY
+        replay.observe(key, len(s.accepted) + len(s.rejected), len(s.accepted))
+    for key in replay.evidence:
+        hits, trials, _ = engine.chooser.acceptance.evidence[key]
+        assert (hits, trials) == pytest.approx(replay.evidence[key][:2])
+    assert MODEL_KEY in replay.evidence
 
 
 def test_eos_inside_an_accepted_block_ends_the_answer_there_though_the_drafter_went_past_it(load_tiny):
