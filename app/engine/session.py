@@ -14,6 +14,7 @@ follow-up turn costs just its new tokens. An Engine is used from one thread at a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -248,9 +249,11 @@ class Engine(TimedArms):
             runner.reset()
         self._adopt_acceptance()
 
+    @functools.cached_property
     def _acceptance_key(self) -> list[str] | None:
         """What a draft model's acceptance depends on: the two models' files and the draft's form
-        (None: no draft model, or one not read from a file)."""
+        (None: no draft model, or one not read from a file). Both are the engine's for its life:
+        asked once, not after every answer."""
         if self.draft is None or self.draft_form is None:
             return None
         identities = [source_identity(model.source) for model in (self.target, self.draft)]
@@ -262,7 +265,7 @@ class Engine(TimedArms):
         """The draft model's acceptance an earlier engine of the same pair kept: the chooser
         starts from it instead of its prior, so one run's verdict on the draft model does not
         hang on its first few drafts, nor differ from the last run's (``KEPT_TRIALS`` at most)."""
-        key = self._acceptance_key()
+        key = self._acceptance_key
         kept = measured_store().get(DRAFT_ACCEPTANCE, key) if key else None
         if isinstance(kept, list) and len(kept) == 2 and all(isinstance(v, (int, float)) for v in kept):
             hits, trials = (float(v) for v in kept)
@@ -271,7 +274,7 @@ class Engine(TimedArms):
 
     def _keep_acceptance(self) -> None:
         """After an answer: the draft model's acceptance evidence now, for the next engine."""
-        key = self._acceptance_key()
+        key = self._acceptance_key
         if key and self.chooser.acceptance.judged[MODEL_KEY]:
             hits, trials = self.chooser.acceptance.kept(MODEL_KEY)
             measured_store().put(DRAFT_ACCEPTANCE, key, [round(hits, 3), round(trials, 3)])

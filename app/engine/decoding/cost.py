@@ -548,6 +548,11 @@ FIRST_MODEL_KEY = "model-first"  # a draft model's block folded into the prompt'
 MODEL_KEYS = (MODEL_KEY, FIRST_MODEL_KEY)
 
 
+def _kind(key: str) -> str:
+    """The probe clock (``PROBE_AFTER``) an evidence key's drafts keep: a draft model's or a free drafter's."""
+    return "model" if key in MODEL_KEYS else "free"
+
+
 @dataclass(frozen=True)
 class Split:
     """How an answer uses ``threads`` CPU threads (``draft_threads``): a draft model drafting in
@@ -624,7 +629,7 @@ class KChooser:
             flat = verify(k_max + 1)
             return best_k(alpha, draft, lambda n: flat, k_max)
         choice = best_k(alpha, draft, verify, k_max, ahead=self.ahead and not drafts_ready)
-        since = self.since_draft["model" if key in MODEL_KEYS else "free"]  # steps since such drafts were verified
+        since = self.since_draft[_kind(key)]  # steps since such drafts were verified
         due = PROBE_AFTER["free" if drafts_ready else "model"]  # drafts at hand cost no pass: probed sooner
         # too little evidence yet (``EXPLORE_TRIALS``): try it to learn, if perfect acceptance
         # could pay at these costs. Not for drafts already made: one set aside is judged for free
@@ -667,7 +672,7 @@ class KChooser:
         for kind in PROBE_AFTER:
             self.since_draft[kind] += 1
         if proposed > 0:
-            self.since_draft["model" if key in MODEL_KEYS else "free"] = 0
+            self.since_draft[_kind(key)] = 0
 
     def tick(self) -> None:
         """One decoding step passed (costs and acceptance age by steps)."""
