@@ -168,6 +168,23 @@ def test_a_draft_models_catch_up_is_not_timed_as_a_draft_step():
     assert chooser.costs.draft_cost() == pytest.approx(0.1)
 
 
+def test_a_mixed_drafters_model_first_asked_after_lookup_is_a_catch_up_not_a_draft_step():
+    """Lookup drafted the prompt's pass, so the mixed drafter was asked before its model: the
+    model's first ask (step 1) is not the answer's ``first_ask``, but it fed the whole prompt. On
+    the real pair it was timed as a 2-draft step of 363 ms (a step is ~50) and judged by the
+    ledger as a drafting pass, which made the answer stop drafting (0.72x)."""
+    chooser = KChooser()
+    step = _Verified([], None, [], n_accepted=2, next_token=1)
+    first_of_the_model = Proposal([5, 6], None, [0.9, 0.9], passes=2, fed=46)
+    record = _record(first_of_the_model, step, 0.46, index=1, first_ask=False)
+    assert record.caught_up
+    _learn(chooser, _Model(), record, 0)  # type: ignore[arg-type]
+    assert chooser.costs.draft_cost() is None
+    assert chooser.costs.draft_catch_up_cost() == pytest.approx(0.01)  # per token it fed
+    assert not _record(Proposal([5], None, [0.9], passes=1, fed=2), step, 0.1, index=2, first_ask=False).caught_up
+    assert not _record(Proposal([5], None, [0.9], passes=0, fed=46), step, 0.1, index=2, first_ask=False).caught_up
+
+
 def test_a_draft_models_block_before_the_prompts_pass_is_evidence_of_its_own():
     """The answer's first words miss far more often than the rest: the block drafted before the
     prompt's pass (index 0) is evidence for ``FIRST_MODEL_KEY``, and leaves the model's own

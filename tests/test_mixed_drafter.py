@@ -133,3 +133,24 @@ def test_the_sat_out_sentence_names_the_break_even_acceptance_or_the_catch_up():
     assert f"would need {format_percent(0.3)} of its drafts accepted to break even, and {format_percent(0.25)}" in note
     catch_up = KDecision(0, "catch_up_not_repaid", 0.6, best_k=2, best_gain=1.2, draft_cost=0.1, pass_cost=1.1)
     assert "read the whole prompt" in sat_out_note(run(catch_up))
+
+
+def test_the_models_first_ask_reports_the_whole_catch_up_it_fed(tiny_models, monkeypatch):
+    """``Proposal.fed`` on a new turn is what the model did not hold of the conversation (here all
+    of it), so a step whose model was first asked after lookup is known as a catch-up
+    (``StepRecord.caught_up``): neither a draft step's cost nor, for the ledger, a drafting pass's."""
+    engine = _engine(tiny_models, "llama")
+    fed: list[tuple[bool, int, int]] = []
+    propose = ModelDrafter.propose
+
+    def spy(self, tokens, k, rule, threshold, new_turn=True):
+        proposal = propose(self, tokens, k, rule, threshold, new_turn)
+        fed.append((new_turn, len(tokens), proposal.fed))
+        return proposal
+
+    monkeypatch.setattr(ModelDrafter, "propose", spy)
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    engine.generate(PROMPT, GenerationConfig(max_new_tokens=16, k=3, auto_k=False), options=UNRECORDED)
+    (first, length, first_fed), *later = fed
+    assert first and first_fed == length  # a fresh engine: the whole prompt
+    assert later and all(not new and 1 <= n <= 2 for new, _, n in later)  # a block's leftovers

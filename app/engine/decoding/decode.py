@@ -353,6 +353,14 @@ class StepRecord:
     drafted_ahead: bool = False  # the drafts were made during the previous verification
 
     @property
+    def caught_up(self) -> bool:
+        """A draft model's first pass this step fed more than a block's leftovers: the prompt (its
+        first ask of the answer: ``first_ask``, or a mixed drafter's model first asked after its
+        free part drafted), or the tokens it missed while lookup drafted or plain steps ran (more
+        than ``CATCH_UP_IN_TURN``). Its ``draft_s`` is mostly that catch-up, not drafting."""
+        return self.proposal.passes > 0 and (self.first_ask or self.proposal.fed > CATCH_UP_IN_TURN)
+
+    @property
     def accepted(self) -> int:
         """Drafts the answer kept."""
         return len(self.verified.accepted) if self.verified is not None else 0
@@ -454,10 +462,11 @@ def _steps(
             )
             if chooser is not None:
                 _learn(chooser, drafter, record, unseen)
-            # the draft model's catch-up on the prompt (its first ask) is not a drafting pass's cost:
-            # paid once, decided before the answer (``_drafter_for_answer``), it would have made the
-            # ledger judge drafting that pays as slower and stop it (0.49x on the real pair)
-            if ledger is not None and index > 0 and proposal.tokens and not (first_ask and proposal.passes):
+            # a draft model's catch-up (on the prompt, or on what it missed) is not a drafting pass's
+            # cost: the prompt's is decided before the answer (``_drafter_for_answer``), and counted it
+            # made the ledger judge drafting that pays as slower and stop it (0.49x on the real pair;
+            # a mixed drafter's model, first asked after lookup drafted the prompt's pass, 0.72x)
+            if ledger is not None and index > 0 and proposal.tokens and not record.caught_up:
                 ledger.observe(record.proposed, record.accepted, record.draft_s + record.verify_s)
             yield record
             if out.stop_reason is not None:
@@ -646,10 +655,12 @@ def _learn(chooser: KChooser, drafter: Drafter | None, record: StepRecord, unsee
         # drafts made ahead were not on this step's clock (``draft_s`` is the wait for them): not
         # a draft step's cost, which ``cost.step_cost`` weighs against the verification itself
         in_turn = not record.drafted_ahead
-        if proposal.passes and in_turn and not record.first_ask and proposal.fed <= CATCH_UP_IN_TURN:
+        if in_turn and proposal.passes and not record.caught_up:
             chooser.costs.observe_draft(proposal.passes, record.draft_s)
     if record.first_ask and proposal.passes:
         chooser.costs.observe_draft_catch_up(unseen, record.draft_s)
+    elif record.caught_up:  # later in the answer (a mixed drafter's model first asked, or missed tokens)
+        chooser.costs.observe_draft_catch_up(proposal.fed, record.draft_s)
     if drafter is not None and (m or proposal.stopped):
         judged = proposed + 1 if proposal.stopped and accepted == m else proposed
         chooser.observe_step(_evidence_key(drafter, proposal, record.index == 0), judged, accepted)

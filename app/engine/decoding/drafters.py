@@ -30,7 +30,7 @@ class Proposal:
     passes: int  # draft forward passes spent
     ngram: int = 0  # prompt lookup: length of the matched n-gram (the evidence); 0 for a model
     stopped: bool = False  # a draft model's confidence threshold ended the block before k
-    fed: int = 0  # tokens a draft model fed in its first pass (its catch-up; 0: unknown or none)
+    fed: int = 0  # tokens a draft model fed in its first pass (its catch-up; 0: none, or drafts made ahead)
     key: str | None = None  # the evidence kind for the k chooser (lookup_key, suffix_key); None: model
     origin: TokenOrigin | None = None  # where the drafts were copied from; None: a draft model
 
@@ -192,8 +192,9 @@ class ModelDrafter:
         # catches up on what it missed; inside a turn only the positions since the previous
         # call are compared (the sequence only grew)
         trusted = 0 if new_turn else self._seen
-        # inside a turn, what its first pass feeds: the tokens since its cache last agreed
-        fed = 0 if new_turn else len(tokens) - min(self.runner.common_prefix(tokens, trusted), len(tokens) - 1)
+        # what its first pass feeds: the tokens since its cache last agreed (a new turn: all it
+        # does not hold of the conversation, its catch-up)
+        fed = len(tokens) - min(self.runner.common_prefix(tokens, trusted), len(tokens) - 1)
         self._seen = len(tokens)
         raw = self.runner.continue_from(tokens, trusted=trusted)  # [1, V]
         passes = 1
