@@ -308,7 +308,7 @@ AGAINST = {
 def load(args: argparse.Namespace) -> LoadedModel:
     """The model as the app loads it (``--weights``: the form, as ``generate --weights``)."""
     source = str(bundled_model_path()) if args.source == "default" else args.source
-    return load_model(source, device="cpu", dtype=args.dtype, weights=args.weights)
+    return load_model(source, device="cpu", dtype=args.dtype, weights=args.weights, draft=args.draft)
 
 
 def variants(args: argparse.Namespace) -> list[Variant]:
@@ -397,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", default="1")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--draft", action="store_true", help="load it as a draft model is loaded (its own form)")
     parser.add_argument("--clock", choices=list(CLOCKS), default="cpu", help="this thread's CPU time, or wall time")
     parser.add_argument(
         "--against", choices=list(AGAINST), help="also run the pass another way, pass for pass interleaved: "
