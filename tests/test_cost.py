@@ -12,6 +12,7 @@ from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
+    EXPLORE_TRIALS,
     MODEL_KEY,
     AcceptanceModel,
     CostModel,
@@ -330,11 +331,11 @@ def test_a_draft_model_skips_an_answer_whose_prompt_it_would_have_to_prefill_for
     chooser.costs.observe_draft(1, 0.05)
     plan = chooser.choose("model", 4, drafts_ready=False)
     assert plan.k > 0 and plan.predicted_speedup > 1.0
-    assert chooser.worth_catching_up(3000, 64, plan)  # catch-up cost never measured: try it
+    assert chooser.worth_catching_up(3000, 64, plan, 4)  # catch-up cost never measured: try it
     chooser.costs.observe_draft_catch_up(3000, 30.0)  # 0.01 per token
-    assert not chooser.worth_catching_up(3000, 64, plan)  # 30 to save at most ~64 * 1 * (1 - 1/s)
-    assert chooser.worth_catching_up(3000, 100_000, plan)  # a long answer repays it
-    assert chooser.worth_catching_up(10, 64, plan)  # a few tokens behind: an ordinary step
+    assert not chooser.worth_catching_up(3000, 64, plan, 4)  # 30 to save at most ~64 * 1 * (1 - 1/s)
+    assert chooser.worth_catching_up(3000, 100_000, plan, 4)  # a long answer repays it
+    assert chooser.worth_catching_up(10, 64, plan, 4)  # a few tokens behind: an ordinary step
 
 
 def test_a_probe_does_not_pay_a_catch_up_that_costs_more_than_a_small_share_of_the_answer():
@@ -346,9 +347,34 @@ def test_a_probe_does_not_pay_a_catch_up_that_costs_more_than_a_small_share_of_t
     chooser.since_draft["model"] = 500  # long since it last drafted: a probe is due
     plan = chooser.choose("model", 5, drafts_ready=False)
     assert plan.k == 1 and plan.reason == "probe"
-    assert not chooser.worth_catching_up(45, 96, plan)  # 0.2 s against ~1.7 s of answer: 11 %
-    assert chooser.worth_catching_up(45, 1000, plan)  # 1 % of a long answer: worth a look
-    assert chooser.worth_catching_up(12, 96, plan)  # a few tokens behind: an ordinary step
+    assert not chooser.worth_catching_up(45, 96, plan, 5)  # 0.2 s against ~1.7 s of answer: 11 %
+    assert chooser.worth_catching_up(45, 1000, plan, 5)  # 1 % of a long answer: worth a look
+    assert chooser.worth_catching_up(12, 96, plan, 5)  # a few tokens behind: an ordinary step
+
+
+def test_a_draft_model_judged_on_too_few_drafts_catches_up_where_it_could_repay_it():
+    """The real pair, 1 thread (bench --peer): an 8-token first answer judged 3 drafts and put the
+    model's acceptance at 0.68 against the 0.9 it measures; at 0.68 a 64-token answer could not
+    repay the catch-up, so no answer drafted and the estimate never moved. While fewer than
+    ``EXPLORE_TRIALS`` drafts were judged, the catch-up is weighed against what drafting could save
+    (every draft accepted); once enough were, against what it is expected to save."""
+    chooser = KChooser()
+    for n in range(1, 7):
+        chooser.costs.observe_verify(n, 0.076 * (1 + 0.16 * (n - 1)))  # its measured passes
+    chooser.costs.observe_draft(1, 0.025)
+    chooser.costs.observe_draft_catch_up(46, 0.37)  # 8 ms a token
+    chooser.acceptance.observe(MODEL_KEY, 3, 1)  # a poor start: 3 judged
+    plan = chooser.choose(MODEL_KEY, 5, drafts_ready=False)
+    assert chooser.acceptance.judged[MODEL_KEY] < EXPLORE_TRIALS
+    assert chooser.worth_catching_up(46, 64, plan, 5)
+    for _ in range(EXPLORE_TRIALS):  # enough evidence, as poor: its expected saving decides
+        chooser.acceptance.observe(MODEL_KEY, 3, 0)
+    plan = chooser.choose(MODEL_KEY, 5, drafts_ready=False)
+    assert not chooser.worth_catching_up(46, 64, plan, 5)
+    for _ in range(4 * EXPLORE_TRIALS):  # as good as the pair measures: expected to repay it
+        chooser.acceptance.observe(MODEL_KEY, 5, 5)
+    plan = chooser.choose(MODEL_KEY, 5, drafts_ready=False)
+    assert chooser.worth_catching_up(46, 64, plan, 5) and not chooser.worth_catching_up(46, 4, plan, 5)
 
 
 def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tiny):

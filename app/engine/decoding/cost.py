@@ -89,6 +89,10 @@ CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinar
 # this share of the answer's plain decoding time (a 45-token prompt's catch-up was 11 % of a
 # 96-token answer with a draft as large as the target: every answer paid it, 0.90× plain).
 PROBE_CATCH_UP_SHARE = 0.02
+# While a draft model's drafts are judged too little to go by (``EXPLORE_TRIALS``), its catch-up is
+# weighed against what drafting could save, and paid only up to this share of the answer's plain
+# decoding time: the price of learning what it drafts, once per pair (the evidence is kept).
+EXPLORE_CATCH_UP_SHARE = 0.25
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
 
 
@@ -652,18 +656,34 @@ class KChooser:
         # (a cautious guess would never draft, and so never learn)
         return 0.0
 
-    def worth_catching_up(self, unseen: int, remaining: int, choice: Choice) -> bool:
+    def worth_catching_up(self, unseen: int, remaining: int, choice: Choice, k_max: int) -> bool:
         """Is a draft model's catch-up on ``unseen`` tokens (its own prefill of a long prompt)
-        repaid by the time the chosen drafting saves over the ``remaining`` tokens?"""
+        repaid by the time the chosen drafting saves over the ``remaining`` tokens? While its
+        drafts are judged too little to go by (``EXPLORE_TRIALS``), by what drafting would save
+        were every draft of up to ``k_max`` accepted, up to ``EXPLORE_CATCH_UP_SHARE``: a first
+        answer of 8 tokens had judged 3 drafts, put its acceptance at 0.68 against the 0.9 the
+        pair measures, and from then on no answer caught up, so none drafted, and the estimate
+        never moved (real pair, 1 thread)."""
         per_token = self.costs.draft_catch_up_cost()
         if unseen <= CATCH_UP_FREE or per_token is None:
             return choice.k > 0  # unmeasured: try once, to measure
-        if choice.reason == "probe":  # no gain expected: only a cheap look
-            return choice.k > 0 and unseen * per_token <= PROBE_CATCH_UP_SHARE * remaining * self.verify_cost(1)
-        if choice.predicted_speedup <= 1.0:
+        plain, catch_up = self.verify_cost(1), unseen * per_token
+        thin = self.acceptance.judged[MODEL_KEY] < EXPLORE_TRIALS
+        if choice.reason == "probe" or thin:  # a look at the model: taken where it is cheap
+            if choice.k > 0 and catch_up <= PROBE_CATCH_UP_SHARE * remaining * plain:
+                return True
+            if not thin:
+                return False
+        if thin:  # what it could save (too little evidence to go by what it is expected to), at a bounded price
+            if catch_up > EXPLORE_CATCH_UP_SHARE * remaining * plain:
+                return False
+            draft, verify = self._draft_cost(), self._verify_curve(k_max + 1)
+            speedup = best_k(1.0, draft, verify, k_max, ahead=self.ahead).best_gain
+        elif choice.predicted_speedup <= 1.0:
             return choice.k > 0
-        saved = remaining * self.verify_cost(1) * (1.0 - 1.0 / choice.predicted_speedup)
-        return saved > unseen * per_token
+        else:
+            speedup = choice.predicted_speedup
+        return speedup > 1.0 and remaining * plain * (1.0 - 1.0 / speedup) > catch_up
 
     def observe_step(self, key: str, proposed: int, accepted: int) -> None:
         """A step that verified ``proposed`` drafts (0: a plain step) of evidence ``key``."""

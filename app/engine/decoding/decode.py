@@ -291,7 +291,7 @@ def _drafter_for_answer(
         return _AnswerDrafter(drafter, 0)
     unseen = drafter.unseen(prompt)
     plan = chooser.choose(MODEL_KEY, config.k, drafts_ready=False)
-    if chooser.worth_catching_up(unseen, limit, plan):
+    if chooser.worth_catching_up(unseen, limit, plan, config.k):
         return _AnswerDrafter(drafter, unseen)
     reason = "catch_up_not_repaid" if plan.k > 0 else plan.reason
     not_repaid = replace(plan, k=0, predicted_speedup=1.0, reason=reason)
