@@ -324,7 +324,7 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
  * of x are laid out the same way, quantize_rows_k). So int16 lanes 2b and 2b + 1 of every register's
  * u8 x s8 products belong to block b: the 8 registers' products are added in 16 int16 lanes (no
  * overflow: |8 · 2 · 15 · 127| < 2^15), then times the blocks' sub-scales and added pairwise into 8
- * int32 lanes, lane b = sc_b · I_b (one vpmaddwd, or vpdpwssd: the same integers, |J| < 2^23). One
+ * int32 lanes, lane b = sc_b · I_b (one vpmaddwd; under VNNI, Q4K_SUM_vnni below: the same integers). One
  * vector multiply per 32 weights and row and one per super-block, against two per 32 weights when
  * each block was scaled on its own: a 1.5B's MLP linears (8960 x 1536, 1536 x 8960) took 0.89-0.90x
  * the time at 1 row, 0.75-0.77x at 2, 0.70x at 3 and 0.67-0.72x at 4 or 5, 1 thread, on an AVX2-only
@@ -337,7 +337,26 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
  * y = hsum8(acc) − hsum4(z). The same sequence for every output, whatever tile it falls in. The
  * empty asm after each row's sum keeps GCC from regrouping the sums into a tree it spilled to the
  * stack, as in q6k (4 to 8 rows 0.8x the time with it, AMD EPYC AVX2; the same integers). */
-#define DEFINE_Q4K(SUFFIX, TARGET, SCALED)                                                                         \
+/* How the AVX2 and the VNNI tiles sum a super-block of one row and scale it by its 8 sub-scales:
+ * AVX2 adds the 8 registers' vpmaddubsw products in 16-bit lanes (lanes 2b, 2b + 1: block b), then
+ * one vpmaddwd by the sub-scales, each in two int16 lanes. Under VNNI vpdpbusd adds each int32
+ * lane's 4 products itself, and lane b of every register holds 4 weights of block b, so the 8
+ * registers leave I_b in lane b directly (one instruction per 32 weights and row against two), and
+ * one vpmulld by the sub-scales in int32 lanes gives the same sc_b · I_b in the same lanes: the same
+ * bits (a 1.5B's MLP linears 0.85-0.92x the time at 3-8 rows, Xeon with AVX-512, from cache). */
+#define Q4K_SCALES_avx2(sc8) _mm256_cvtepu8_epi16(_mm_unpacklo_epi8((sc8), (sc8)))
+#define Q4K_SUM_avx2(sum, we, xe, wo, xo)                                                                   \
+    do {                                                                                                    \
+        const __m256i pe_ = _mm256_maddubs_epi16((we), (xe)), po_ = _mm256_maddubs_epi16((wo), (xo));        \
+        (sum) = _mm256_add_epi16((sum), _mm256_add_epi16(pe_, po_));                                        \
+        __asm__("" : "+v"(sum));                                                                            \
+    } while (0)
+#define Q4K_SCALED_avx2(sum, scales) _mm256_madd_epi16((sum), (scales))
+#define Q4K_SCALES_vnni(sc8) _mm256_cvtepu8_epi32(sc8)
+#define Q4K_SUM_vnni(sum, we, xe, wo, xo) ((sum) = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32((sum), (we), (xe)), (wo), (xo)))
+#define Q4K_SCALED_vnni(sum, scales) _mm256_mullo_epi32((sum), (scales))
+
+#define DEFINE_Q4K(SUFFIX, TARGET)                                                                                 \
     __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
         const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
         const int64_t S = j->K / QKK;                                                                              \
@@ -352,26 +371,22 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
             float d, dmin;                                                                                         \
             memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);                                                             \
             const uint8_t *qs = b + 24;                                                                            \
-            /* the 8 sub-scales as int16, each in two lanes: sc_0, sc_0, sc_1, sc_1, .. sc_7, sc_7 */              \
-            const __m128i sc8 = _mm_loadl_epi64((const __m128i *)(b + 8));                                         \
-            const __m256i scv = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc8, sc8));                                 \
-            __m256i sum16[MR];                                                                                     \
-            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum16[r] = _mm256_setzero_si256();              \
+            const __m256i scales = Q4K_SCALES_##SUFFIX(_mm_loadl_epi64((const __m128i *)(b + 8)));                 \
+            __m256i sum[MR];                                                                                       \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm256_setzero_si256();                \
             _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                  \
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + p * 32));                            \
                 const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
                 _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                           \
                     const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;                                  \
-                    const __m256i pe = _mm256_maddubs_epi16(we, _mm256_loadu_si256((const __m256i *)x));           \
-                    const __m256i po = _mm256_maddubs_epi16(wo, _mm256_loadu_si256((const __m256i *)(x + 32)));    \
-                    sum16[r] = _mm256_add_epi16(sum16[r], _mm256_add_epi16(pe, po));                               \
-                    __asm__("" : "+v"(sum16[r]));                                                                  \
+                    Q4K_SUM_##SUFFIX(sum[r], we, _mm256_loadu_si256((const __m256i *)x), wo,                       \
+                                     _mm256_loadu_si256((const __m256i *)(x + 32)));                               \
                 }                                                                                                  \
             }                                                                                                      \
             const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(b + 16)));                    \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                               \
                 const float dk = j->dx[(m0 + r) * S + s];                                                          \
-                const __m256i isum = SCALED(_mm256_setzero_si256(), sum16[r], scv);                                \
+                const __m256i isum = Q4K_SCALED_##SUFFIX(sum[r], scales);                                          \
                 const __m128i ms = _mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(j->bs + ((m0 + r) * S + s) * 8))); \
                 acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * dk), acc[r]);                \
                 z[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(dmin * dk), z[r]);                            \
@@ -381,52 +396,8 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
             y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));                                  \
     }
 
-DEFINE_Q4K(avx2, "avx2,fma", SCALED_AVX2)
-
-/* q4k under VNNI: vpdpbusd adds the 4 u8 x s8 products of each int32 lane, and lane b of every
- * register holds 4 weights of block b (the layout above), so the 8 registers' vpdpbusd leave I_b in
- * lane b directly: one instruction per 32 weights and row, against vpmaddubsw and an int16 add, and
- * one integer multiply by the sub-scales per super-block. The same integers sc_b · I_b in the same
- * lanes as the AVX2 tile, then the same float sequence: the same bits. A 1.5B's MLP linears took
- * 0.7x the time at 2 rows and 0.55x at 8 on a Xeon with AVX-512 (tools/native_ab.py --forms q4k). */
-__attribute__((target("avx2,fma,avx512f,avx512vl,avx512vnni"), always_inline)) static inline void q4k_tile_vnni(
-    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
-    const int64_t S = j->K / QKK;
-    const __m256i low = _mm256_set1_epi8(0x0f);
-    __m256 acc[MR];
-    __m128 z[MR];
-    const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->K);
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm_setzero_ps();
-    for (int64_t s = 0; s < S; s++) {
-        const uint8_t *b = wc + s * Q4K_SB_BYTES;
-        PREFETCH_SB(b);
-        float d, dmin;
-        memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);
-        const uint8_t *qs = b + 24;
-        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 8))); /* sc_b in lane b */
-        __m256i isum[MR];
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) isum[r] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + p * 32));
-            const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
-                const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;
-                isum[r] = _mm256_dpbusd_epi32(isum[r], we, _mm256_loadu_si256((const __m256i *)x));
-                isum[r] = _mm256_dpbusd_epi32(isum[r], wo, _mm256_loadu_si256((const __m256i *)(x + 32)));
-            }
-        }
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(b + 16)));
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
-            const float dk = j->dx[(m0 + r) * S + s];
-            const __m256i scaled = _mm256_mullo_epi32(isum[r], sc);
-            const __m128i ms = _mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(j->bs + ((m0 + r) * S + s) * 8)));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_set1_ps(d * dk), acc[r]);
-            z[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(dmin * dk), z[r]);
-        }
-    }
-    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)
-        y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));
-}
+DEFINE_Q4K(avx2, "avx2,fma")
+DEFINE_Q4K(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
 
 /* q6k: the 4 chunks of 32 weights (q in 0..63, in the order of x) of a half super-block, from its 3
  * stored chunks of 32 bytes: byte i of chunk c < 3 holds q[32c + i] in bits 0..5 and two bits of
@@ -447,7 +418,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void q6_chunks(
  * (the rows of x laid out the same way, quantize_rows_k), so int16 lanes 4s..4s+3 of both runs 2g and
  * 2g + 1 belong to sub-block 4g + s: the two runs' u8 x s8 products are added in 16 int16 lanes (no
  * overflow: |2 · 2 · 63 · 127| < 2^15), then times the four sub-scales and added pairwise into 8
- * int32 lanes (SCALED, as q4k): three vector multiplies per 64 weights and row instead of four. Then
+ * int32 lanes (SCALED): three vector multiplies per 64 weights and row instead of four. Then
  * 32 · (sc · S pairwise) taken off the lanes (S: the sums of each 16 quantized x) and
  * acc += float(J) · (d · dk); y = hsum8(acc). The same sequence for every output, whatever tile it
  * falls in. The empty asm after each row's sum keeps GCC from regrouping the integer sums into a tree
