@@ -668,22 +668,21 @@ class KChooser:
         if unseen <= CATCH_UP_FREE or per_token is None:
             return choice.k > 0  # unmeasured: try once, to measure
         plain, catch_up = self.verify_cost(1), unseen * per_token
-        thin = self.acceptance.judged[MODEL_KEY] < EXPLORE_TRIALS
-        if choice.reason == "probe" or thin:  # a look at the model: taken where it is cheap
-            if choice.k > 0 and catch_up <= PROBE_CATCH_UP_SHARE * remaining * plain:
-                return True
-            if not thin:
-                return False
-        if thin:  # what it could save (too little evidence to go by what it is expected to), at a bounded price
+        cheap = choice.k > 0 and catch_up <= PROBE_CATCH_UP_SHARE * remaining * plain  # a look, taken
+
+        def repaid(speedup: float) -> bool:
+            return speedup > 1.0 and remaining * plain * (1.0 - 1.0 / speedup) > catch_up
+
+        if self.acceptance.judged[MODEL_KEY] < EXPLORE_TRIALS:  # what it could save, at a bounded price
             if catch_up > EXPLORE_CATCH_UP_SHARE * remaining * plain:
                 return False
             draft, verify = self._draft_cost(), self._verify_curve(k_max + 1)
-            speedup = best_k(1.0, draft, verify, k_max, ahead=self.ahead).best_gain
-        elif choice.predicted_speedup <= 1.0:
+            return cheap or repaid(best_k(1.0, draft, verify, k_max, ahead=self.ahead).best_gain)
+        if choice.reason == "probe":  # no gain expected: only a cheap look
+            return cheap
+        if choice.predicted_speedup <= 1.0:
             return choice.k > 0
-        else:
-            speedup = choice.predicted_speedup
-        return speedup > 1.0 and remaining * plain * (1.0 - 1.0 / speedup) > catch_up
+        return repaid(choice.predicted_speedup)
 
     def observe_step(self, key: str, proposed: int, accepted: int) -> None:
         """A step that verified ``proposed`` drafts (0: a plain step) of evidence ``key``."""
