@@ -95,6 +95,9 @@ class ContextDraftModel:
     def forward(self, ids: list[int], keep: int = 0) -> torch.Tensor:
         return self.logits[ids[-1]]
 
+    def common_prefix(self, ids: list[int], trusted: int = 0) -> int:
+        return 0  # it holds nothing: every ask feeds the whole context
+
     def reset(self) -> None:
         pass
 
