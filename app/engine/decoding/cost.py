@@ -639,14 +639,18 @@ class KChooser:
         # could pay at these costs. Not for drafts already made: one set aside is judged for free
         # by the target's next token (the shadow evidence ``decode._learn`` records), which is
         # what a probe would learn
-        untried = (
-            not drafts_ready
-            and self.acceptance.judged[key] < EXPLORE_TRIALS
-            and best_k(1.0, draft, verify, k_max, ahead=self.ahead).k > 0
-        )
+        untried = not drafts_ready and self._judged_too_little(key) and self._every_draft_accepted(k_max).k > 0
         if choice.k == 0 and probe and (untried or since >= due):
             return replace(choice, k=1, reason="probe")
         return choice
+
+    def _judged_too_little(self, key: str) -> bool:
+        """Too few drafts of ``key`` judged yet to go by their acceptance (``EXPLORE_TRIALS``)."""
+        return self.acceptance.judged[key] < EXPLORE_TRIALS
+
+    def _every_draft_accepted(self, k_max: int) -> Choice:
+        """A draft model's best plan were every draft accepted: what trying it could at most give."""
+        return best_k(1.0, self._draft_cost(), self._verify_curve(k_max + 1), k_max, ahead=self.ahead)
 
     def _draft_cost(self) -> float:
         measured = self.costs.draft_cost()
@@ -673,11 +677,10 @@ class KChooser:
         def repaid(speedup: float) -> bool:
             return speedup > 1.0 and remaining * plain * (1.0 - 1.0 / speedup) > catch_up
 
-        if self.acceptance.judged[MODEL_KEY] < EXPLORE_TRIALS:  # what it could save, at a bounded price
+        if self._judged_too_little(MODEL_KEY):  # what it could save, at a bounded price
             if catch_up > EXPLORE_CATCH_UP_SHARE * remaining * plain:
                 return False
-            draft, verify = self._draft_cost(), self._verify_curve(k_max + 1)
-            return cheap or repaid(best_k(1.0, draft, verify, k_max, ahead=self.ahead).best_gain)
+            return cheap or repaid(self._every_draft_accepted(k_max).best_gain)
         if choice.reason == "probe":  # no gain expected: only a cheap look
             return cheap
         if choice.predicted_speedup <= 1.0:
