@@ -80,10 +80,10 @@ of a block holding the exact integer sum of its bytes 4l..4l+3; per block acc +=
 one horizontal sum hsum8 (the two 128-bit halves added, then the upper pair onto the lower, then
 lane 1 onto lane 0) of E + O for int8, times s, and of (E + O) + Z for int4, Z the zero term
 sum_g mn_g · (dx·S)_g in 8 lanes (lane l: the groups g = l mod 8 in order); rounded to bf16 once.
-Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes J (lane b: sc_b
-times the exact integer sum of its block b), A += float(J) ·
-(d · dk) in 8 lanes, and Z += float(m_2i·S_2i + m_2i+1·S_2i+1) · (dmin · dk) in 4 lanes, S_b the
-block's sum of quantized x; y = hsum8(A) − hsum4(Z) (hsum8's last two steps), rounded to bf16 once.
+Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 lanes I (lane b: the
+exact integer sum of its block b), A += (float(I) · (float(sc) · d)) · dk and Z += (float(m) · dmin) ·
+(float(S) · dk), both in 8 lanes, S_b the block's sum of quantized x; y = hsum8(A) − hsum8(Z), rounded
+to bf16 once.
 Q6_K (q6k): rows quantized per 256 as for Q4_K, S_j the sum of each 16 quantized x; per super-block s,
 8 int32 lanes J, lane l the sum over its 4 groups of 4 sub-blocks (4G..4G+3) of sc_j times the exact
 sum of q·x over inputs 4(l mod 2)..4(l mod 2)+3 and 8 + those of sub-block j = 4G + l div 2, less

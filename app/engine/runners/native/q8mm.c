@@ -13,8 +13,8 @@
  *   q4k:  llama.cpp's Q4_K as it is in the file: super-blocks of 256 weights (8 blocks of 32),
  *         w = d·sc_b·q − dmin·m_b with d, dmin fp32 (the file's fp16, exact) and 6-bit integer
  *         sc_b, m_b; x quantized to int8 per 256 (one scale dk, as llama.cpp's Q8_K), so a
- *         super-block's dot product is one exact int32 sum (sc_b applied in integers) and costs
- *         one float multiply-add:   y = sum_s (d·dk)_s · J_s − sum_s (dmin·dk)_s · (sum_b m_b·S_b)
+ *         block's dot product is one exact int32 sum and a super-block costs a row two float
+ *         multiply-adds in 8 lanes:   y = sum_s sum_b (sc_b·d)_s · I_b · dk_s − (m_b·dmin)_s · (S_b·dk_s)
  *   q6k:  llama.cpp's Q6_K as it is in the file: super-blocks of 256 weights (16 sub-blocks of 16),
  *         w = d·sc_j·(q − 32), q in 0..63, d fp32 (the file's fp16, exact) and int8 sc_j; x as for
  *         q4k, with the sums of each 16 (llama.cpp's Q8_K bsums) for the offset 32, so that again a
@@ -142,12 +142,6 @@ __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *
     }
 }
 
-__attribute__((target("avx2,fma"))) static inline float hsum4(__m128 s) { /* hsum8's last steps */
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) { /* one fixed order */
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -165,8 +159,9 @@ typedef struct Job Job;
 typedef void (*ColsFn)(const Job *, const Part *, uint16_t *, int64_t, int64_t);
 struct Job {
     const int8_t *xq;
-    const float *dx, *xs; /* q4k, q6k: dx the per-256 scales dk; xs unused */
+    const float *dx, *xs; /* q4k, q6k: dx the per-256 scales dk; xs unused (its room holds bs) */
     const int16_t *bs;    /* q4k: the sums of each 32 quantized x; q6k: of each 16 */
+    const float *bf;      /* q4k: each sum of 32 times its 256's scale dk, float(bs) · dk */
     int64_t M, K;
     const Part *parts;
     int nparts;
@@ -322,56 +317,54 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
  * its low nibbles and register 2p + 1 in its high ones, and register r (32 weights) holds weights
  * 4r..4r+3 of each of the 8 blocks of 32 in turn (byte 4b + t: weight 4r + t of block b; the rows
  * of x are laid out the same way, quantize_rows_k). So int16 lanes 2b and 2b + 1 of every register's
- * u8 x s8 products belong to block b: the 8 registers' products are added in 16 int16 lanes (no
- * overflow: |8 · 2 · 15 · 127| < 2^15), then times the blocks' sub-scales and added pairwise into 8
- * int32 lanes, lane b = sc_b · I_b (one vpmaddwd; under VNNI, Q4K_SUM_vnni below: the same integers). One
- * vector multiply per 32 weights and row and one per super-block, against two per 32 weights when
- * each block was scaled on its own: a 1.5B's MLP linears (8960 x 1536, 1536 x 8960) took 0.89-0.90x
- * the time at 1 row, 0.75-0.77x at 2, 0.70x at 3 and 0.67-0.72x at 4 or 5, 1 thread, on an AVX2-only
- * AMD EPYC (Zen 1: one vector-multiply pipe; tools/native_ab.py --forms q4k --rows 1 2 3 4 5). */
+ * u8 x s8 products belong to block b: AVX2 adds the 8 registers' products in 16 int16 lanes (no
+ * overflow: |8 · 2 · 15 · 127| < 2^15), then pairwise into 8 int32 lanes, lane b = I_b (one vpmaddwd
+ * by ones); under VNNI vpdpbusd adds each int32 lane's 4 products itself, and the 8 registers leave
+ * I_b in lane b directly (one instruction per 32 weights and row against two). The same integers. */
 #define SCALED_AVX2(acc, p, sc) _mm256_add_epi32((acc), _mm256_madd_epi16((p), (sc)))
 #define SCALED_VNNI(acc, p, sc) _mm256_dpwssd_epi32((acc), (p), (sc))
 
-/* A tile of ROWS rows of one q4k column: per super-block, each row's J in integers, then
- * acc += float(J) · (d · dk) and, for the mins, z += float(m · S pairwise, 4 lanes) · (dmin · dk);
- * y = hsum8(acc) − hsum4(z). The same sequence for every output, whatever tile it falls in. The
- * empty asm after each row's sum keeps GCC from regrouping the sums into a tree it spilled to the
- * stack, as in q6k (4 to 8 rows 0.8x the time with it, AMD EPYC AVX2; the same integers). */
-/* How the AVX2 and the VNNI tiles sum a super-block of one row and scale it by its 8 sub-scales:
- * AVX2 adds the 8 registers' vpmaddubsw products in 16-bit lanes (lanes 2b, 2b + 1: block b), then
- * one vpmaddwd by the sub-scales, each in two int16 lanes. Under VNNI vpdpbusd adds each int32
- * lane's 4 products itself, and lane b of every register holds 4 weights of block b, so the 8
- * registers leave I_b in lane b directly (one instruction per 32 weights and row against two), and
- * one vpmulld by the sub-scales in int32 lanes gives the same sc_b · I_b in the same lanes: the same
- * bits (a 1.5B's MLP linears 0.85-0.92x the time at 3-8 rows, Xeon with AVX-512, from cache). */
-#define Q4K_SCALES_avx2(sc8) _mm256_cvtepu8_epi16(_mm_unpacklo_epi8((sc8), (sc8)))
+/* A tile of ROWS rows of one q4k column: per super-block, each row's I_b in integers, then
+ * acc += (float(I_b) · (float(sc_b) · d)) · dk and, for the mins, z += (float(m_b) · dmin) · (S_b · dk),
+ * both in 8 lanes; y = hsum8(acc) − hsum8(z). The same sequence for every output, whatever tile it
+ * falls in. What a row adds is only its integer sums and three vector operations per super-block:
+ * the sub-scales and mins times d and dmin are the rows' in common (q4k_lanes), and S_b · dk is the
+ * row's own, made once per call beside its quantized x (Job.bf). Against scaling the integers by
+ * the sub-scales row by row (vpmulld, or vpmaddwd by the sub-scales), then d · dk and dmin · dk
+ * broadcast per row and the mins as int16 products: a real 1.5B Q4_K_M pass over 4 / 5 tokens
+ * 119.6 / 142-145 -> 111.6-114.2 / 131-138 ms, 1 to 3 tokens the same (1 thread, Xeon with AVX-512
+ * VNNI; AVX2 forced: 4 tokens 127.7 -> 121-122 ms, 1 and 2 the same; tools/pass_profile.py). The
+ * empty asm after each AVX2 row's sum keeps GCC from regrouping the sums into a tree it spilled to
+ * the stack, as in q6k (4 to 8 rows 0.8x the time with it, AMD EPYC AVX2; the same integers). */
 #define Q4K_SUM_avx2(sum, we, xe, wo, xo)                                                                   \
     do {                                                                                                    \
         const __m256i pe_ = _mm256_maddubs_epi16((we), (xe)), po_ = _mm256_maddubs_epi16((wo), (xo));        \
         (sum) = _mm256_add_epi16((sum), _mm256_add_epi16(pe_, po_));                                        \
         __asm__("" : "+v"(sum));                                                                            \
     } while (0)
-#define Q4K_SCALED_avx2(sum, scales) _mm256_madd_epi16((sum), (scales))
-#define Q4K_SCALES_vnni(sc8) _mm256_cvtepu8_epi32(sc8)
+#define Q4K_INTS_avx2(sum) _mm256_madd_epi16((sum), _mm256_set1_epi16(1))
 #define Q4K_SUM_vnni(sum, we, xe, wo, xo) ((sum) = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32((sum), (we), (xe)), (wo), (xo)))
-#define Q4K_SCALED_vnni(sum, scales) _mm256_mullo_epi32((sum), (scales))
+#define Q4K_INTS_vnni(sum) (sum)
+
+/* lanes b of 8 bytes (sub-scales or mins) as floats times f */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 q4k_lanes(const uint8_t *b, float f) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b))), _mm256_set1_ps(f));
+}
 
 #define DEFINE_Q4K(SUFFIX, TARGET)                                                                                 \
     __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
         const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
         const int64_t S = j->K / QKK;                                                                              \
         const __m256i low = _mm256_set1_epi8(0x0f);                                                                \
-        __m256 acc[MR];                                                                                            \
-        __m128 z[MR];                                                                                              \
+        __m256 acc[MR], z[MR];                                                                                     \
         const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->K);                                                     \
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm_setzero_ps(); \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm256_setzero_ps(); \
         for (int64_t s = 0; s < S; s++) {                                                                          \
             const uint8_t *b = wc + s * Q4K_SB_BYTES;                                                              \
             PREFETCH_SB(b);                                                                                        \
             float d, dmin;                                                                                         \
             memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);                                                             \
             const uint8_t *qs = b + 24;                                                                            \
-            const __m256i scales = Q4K_SCALES_##SUFFIX(_mm_loadl_epi64((const __m128i *)(b + 8)));                 \
             __m256i sum[MR];                                                                                       \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm256_setzero_si256();                \
             _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                  \
@@ -383,17 +376,16 @@ DEFINE_TILES(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", DOT_VNNI)
                                      _mm256_loadu_si256((const __m256i *)(x + 32)));                               \
                 }                                                                                                  \
             }                                                                                                      \
-            const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(b + 16)));                    \
+            const __m256 scd = q4k_lanes(b + 8, d), mnd = q4k_lanes(b + 16, dmin); /* the rows' in common */      \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                               \
-                const float dk = j->dx[(m0 + r) * S + s];                                                          \
-                const __m256i isum = Q4K_SCALED_##SUFFIX(sum[r], scales);                                          \
-                const __m128i ms = _mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(j->bs + ((m0 + r) * S + s) * 8))); \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * dk), acc[r]);                \
-                z[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(dmin * dk), z[r]);                            \
+                const int64_t at = (m0 + r) * S + s;                                                               \
+                const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(Q4K_INTS_##SUFFIX(sum[r])), scd);           \
+                acc[r] = _mm256_fmadd_ps(scaled, _mm256_broadcast_ss(j->dx + at), acc[r]);                         \
+                z[r] = _mm256_fmadd_ps(mnd, _mm256_loadu_ps(j->bf + at * 8), z[r]);                                \
             }                                                                                                      \
         }                                                                                                          \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                     \
-            y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum4(z[r]));                                  \
+            y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum8(z[r]));                                  \
     }
 
 DEFINE_Q4K(avx2, "avx2,fma")
@@ -702,19 +694,21 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
      * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
-    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 2 * sizeof(float) * (size_t)(M * G) + 64);
+    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 3 * sizeof(float) * (size_t)(M * G) + 64);
     if (!xq) return -1;
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
-    float *xs = dx + M * G;
+    float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk [M, G] */
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
     if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
     else if (form == FORM_Q4K) fn = vnni ? q4k_cols_vnni : q4k_cols_avx2;
     else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
     else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
-    const Job job = {xq, dx, xs, bs, M, K, parts, nparts, y, total, ldy, fn};
+    const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn};
     if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
+    if (form == FORM_Q4K)
+        for (int64_t i = 0; i < M * G; i++) bf[i] = (float)bs[i] * dx[i / (QKK / QK)];
     run(&job, threads);
     free(xq);
     return 0;
