@@ -154,3 +154,39 @@ def test_the_models_first_ask_reports_the_whole_catch_up_it_fed(tiny_models, mon
     (first, length, first_fed), *later = fed
     assert first and first_fed == length  # a fresh engine: the whole prompt
     assert later and all(not new and 1 <= n <= 2 for new, _, n in later)  # a block's leftovers
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_a_warmed_up_draft_model_keeps_the_templates_head_and_catches_up_on_what_follows(
+    tiny_models, monkeypatch, arch
+):
+    """The warm-up reads the chat template's head (what every conversation's prompt begins with)
+    into the draft model's cache, and ``reset`` keeps it: a new conversation's catch-up feeds only
+    what follows the head, and the answer is the target's."""
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    engine = _engine(tiny_models, arch)
+    fixed = GenerationConfig(max_new_tokens=16, k=3, auto_k=False)
+    engine.warm_up()
+    head = engine.template_head()
+    ids = engine._encode([{"role": "user", "content": PROMPT}], continue_answer=False)
+    assert 0 < len(head) < len(ids) and ids[: len(head)] == head
+    model = engine._drafters[DRAFT_MODEL]
+    assert isinstance(model, ModelDrafter) and model.runner.tokens == head
+    fed: list[tuple[bool, int]] = []
+    propose = ModelDrafter.propose
+
+    def spy(self, tokens, k, rule, threshold, new_turn=True):
+        proposal = propose(self, tokens, k, rule, threshold, new_turn)
+        fed.append((new_turn, proposal.fed))
+        return proposal
+
+    monkeypatch.setattr(ModelDrafter, "propose", spy)
+    plain = engine.generate(PROMPT, GenerationConfig(**{**fixed.to_dict(), "speculative": False}), options=UNRECORDED)
+    for _ in range(2):  # after the warm-up, then after a reset
+        engine.reset()
+        assert model.runner.tokens == head and engine._target_kv.tokens == []  # the target prefills everything
+        fed.clear()
+        warm = engine.generate(PROMPT, fixed, options=UNRECORDED)
+        assert fed[0] == (True, len(ids) - len(head))
+        assert warm.token_ids == plain.token_ids
+        assert any(s.accepted for s in warm.steps)  # the model drafted on the head it kept

@@ -247,7 +247,26 @@ class Engine(TimedArms):
         self.chooser.use(splits[0])
         for runner in models:
             runner.reset()
+        draft = self._drafters.get(DRAFT_MODEL)
+        if isinstance(draft, ModelDrafter):
+            draft.keep_head(self.template_head())
         self._adopt_acceptance()
+
+    def template_head(self) -> list[int]:
+        """The ids every conversation's prompt begins with: where the chat template's renderings
+        of two different one-line questions agree (a default system prompt, the user's header;
+        a BOS alone, or nothing, without a template)."""
+        from jinja2 import TemplateError
+
+        try:
+            one = self._encode([{"role": "user", "content": "A"}], continue_answer=False)
+            other = self._encode([{"role": "user", "content": "Z"}], continue_answer=False)
+        except (TemplateError, ValueError, TypeError, KeyError):  # a template that refuses such a chat: no head
+            return []
+        n = 0
+        while n < min(len(one), len(other)) and one[n] == other[n]:
+            n += 1
+        return one[:n]
 
     @functools.cached_property
     def _acceptance_key(self) -> list[str] | None:
@@ -564,7 +583,8 @@ class Engine(TimedArms):
         return [int(i) for i in ids]  # a BatchEncoding's ids or a plain list
 
     def reset(self) -> None:
-        """Forget the caches of earlier turns (the next call prefills everything)."""
+        """Forget the caches of earlier turns: the next call prefills everything (a draft model
+        keeps the chat template's head it read at the warm-up, ``ModelDrafter.keep_head``)."""
         self._target_kv.reset()
         for drafter in self._drafters.values():
             drafter.reset()
