@@ -539,3 +539,14 @@ def test_sizes_not_measured_lately_age_toward_the_warm_ups_shape_not_a_constant(
     curve = costs.curve(6)
     assert [round(c / curve[0], 2) for c in curve] == [1.0, 1.6, 2.5, 3.7, 3.8, 3.9]
     assert CostModel().prior_ratio(4) == pytest.approx(1.45)  # nothing kept: the constant
+
+
+@pytest.mark.parametrize(("accepted", "folds"), [(0.2, False), (0.9, True)])
+def test_drafts_fold_into_the_prompts_pass_only_where_their_rows_pay(accepted, folds):
+    """Rows added to the prompt's pass cost what a step's extra rows cost (a CPU's prefill is
+    compute-bound): drafts rarely accepted ride along with it no more than they would in a step;
+    drafts usually accepted do."""
+    chooser = _measured_chooser("steep", accepted, 0.0, 3)  # a row: 0.45 of a pass
+    choice = chooser.choose("model", 3, drafts_ready=True, prefill=True)
+    assert (choice.k > 0) is folds
+    assert choice.k == chooser.choose("model", 3, drafts_ready=True, probe=False).k  # as a step would
