@@ -256,12 +256,10 @@ class Engine(TimedArms):
         """The ids every conversation's prompt begins with: where the chat template's renderings
         of two different one-line questions agree (a default system prompt, the user's header;
         a BOS alone, or nothing, without a template)."""
-        from jinja2 import TemplateError
-
         try:
             one = self._encode([{"role": "user", "content": "A"}], continue_answer=False)
             other = self._encode([{"role": "user", "content": "Z"}], continue_answer=False)
-        except (TemplateError, ValueError, TypeError, KeyError):  # a template that refuses such a chat: no head
+        except _template_refusals():  # a template that refuses such a chat: no head
             return []
         n = 0
         while n < min(len(one), len(other)) and one[n] == other[n]:
@@ -613,8 +611,6 @@ class Engine(TimedArms):
             self.history.clear()
 
     def _conversation_ids(self, conversation: Conversation) -> list[int]:
-        from jinja2 import TemplateError
-
         messages = [{"role": "user", "content": conversation}] if isinstance(conversation, str) else list(conversation)
         if not messages:
             return []
@@ -625,7 +621,7 @@ class Engine(TimedArms):
             encoded: Any = tokenizer.apply_chat_template(
                 [dict(m) for m in messages], tokenize=True, add_generation_prompt=messages[-1]["role"] != "assistant"
             )
-        except (TemplateError, ValueError, TypeError, KeyError):  # a template that refuses this chat
+        except _template_refusals():  # a template that refuses this chat
             return []
         ids = encoded["input_ids"] if isinstance(encoded, Mapping) or hasattr(encoded, "keys") else encoded
         return [int(i) for i in ids]
@@ -731,3 +727,11 @@ class Engine(TimedArms):
     def answered_by(self, config: GenerationConfig, drafter_choice: str | None = None) -> RunProvenance:
         """``made_by`` with the drafter the latest answer really used (None: it skipped the draft model)."""
         return self.made_by(config, drafter_choice, drafted_by=self._answer_drafter)
+
+
+def _template_refusals() -> tuple[type[Exception], ...]:
+    """What rendering a chat template raises for a conversation it refuses (jinja2 imported when
+    asked: not at start-up)."""
+    from jinja2 import TemplateError
+
+    return (TemplateError, ValueError, TypeError, KeyError)

@@ -255,8 +255,8 @@ class ModelDrafter:
         read once when the engine warms up instead of at every new conversation's catch-up (the
         first question after a load or a ``reset`` then feeds only what follows it: 12 of the 36
         tokens of "What is the capital of France?" on Qwen2.5). A draft's cache never changes the
-        answer; its positions are the ones a full catch-up computes (the kernels give a row the
-        same bits whatever the rows beside it), so neither do its drafts change."""
+        answer; with SpecChat's kernels its positions are even those a full catch-up computes (a
+        row's bits do not depend on the rows beside it), so its drafts are the same too."""
         self.runner.reset()
         if head:
             self.runner.forward(list(head), keep=1)

@@ -693,11 +693,13 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     K = super ? KQ(K) : K; /* from here the quantized rows' length (x's stays the caller's) */
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
-     * dk [M, K / 256] fp32 and bs [M, G] int16, for q6k bs [M, 2 · G] int16 (the room of xs) */
-    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + 3 * sizeof(float) * (size_t)(M * G) + 64);
+     * dk [M, K / 256] fp32, bs [M, G] int16 (the room of xs) and bf [M, G] fp32 after them, for
+     * q6k bs [M, 2 · G] int16 */
+    const size_t rooms = form == FORM_Q4K ? 3 : 2;
+    int8_t *xq = (int8_t *)malloc((size_t)(M * K) + rooms * sizeof(float) * (size_t)(M * G) + 64);
     if (!xq) return -1;
     float *dx = (float *)(((uintptr_t)(xq + M * K) + 63) & ~(uintptr_t)63);
-    float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk [M, G] */
+    float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk */
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
     if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
