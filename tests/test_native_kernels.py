@@ -323,7 +323,8 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
     # (416: a whole super-block and one padded)
     weight = torch.randn(n, k, generator=gen) * 0.05
     layer = MAKE[form](weight)
-    paths = [True, False] if native.kernels().cpu()[1] else [False]
+    avx2, vnni, amx = native.kernels().cpu()
+    paths = [2, 1, 0] if amx else [1, 0] if vnni else [0]  # AMX: q4k calls of AMX_ROWS rows and more
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
     x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
@@ -336,7 +337,7 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
                 assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
 
 
-def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, vnni: bool) -> calls.Matmul:
+def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, vnni: int) -> calls.Matmul:
     if isinstance(layer, Q4KLinear):
         return calls.q4k_mm([layer.rows], layer.in_features, vnni=vnni)
     if isinstance(layer, Q6KLinear):
@@ -346,7 +347,33 @@ def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, vnni: bool) -> ca
     return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
 
 
-def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, int]:
+needs_amx = pytest.mark.skipif(
+    native.kernels() is None or not native.kernels().cpu()[2], reason="a CPU without AMX-INT8 (or Linux refused it)"
+)
+
+
+@needs_amx
+@pytest.mark.parametrize("n", [1040, 1044])  # whole tiles of 16 columns (AMX), and not (the VNNI tile)
+def test_wide_q4k_calls_on_amx_have_the_bits_of_each_row_alone(n):
+    """Q4_K calls of AMX_ROWS rows and more run on the tile unit when every part's columns are
+    whole tiles of 16: each row equals the row fed alone (one row: the VNNI tile), over more rows
+    than the accumulators' span (70 > AMX_SPAN) and with a part beside it (q | k | v)."""
+    gen = torch.Generator().manual_seed(11)
+    k = 1536 + 160  # six super-blocks and one padded
+    first, second = (Q4KLinear.from_float(torch.randn(cols, k, generator=gen) * 0.05) for cols in (n, 256))
+    both = calls.q4k_mm([first.rows, second.rows], k, vnni=2)
+    alone = calls.q4k_mm([first.rows, second.rows], k, vnni=1)
+    x = (torch.randn(70, k, generator=gen) * 3).to(torch.bfloat16)
+    x[13, 256:512] = 0  # an all-zero super-block
+    rows = [alone(x[i : i + 1], threads=1)[0] for i in range(len(x))]
+    assert native.kernels().AMX_ROWS <= 16
+    for m in (native.kernels().AMX_ROWS, 16, 17, 40, 70):
+        block = both(x[:m], threads=1)
+        for i in range(m):
+            assert torch.equal(block[i], rows[i]), (n, m, i)
+
+
+def _split_against_one_thread(form: str, seconds: float = 10.0, m: int = 4) -> tuple[bool, int]:
     """(every 2-thread call equals the 1-thread call bit for bit, the most threads one ran on)
     over calls 8 times the size below which one thread does a call. Each try feeds new rows and
     makes the 2-thread call first, so no output buffer held the right answer before it (a
@@ -355,10 +382,11 @@ def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, i
     cores are busy, most calls): the tries go on until three calls ran on two threads, or for
     ``seconds`` at most."""
     gen = torch.Generator().manual_seed(31)
-    k, m = 256, 4
-    n = 8 * calls.thread_work() // (m * k) + (48 if form == "int4" else 44)  # 44: a short last chunk
+    k = 256
+    # 44: a short last chunk; 48 for int4 (pairs of blocks) and for AMX's whole tiles of 16 columns
+    n = 8 * calls.thread_work() // (m * k) + (48 if form == "int4" or m >= 12 else 44)
     weight = torch.randn(n, k, generator=gen) * 0.05
-    kernel = _matmul(MAKE[form](weight), native.vnni())
+    kernel = _matmul(MAKE[form](weight), native.path())
     same, most, split_calls = True, 0, 0
     deadline = time.monotonic() + seconds
     while split_calls < 3 and time.monotonic() < deadline:
@@ -374,6 +402,15 @@ def _split_against_one_thread(form: str, seconds: float = 10.0) -> tuple[bool, i
 @pytest.mark.parametrize("form", FORMS)
 def test_a_call_split_over_two_threads_has_the_bits_of_one_thread(form):
     same, most = _split_against_one_thread(form)
+    assert most == 2, "no call over the threshold ran on two threads"
+    assert same
+
+
+@needs_amx
+def test_a_wide_q4k_call_on_amx_split_over_two_threads_has_the_bits_of_one_thread():
+    """AMX's chunks of the thread split are whole tiles of 16 columns (16 rows: the tile path)."""
+    assert native.kernels().AMX_ROWS <= 16
+    same, most = _split_against_one_thread("q4k", m=16)
     assert most == 2, "no call over the threshold ran on two threads"
     assert same
 

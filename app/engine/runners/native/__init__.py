@@ -115,7 +115,7 @@ def _loaded() -> tuple[Any, str]:
         module = _load(build())
     except (OSError, RuntimeError, ImportError) as e:
         return None, f"they could not be built: {e}"
-    avx2, _ = module.cpu()
+    avx2 = module.cpu()[0]
     if not avx2:
         return None, "this CPU has no AVX2 and FMA"
     return module, ""
@@ -161,11 +161,25 @@ def vnni() -> bool:
     return bool(module.cpu()[1]) and not narrowed
 
 
+def amx() -> bool:
+    """Whether Q4_K calls of ``AMX_ROWS`` rows or more (a prompt, a draft model's catch-up) run on
+    the AMX tile unit: the VNNI path runs and the CPU has AMX-INT8 that Linux lets this process
+    use (the same bits as the other paths)."""
+    module = kernels()
+    return module is not None and vnni() and bool(module.cpu()[2])
+
+
+def path() -> int:
+    """The kernels' path, as the linear calls take it: 0 AVX2, 1 AVX-512 VNNI, 2 VNNI with AMX."""
+    return 2 if amx() else int(vnni())
+
+
 def describe() -> str:
     """ "int8 activations (SpecChat's AVX-512 VNNI kernels)" or "bf16 activations (torch's kernels: …)"."""
     if kernels() is None:
         return f"bf16 activations (torch's kernels: {why_not()})"
-    return f"int8 activations (SpecChat's {'AVX-512 VNNI' if vnni() else 'AVX2'} kernels)"
+    kind = {2: "AVX-512 VNNI + AMX", 1: "AVX-512 VNNI", 0: "AVX2"}[path()]
+    return f"int8 activations (SpecChat's {kind} kernels)"
 
 
 def main(argv: list[str] | None = None) -> int:

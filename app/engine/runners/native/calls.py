@@ -145,11 +145,17 @@ def _input_size(k: int) -> None:
         raise ValueError(f"the kernels take an input size that is a positive multiple of {QK}; got {k}")
 
 
-def _vnni(vnni: bool | None) -> int:
-    return int(native.vnni() if vnni is None else vnni)
+def _vnni(vnni: bool | int | None) -> int:
+    if vnni is None:
+        return native.path()
+    if int(vnni) not in (0, 1, 2):
+        raise ValueError(f"a kernel path is 0 (AVX2), 1 (AVX-512 VNNI) or 2 (VNNI with AMX); got {vnni!r}")
+    return int(vnni)
 
 
-def _byte_rows(call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, vnni: bool | None) -> Matmul:
+def _byte_rows(
+    call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, vnni: bool | int | None
+) -> Matmul:
     """A ``Matmul`` over weights each kept as uint8 rows of ``row_bytes`` over k inputs (int4, Q4_K, Q6_K)."""
     _parts_count(len(rows))
     parts: list[int] = []
@@ -161,10 +167,11 @@ def _byte_rows(call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_b
     return Matmul(call, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
 
 
-def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
     """int4 weights side by side, each SpecChat's rows (``quant.native_rows``: uint8
-    [N, K / 2 + 8·K / 32]) over the same k inputs. ``vnni``: the AVX-512 VNNI path (the same
-    bits as AVX2's), as ``native.vnni()`` says unless given."""
+    [N, K / 2 + 8·K / 32]) over the same k inputs. ``vnni``: the path, 0 / False AVX2, 1 / True
+    AVX-512 VNNI, 2 VNNI with Q4_K's wide calls on AMX (all the same bits), as ``native.path()``
+    says unless given."""
     module = _module()
     _input_size(k)
     return _byte_rows(module.q4_mm, "int4", rows, k, q4_row_bytes(k), vnni)
@@ -175,7 +182,7 @@ def _super_block_size(name: str, k: int) -> None:
         raise ValueError(f"{name} takes an input size that is a positive multiple of {QK}; got {k}")
 
 
-def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
     [N, ⌈K / 256⌉ · 152]) over the same k inputs, k a multiple of 32 (the rows run over
     ``super_blocks_k(k)``); ``vnni`` as in ``q4_mm``."""
@@ -184,7 +191,7 @@ def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Ma
     return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), vnni)
 
 
-def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Matmul:
+def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
     """Q6_K weights side by side, each SpecChat's rows (``quant.q6k_rows``: uint8
     [N, ⌈K / 256⌉ · 212]) over the same k inputs, k a multiple of 32 (as ``q4k_mm``);
     ``vnni`` as in ``q4_mm``."""
@@ -193,7 +200,7 @@ def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | None = None) -> Ma
     return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), vnni)
 
 
-def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | None = None) -> Matmul:
+def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | int | None = None) -> Matmul:
     """int8 weights side by side, each (q int8 [N, k], its fp32 row scales [N]) over the same k
     inputs; ``vnni`` as in ``q4_mm``."""
     module = _module()
