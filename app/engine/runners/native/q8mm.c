@@ -40,9 +40,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #define QK 32
 /* an int4 row: its K / 2 bytes of nibbles, then d [G] and mn [G] in fp32 (G = K / 32): one stream */
@@ -520,6 +522,14 @@ DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 #ifndef AMX_ROWS
 #define AMX_ROWS 12
 #endif
+/* the tile intrinsics need GCC 11 / clang 12, the permission Linux's arch_prctl: elsewhere no AMX path */
+#if defined(__linux__) && defined(__x86_64__) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define Q8MM_AMX 1
+#else
+#define Q8MM_AMX 0
+#endif
+#if Q8MM_AMX
 #define AMX_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8"
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
@@ -665,6 +675,12 @@ __attribute__((target(AMX_TARGET))) static void q4k_cols_amx(const Job *j, const
             q4k_group_amx(j, part, y, g, r0, j->M - r0 < AMX_SPAN ? j->M - r0 : AMX_SPAN, room);
     _tile_release();
 }
+#else
+static int amx_usable(void) { return 0; }
+static void q4k_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0, int64_t n1) {
+    q4k_cols_vnni(j, part, y, n0, n1); /* never chosen: amx_usable() says no */
+}
+#endif
 
 /* The columns [c0, c1) of the parts side by side, each part's share by its own column loop. */
 static void run_columns(const Job *j, int64_t c0, int64_t c1) {
