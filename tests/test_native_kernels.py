@@ -328,23 +328,23 @@ def test_rows_are_batch_invariant_and_the_same_on_every_path_and_thread_split(fo
     x = (torch.randn(40, k, generator=gen) * 3).to(torch.bfloat16)
     x[7, :32] = 0  # an all-zero block
     x[9, 5] = 1000.0  # an outlier: its block's other values round to few levels
-    kernels = {vnni: _matmul(layer, vnni) for vnni in paths}
+    kernels = {path: _matmul(layer, path) for path in paths}
     alone = [kernels[paths[0]](x[i : i + 1], threads=1)[0] for i in range(len(x))]
-    for vnni in paths:
+    for path in paths:
         for m in (1, 2, 3, 4, 5, 8, 9, 16, 40):
-            block = kernels[vnni](x[:m], threads=1)
+            block = kernels[path](x[:m], threads=1)
             for i in range(m):
-                assert torch.equal(block[i], alone[i]), (form, vnni, m, i)
+                assert torch.equal(block[i], alone[i]), (form, path, m, i)
 
 
-def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, vnni: int) -> calls.Matmul:
+def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, path: int) -> calls.Matmul:
     if isinstance(layer, Q4KLinear):
-        return calls.q4k_mm([layer.rows], layer.in_features, vnni=vnni)
+        return calls.q4k_mm([layer.rows], layer.in_features, path=path)
     if isinstance(layer, Q6KLinear):
-        return calls.q6k_mm([layer.rows], layer.in_features, vnni=vnni)
+        return calls.q6k_mm([layer.rows], layer.in_features, path=path)
     if isinstance(layer, Int4Linear):
-        return calls.q4_mm([layer.packed], layer.in_features, vnni=vnni)
-    return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, vnni=vnni)
+        return calls.q4_mm([layer.packed], layer.in_features, path=path)
+    return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, path=path)
 
 
 needs_amx = pytest.mark.skipif(
@@ -361,8 +361,8 @@ def test_wide_q4k_calls_on_amx_have_the_bits_of_each_row_alone(n):
     gen = torch.Generator().manual_seed(11)
     k = 1536 + 160  # six super-blocks and one padded
     first, second = (Q4KLinear.from_float(torch.randn(cols, k, generator=gen) * 0.05) for cols in (n, 256))
-    both = calls.q4k_mm([first.rows, second.rows], k, vnni=2)
-    alone = calls.q4k_mm([first.rows, second.rows], k, vnni=1)
+    both = calls.q4k_mm([first.rows, second.rows], k, path=2)
+    alone = calls.q4k_mm([first.rows, second.rows], k, path=1)
     x = (torch.randn(70, k, generator=gen) * 3).to(torch.bfloat16)
     x[13, 256:512] = 0  # an all-zero super-block
     rows = [alone(x[i : i + 1], threads=1)[0] for i in range(len(x))]

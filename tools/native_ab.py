@@ -69,8 +69,8 @@ def layer(form: str, n: int, k: int) -> Made:
 def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
     """A call with the argument order before the seam (int4 and int8: Q4_K came after it)."""
     m, k, n = x.shape[0], made.in_features, made.out_features
-    vnni = int(native.vnni())
-    tail = (n, y.data_ptr(), threads, vnni)
+    path = native.path()
+    tail = (n, y.data_ptr(), threads, path)
     if isinstance(made, Int4Linear):
         return lambda: module.q4_mm(x.data_ptr(), m, k, made.packed.data_ptr(), 0, 0, *tail)
     scales = made.scale.float().contiguous()
@@ -82,8 +82,8 @@ def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
     are in this tree's layout: the times of another layout's kernel over the same bytes are what
     they would be over its own (the same loads and instructions), not its results."""
     m, k, n = x.shape[0], made.in_features, made.out_features
-    vnni = int(native.vnni())
-    head = (x.data_ptr(), m, k, y.data_ptr(), threads, vnni)
+    path = native.path()
+    head = (x.data_ptr(), m, k, y.data_ptr(), threads, path)
     if isinstance(made, Q4KLinear | Q6KLinear):
         call = module.q4k_mm if isinstance(made, Q4KLinear) else module.q6k_mm
         return lambda: call(*head, made.rows.data_ptr(), n)
@@ -111,7 +111,7 @@ def against(args: argparse.Namespace, tmp: Path) -> None:
         ["git", "show", f"{args.against}:app/engine/runners/native/q8mm.c"], capture_output=True, text=True, check=True
     ).stdout
     before = built(source, tmp, "before")
-    # the seam (x, M, K, y, threads, vnni, then the parts) is where the generic call says so
+    # the seam (x, M, K, y, threads, path, then the parts) is where the generic call says so
     before_call = new_call if "expects 6 arguments" in source else old_call
     after = native.kernels()
     print(f"before: q8mm.c at {args.against}; after: this tree; median µs of {args.repeat} calls, interleaved")

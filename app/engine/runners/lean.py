@@ -318,7 +318,7 @@ def _decoder_layer(
     bias = biases[0] if len(biases) == 1 else torch.cat(biases) if biases else None  # each on its columns
     if bias is not None and (bias.dtype != torch.bfloat16 or bias.device.type != "cpu"):
         return None
-    if down is not None and down.vnni != o_kernel.vnni:
+    if down is not None and down.path != o_kernel.path:
         down = None
     return calls.decoder_layer(
         (norms[0].weight, norms[0].variance_epsilon), [kernel for kernel, _ in qkv], bias, o_kernel,

@@ -111,7 +111,7 @@ class Matmul:
     n: int
     parts: tuple[int, ...]  # (w, N) per int4 / Q4_K / Q6_K part, (w, s, N) per int8 part
     weights: tuple[torch.Tensor, ...]
-    vnni: int
+    path: int  # the kernels' path (_path)
 
     def __call__(self, x: torch.Tensor, threads: int | None = None) -> torch.Tensor:
         """bf16 rows [M, K] (a non-contiguous view is copied) → [M, N]; ``threads``: this
@@ -131,7 +131,7 @@ class Matmul:
         y = torch.empty((rows, self.n), dtype=BF16)
         if rows:
             use = thread_count() if threads is None else threads
-            self.call(x.data_ptr(), rows, self.k, y.data_ptr(), use, self.vnni, *self.parts)
+            self.call(x.data_ptr(), rows, self.k, y.data_ptr(), use, self.path, *self.parts)
         return y
 
 
@@ -145,16 +145,16 @@ def _input_size(k: int) -> None:
         raise ValueError(f"the kernels take an input size that is a positive multiple of {QK}; got {k}")
 
 
-def _vnni(vnni: bool | int | None) -> int:
-    if vnni is None:
+def _path(path: int | None) -> int:
+    if path is None:
         return native.path()
-    if int(vnni) not in (0, 1, 2):
-        raise ValueError(f"a kernel path is 0 (AVX2), 1 (AVX-512 VNNI) or 2 (VNNI with AMX); got {vnni!r}")
-    return int(vnni)
+    if path not in (0, 1, 2) or isinstance(path, bool):
+        raise ValueError(f"a kernel path is 0 (AVX2), 1 (AVX-512 VNNI) or 2 (VNNI with AMX); got {path!r}")
+    return path
 
 
 def _byte_rows(
-    call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, vnni: bool | int | None
+    call: Any, name: str, rows: Sequence[torch.Tensor], k: int, row_bytes: int, path: int | None
 ) -> Matmul:
     """A ``Matmul`` over weights each kept as uint8 rows of ``row_bytes`` over k inputs (int4, Q4_K, Q6_K)."""
     _parts_count(len(rows))
@@ -164,17 +164,17 @@ def _byte_rows(
         if w.shape[1] != row_bytes or w.shape[0] == 0:
             raise ValueError(f"{name} weight {i} over {k} inputs is [N, {row_bytes}] bytes; got {tuple(w.shape)}")
         parts += [w.data_ptr(), w.shape[0]]
-    return Matmul(call, k, sum(parts[1::2]), tuple(parts), tuple(rows), _vnni(vnni))
+    return Matmul(call, k, sum(parts[1::2]), tuple(parts), tuple(rows), _path(path))
 
 
-def q4_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
+def q4_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Matmul:
     """int4 weights side by side, each SpecChat's rows (``quant.native_rows``: uint8
-    [N, K / 2 + 8·K / 32]) over the same k inputs. ``vnni``: the path, 0 / False AVX2, 1 / True
-    AVX-512 VNNI, 2 VNNI with Q4_K's wide calls on AMX (all the same bits), as ``native.path()``
-    says unless given."""
+    [N, K / 2 + 8·K / 32]) over the same k inputs. ``path``: the kernels' path, 0 AVX2, 1 AVX-512
+    VNNI, 2 VNNI with Q4_K's wide calls on AMX (all the same bits), as ``native.path()`` says
+    unless given."""
     module = _module()
     _input_size(k)
-    return _byte_rows(module.q4_mm, "int4", rows, k, q4_row_bytes(k), vnni)
+    return _byte_rows(module.q4_mm, "int4", rows, k, q4_row_bytes(k), path)
 
 
 def _super_block_size(name: str, k: int) -> None:
@@ -182,27 +182,27 @@ def _super_block_size(name: str, k: int) -> None:
         raise ValueError(f"{name} takes an input size that is a positive multiple of {QK}; got {k}")
 
 
-def q4k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
+def q4k_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
     [N, ⌈K / 256⌉ · 152]) over the same k inputs, k a multiple of 32 (the rows run over
-    ``super_blocks_k(k)``); ``vnni`` as in ``q4_mm``."""
+    ``super_blocks_k(k)``); ``path`` as in ``q4_mm``."""
     module = _module()
     _super_block_size("Q4_K", k)
-    return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), vnni)
+    return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), path)
 
 
-def q6k_mm(rows: Sequence[torch.Tensor], k: int, vnni: bool | int | None = None) -> Matmul:
+def q6k_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Matmul:
     """Q6_K weights side by side, each SpecChat's rows (``quant.q6k_rows``: uint8
     [N, ⌈K / 256⌉ · 212]) over the same k inputs, k a multiple of 32 (as ``q4k_mm``);
-    ``vnni`` as in ``q4_mm``."""
+    ``path`` as in ``q4_mm``."""
     module = _module()
     _super_block_size("Q6_K", k)
-    return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), vnni)
+    return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), path)
 
 
-def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bool | int | None = None) -> Matmul:
+def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, path: int | None = None) -> Matmul:
     """int8 weights side by side, each (q int8 [N, k], its fp32 row scales [N]) over the same k
-    inputs; ``vnni`` as in ``q4_mm``."""
+    inputs; ``path`` as in ``q4_mm``."""
     module = _module()
     _parts_count(len(weights))
     _input_size(k)
@@ -216,7 +216,7 @@ def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, vnni: bo
             raise ValueError(f"int8 weight {i} over {k} inputs is [N, {k}] with scales [N]; got {shapes}")
         parts += [q.data_ptr(), scales.data_ptr(), q.shape[0]]
         kept += [q, scales]
-    return Matmul(module.q8_mm, k, sum(parts[2::3]), tuple(parts), tuple(kept), _vnni(vnni))
+    return Matmul(module.q8_mm, k, sum(parts[2::3]), tuple(parts), tuple(kept), _path(path))
 
 
 def threads_used() -> int:
@@ -400,7 +400,7 @@ class DecoderLayer:
     # the five linears' forms (q | k | v, its rest, o, gate | up, down), their part counts, (w, s, N) per part
     linears: tuple[int, ...]
     kept: tuple[torch.Tensor, ...]  # the tensors the pointers point into
-    vnni: int
+    path: int  # the kernels' path (_path)
 
     def __call__(
         self,
@@ -444,7 +444,7 @@ class DecoderLayer:
             gate_up = out
         use = thread_count() if threads is None else threads
         module.decoder_layer(*self.floats, h.data_ptr(), rows, width, *self.norms, cos.data_ptr(),
-                             sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.vnni,
+                             sin.data_ptr(), key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, self.path,
                              start, q_heads, kv_heads, self.dim, self.bias, gate_up.data_ptr(), use,
                              *self.linears)  # fmt: skip
         return gate_up
@@ -498,7 +498,7 @@ def decoder_layer(
             f"decoder_layer's down must take gate's half of gate | up to the width: gate | up "
             f"[{gate_up.k} → {gate_up.n}], down [{down.k} → {down.n}], width {width}"
         )
-    if len({m.vnni for _, m in named}) != 1:
+    if len({m.path for _, m in named}) != 1:
         raise ValueError("decoder_layer's linears must all take the same path (VNNI or AVX2)")
     kept = [in_w, post_w, *(w for _, m in named for w in m.weights)]
     bias_ptr = 0
@@ -518,5 +518,5 @@ def decoder_layer(
     floats = (float(input_norm[1]), float(post_norm[1]), float(scale))
     norms = (in_w.data_ptr(), post_w.data_ptr())
     return DecoderLayer(
-        width, heads, dim, gate_up.n, down is not None, floats, norms, bias_ptr, linears, tuple(kept), qkv[0].vnni
+        width, heads, dim, gate_up.n, down is not None, floats, norms, bias_ptr, linears, tuple(kept), qkv[0].path
     )

@@ -849,8 +849,9 @@ static void run(const Job *job, int threads) {
 
 /* ------------------------------------------------------------------ the linears
  *
- * Python (through calls.py, which checks the tensors): q4_mm(x, M, K, y, threads, vnni, then w, N
- * for each of up to MAX_PARTS int4 weights over the same K) and q8_mm(x, M, K, y, threads, vnni,
+ * Python (through calls.py, which checks the tensors; path: 0 AVX2, 1 VNNI, 2 VNNI with q4k's wide
+ * calls on AMX): q4_mm(x, M, K, y, threads, path, then w, N
+ * for each of up to MAX_PARTS int4 weights over the same K) and q8_mm(x, M, K, y, threads, path,
  * then w, s, N for each int8 weight and its fp32 row scales; q4k_mm and q6k_mm as q4_mm, for their
  * super-block rows), the pointers as integers: the rows
  * quantized once and the parts' outputs side by side in y [M, N0 + N1 + ...] (q | k | v, gate |
@@ -873,7 +874,7 @@ static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
  * side into the first total columns of y's rows (row stride ldy ≥ total). -1 when the quantized
  * rows' memory cannot be had, else 0. */
 static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const Part *parts, int nparts,
-                       int64_t total, uint16_t *y, int64_t ldy, int threads, int vnni) {
+                       int64_t total, uint16_t *y, int64_t ldy, int threads, int path) {
     const int64_t x_k = K;
     const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
     K = super ? KQ(K) : K; /* from here the quantized rows' length (x's stays the caller's) */
@@ -882,7 +883,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
      * dk [M, K / 256] fp32, bs [M, G] int16 (the room of xs) and bf [M, G] fp32 after them, for
      * q6k bs [M, 2 · G] int16 */
     const size_t rooms = form == FORM_Q4K ? 3 : 2;
-    int amx = form == FORM_Q4K && vnni >= 2 && M >= AMX_ROWS && amx_usable();
+    int amx = form == FORM_Q4K && path >= 2 && M >= AMX_ROWS && amx_usable();
     for (int i = 0; i < nparts; i++) amx = amx && parts[i].N % 16 == 0;
     const int64_t Mp = amx ? (M + 15) / 16 * 16 : M; /* AMX: x's rows padded with zero rows to whole tiles */
     int8_t *xq = (int8_t *)malloc((size_t)(Mp * K) + rooms * sizeof(float) * (size_t)(M * G) + 64);
@@ -892,10 +893,10 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk */
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
-    if (form == FORM_Q6K) fn = vnni ? q6k_cols_vnni : q6k_cols_avx2;
-    else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : vnni ? q4k_cols_vnni : q4k_cols_avx2;
-    else if (form == FORM_Q4) fn = vnni ? q4_cols_vnni : q4_cols_avx2;
-    else fn = vnni ? q8_cols_vnni : q8_cols_avx2;
+    if (form == FORM_Q6K) fn = path ? q6k_cols_vnni : q6k_cols_avx2;
+    else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : path ? q4k_cols_vnni : q4k_cols_avx2;
+    else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
+    else fn = path ? q8_cols_vnni : q8_cols_avx2;
     const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1};
     if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, amx, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
@@ -1242,7 +1243,7 @@ static PyObject *silu_mul(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
-/* decoder_layer(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, vnni,
+/* decoder_layer(eps_in, eps_post, scale, h, T, W, in_w, post_w, cos, sin, kbuf, vbuf, ks, vs, path,
  * start, H, Hkv, D, bias, gate_up, threads, then the forms of q | k | v, of its rest, of o, gate | up
  * and down, then their part counts, then (w, s, N) for each of those parts in that order): a
  * decoder layer in one call, each step the very call the lean pass makes one at a time (the same
@@ -1330,7 +1331,7 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
                    *bias = (const uint16_t *)(uintptr_t)a[16];
     uint16_t *kbuf = (uint16_t *)(uintptr_t)a[7], *vbuf = (uint16_t *)(uintptr_t)a[8],
              *gate_up = (uint16_t *)(uintptr_t)a[17];
-    const int threads = (int)a[18], vnni = (int)a[11] < 0 ? 0 : (int)a[11] > 2 ? 2 : (int)a[11];
+    const int threads = (int)a[18], path = (int)a[11] < 0 ? 0 : (int)a[11] > 2 ? 2 : (int)a[11];
     const int64_t HD = H * D;
     /* x [T, W], qkv [T, (H + 2 Hkv) D], attended [T, H D], o [T, W] (o's rows, then down's), m [T, I] */
     uint16_t *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(T * (2 * W + qkv_n + HD + (n[DOWN] ? I : 0))));
@@ -1339,26 +1340,26 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     int failed;
     Py_BEGIN_ALLOW_THREADS;
     rms_rows(h, T, W, in_w, (float)f[0], x);
-    failed = linear_rows((int)forms[QKV], x, T, W, parts[QKV], (int)n[QKV], cols[QKV], qkv, qkv_n, threads, vnni);
+    failed = linear_rows((int)forms[QKV], x, T, W, parts[QKV], (int)n[QKV], cols[QKV], qkv, qkv_n, threads, path);
     if (!failed && n[QKV_REST])
         failed = linear_rows((int)forms[QKV_REST], x, T, W, parts[QKV_REST], (int)n[QKV_REST], cols[QKV_REST],
-                             qkv + cols[QKV], qkv_n, threads, vnni);
+                             qkv + cols[QKV], qkv_n, threads, path);
     if (!failed && bias)
         for (int64_t t = 0; t < T; t++)
             for (int64_t j = 0; j < qkv_n; j++)
                 qkv[t * qkv_n + j] = f32_to_bf16(bf16_to_f32(qkv[t * qkv_n + j]) + bf16_to_f32(bias[j]));
     if (!failed)
         failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended);
-    if (!failed) failed = linear_rows((int)forms[O], attended, T, HD, parts[O], (int)n[O], W, o, W, threads, vnni);
+    if (!failed) failed = linear_rows((int)forms[O], attended, T, HD, parts[O], (int)n[O], W, o, W, threads, path);
     if (!failed) {
         add_rows(h, o, T * W);
         rms_rows(h, T, W, post_w, (float)f[1], x);
         failed = linear_rows((int)forms[GATE_UP], x, T, W, parts[GATE_UP], (int)n[GATE_UP], gu_n, gate_up, gu_n,
-                             threads, vnni);
+                             threads, path);
     }
     if (!failed && n[DOWN]) {
         silu_mul_rows(gate_up, T, I, m);
-        failed = linear_rows((int)forms[DOWN], m, T, I, parts[DOWN], (int)n[DOWN], W, o, W, threads, vnni);
+        failed = linear_rows((int)forms[DOWN], m, T, I, parts[DOWN], (int)n[DOWN], W, o, W, threads, path);
         if (!failed) add_rows(h, o, T * W);
     }
     Py_END_ALLOW_THREADS;
