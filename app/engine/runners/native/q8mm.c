@@ -133,15 +133,29 @@ __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *
             amax = a > amax ? a : amax;
         }
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        for (int b = 0; b < QKK / per; b++) {
-            int sum = 0;
-            for (int j = b * per; j < (b + 1) * per; j++) {
-                float t = ROUND_EVEN(v[j] * id);
-                t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
-                q[r * QKK + (natural ? j : laid_out(per, j))] = (int8_t)t;
-                sum += (int)t;
+        int8_t *out = q + r * QKK;
+        if (natural) {
+            for (int b = 0; b < QKK / per; b++) {
+                int sum = 0;
+                for (int j = b * per; j < (b + 1) * per; j++) {
+                    float t = ROUND_EVEN(v[j] * id);
+                    t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
+                    out[j] = (int8_t)t;
+                    sum += (int)t;
+                }
+                bs[r * (QKK / per) + b] = (int16_t)sum;
             }
-            bs[r * (QKK / per) + b] = (int16_t)sum;
+        } else {
+            for (int b = 0; b < QKK / per; b++) {
+                int sum = 0;
+                for (int j = b * per; j < (b + 1) * per; j++) {
+                    float t = ROUND_EVEN(v[j] * id);
+                    t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
+                    out[laid_out(per, j)] = (int8_t)t;
+                    sum += (int)t;
+                }
+                bs[r * (QKK / per) + b] = (int16_t)sum;
+            }
         }
         dk[r] = amax / 127.0f;
     }
