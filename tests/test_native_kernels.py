@@ -573,6 +573,8 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
         "q4_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4_mm([int4.packed] * 9, 64)),
         "q4k_mm: int4 rows for Q4_K rows": (ValueError, "Q4_K weight 0", lambda: calls.q4k_mm([int4.packed], 256)),
         "q4k_mm: K not a multiple of 32": (ValueError, "multiple of 32", lambda: calls.q4k_mm([q4k.rows], 48)),
+        "q4k_mm: a path that is none": (ValueError, "kernel path", lambda: calls.q4k_mm([q4k.rows], 256, path=3)),
+        "q4k_mm: a yes for a path": (ValueError, "kernel path", lambda: calls.q4k_mm([q4k.rows], 256, path=True)),
         "q4k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q4k_mm([q4k.rows], 512)),
         "q4k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q4k_mm([q4k.rows] * 9, 256)),
         "q6k_mm: Q4_K rows for Q6_K rows": (ValueError, "Q6_K weight 0", lambda: calls.q6k_mm([q4k.rows], 256)),
