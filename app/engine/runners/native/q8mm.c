@@ -120,6 +120,23 @@ static inline int laid_out(int per, int j) { /* where input j of a 256 goes, for
     return j - h + 64 * (sub / 4) + 32 * (w / 8) + 8 * (sub % 4) + w % 8; /* q6k */
 }
 
+/* one 256 of x scaled by id, rounded and clamped, into out (laid out, or in its natural order) and
+ * the sums of each `per` into bs */
+__attribute__((target("avx2,fma"), always_inline)) static inline void quantize_256(const float *v, float id, int per,
+                                                                                   const int natural, int8_t *out,
+                                                                                   int16_t *bs) {
+    for (int b = 0; b < QKK / per; b++) {
+        int sum = 0;
+        for (int j = b * per; j < (b + 1) * per; j++) {
+            float t = ROUND_EVEN(v[j] * id);
+            t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
+            out[natural ? j : laid_out(per, j)] = (int8_t)t;
+            sum += (int)t;
+        }
+        bs[b] = (int16_t)sum;
+    }
+}
+
 __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *x, int64_t M, int64_t K, int per,
                                                                 int natural, int8_t *q, float *dk, int16_t *bs) {
     const int64_t S = KQ(K) / QKK;
@@ -133,30 +150,10 @@ __attribute__((target("avx2,fma"))) static void quantize_rows_k(const uint16_t *
             amax = a > amax ? a : amax;
         }
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        int8_t *out = q + r * QKK;
-        if (natural) {
-            for (int b = 0; b < QKK / per; b++) {
-                int sum = 0;
-                for (int j = b * per; j < (b + 1) * per; j++) {
-                    float t = ROUND_EVEN(v[j] * id);
-                    t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
-                    out[j] = (int8_t)t;
-                    sum += (int)t;
-                }
-                bs[r * (QKK / per) + b] = (int16_t)sum;
-            }
-        } else {
-            for (int b = 0; b < QKK / per; b++) {
-                int sum = 0;
-                for (int j = b * per; j < (b + 1) * per; j++) {
-                    float t = ROUND_EVEN(v[j] * id);
-                    t = t > 127.0f ? 127.0f : (t < -127.0f ? -127.0f : t);
-                    out[laid_out(per, j)] = (int8_t)t;
-                    sum += (int)t;
-                }
-                bs[r * (QKK / per) + b] = (int16_t)sum;
-            }
-        }
+        /* the order a constant in each call, so each loop is compiled for its own (a choice per
+         * input made a 5-row 1536 x 8960 q4k call 1.05x the time) */
+        if (natural) quantize_256(v, id, per, 1, q + r * QKK, bs + r * (QKK / per));
+        else quantize_256(v, id, per, 0, q + r * QKK, bs + r * (QKK / per));
         dk[r] = amax / 127.0f;
     }
 }
