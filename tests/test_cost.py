@@ -12,7 +12,6 @@ from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
-    ANSWER_WEIGHT,
     EXPLORE_TRIALS,
     MODEL_KEY,
     AcceptanceModel,
@@ -165,57 +164,6 @@ def test_acceptance_follows_evidence_and_drifts_back_to_the_prior():
         model.tick()
     assert model.alpha("lookup3") == pytest.approx(prior, abs=0.05)
     assert model.alpha(lookup_key(1)) < model.alpha(lookup_key(3))
-
-
-def _real_pair_costs(chooser: KChooser) -> None:
-    """The real 1.5B + 0.5B pair's 2-thread costs (``bench``'s cost curve, a draft step 0.24 of a
-    plain pass)."""
-    for n, ms in enumerate((63.1, 65.3, 74.6, 82.9, 94.6, 103.6), start=1):
-        chooser.costs.observe_verify(n, ms / 1000)
-    chooser.costs.observe_draft(1, 0.24 * 63.1 / 1000)
-
-
-def test_an_answer_that_drafts_badly_stops_drafting_on_its_own_misses():
-    """A draft model's acceptance is the engine's estimate until this answer has evidence, then
-    this answer's evidence against that estimate counted as ANSWER_WEIGHT trials: an answer whose
-    drafts all miss stops drafting after four misses (a k = 1 block still pays above ~30 %
-    acceptance at these costs), though 200 earlier drafts (other answers) were 90 % accepted and
-    that estimate alone would still draft blocks of 3 or more; the next answer starts from the
-    engine's estimate again, which the misses moved little."""
-    chooser = KChooser()
-    _real_pair_costs(chooser)
-    chooser.acceptance.adopt(MODEL_KEY, 180.0, 200.0)  # earlier answers: 90 % of drafts accepted
-    chooser.acceptance.new_answer()
-    first = chooser.choose(MODEL_KEY, 5, drafts_ready=False)
-    assert first.k >= 3 and first.alpha == pytest.approx(0.9, abs=0.01)
-    misses, choice = 0, first
-    while choice.k > 0 and misses < 10:
-        chooser.observe_step(MODEL_KEY, choice.k, 0)  # its first draft missed: one trial, no success
-        misses += 1
-        choice = chooser.choose(MODEL_KEY, 5, drafts_ready=False)
-    engine_wide = chooser.acceptance.alpha(MODEL_KEY)
-    assert misses == 4 and choice.reason == "gain_below_margin"
-    assert choice.alpha == pytest.approx(ANSWER_WEIGHT * engine_wide / (misses + ANSWER_WEIGHT))
-    curve = chooser.costs.curve(6)
-    assert curve is not None and engine_wide > 0.85  # four misses in 204 drafts
-    assert best_k(engine_wide, 0.24 * 63.1 / 1000, lambda n: curve[n - 1], 5).k >= 3  # the estimate alone
-    chooser.acceptance.new_answer()  # the next answer
-    assert chooser.choose(MODEL_KEY, 5, drafts_ready=False).k >= 3
-    # prompt lookup's keys are not weighed within an answer: its n-gram keys say what a match says
-    chooser.observe_step("lookup3", 3, 0)
-    assert chooser.acceptance.within_answer("lookup3") == chooser.acceptance.alpha("lookup3")
-
-
-def test_an_answer_starts_from_the_engines_estimate_not_the_last_answers_misses(load_tiny):
-    """``decode`` starts each answer's own evidence afresh: the previous answer's misses are in
-    the engine-wide estimate only."""
-    engine = Engine(load_tiny("llama"), load_tiny("llama"))
-    chooser = engine.chooser
-    chooser.acceptance.observe(MODEL_KEY, 4, 0)  # as if the last answer's drafts had all missed
-    assert chooser.acceptance.answer[MODEL_KEY] == (0, 1)
-    engine.generate("Hello", replace(AUTO, max_new_tokens=1))  # its one token: the prompt's pass
-    assert MODEL_KEY not in chooser.acceptance.answer
-    assert chooser.acceptance.within_answer(MODEL_KEY) == chooser.acceptance.alpha(MODEL_KEY)
 
 
 class FrozenCosts(CostModel):

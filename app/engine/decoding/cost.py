@@ -94,16 +94,6 @@ PROBE_CATCH_UP_SHARE = 0.02
 # decoding time: the price of learning what it drafts, once per pair (the evidence is kept).
 EXPLORE_CATCH_UP_SHARE = 0.25
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
-# A draft model's acceptance varies more between answers than within one (the real pair's 0.5B agreed
-# with the 1.5B at 86-100 % of the positions of six bench answers, 62 % of a summary's and 66 % of a
-# poem's), and the engine-wide estimate carries the answers before: each step of an answer weighs
-# its own evidence of a draft model against that estimate counted as ANSWER_WEIGHT trials
-# (``AcceptanceModel.within_answer``), so a few misses in an answer that drafts badly stop its
-# drafting within a few steps, where ~100 steps of others' evidence had kept it drafting until the
-# answer's ledger caught it (``AnswerLedger``). The bench set on the real pair (lines 1-8, 64 tokens,
-# Xeon, 2026-12-06; docs/performance.md): the summary, its worst prompt, 0.93 -> 1.01x at 2 threads
-# (5 rounds) and 0.97 -> 1.03x at 1 thread (3 rounds); the set's median 1.18 -> 1.20x / 1.22 -> 1.24x.
-ANSWER_WEIGHT = 2.0
 
 
 # --- the one model of acceptance and costs (the chooser here, the Why panel in
@@ -509,7 +499,6 @@ class AcceptanceModel:
     step: int = 0
     evidence: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # key -> (hits, trials, step)
     judged: Counter[str] = field(default_factory=Counter)  # key -> drafts judged ever (not decayed)
-    answer: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> this answer's (hits, trials)
 
     def tick(self) -> None:
         self.step += 1
@@ -524,31 +513,14 @@ class AcceptanceModel:
         hits, trials = self._decayed(key)
         return (hits + prior * weight) / (trials + weight)
 
-    def within_answer(self, key: str) -> float:
-        """``key``'s acceptance for this answer's next step: for a draft model (``ANSWER_KEYS``) this
-        answer's own evidence with ``alpha`` counted as ``ANSWER_WEIGHT`` trials, else ``alpha``."""
-        alpha = self.alpha(key)
-        if key not in ANSWER_KEYS:
-            return alpha
-        hits, trials = self.answer.get(key, (0, 0))
-        return (hits + ANSWER_WEIGHT * alpha) / (trials + ANSWER_WEIGHT)
-
-    def new_answer(self) -> None:
-        """An answer starts: the last one's own evidence no longer weighs (it stays in ``alpha``)."""
-        self.answer.clear()
-
     def observe(self, key: str, proposed: int, accepted: int) -> None:
-        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest (and,
-        of a key weighed within an answer, to this answer's)."""
+        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest."""
         if proposed <= 0:
             return
         hits, trials = self._decayed(key)
         successes, tried = acceptance_evidence(proposed, accepted)
         self.evidence[key] = (hits + successes, trials + tried, self.step)
         self.judged[key] += tried
-        if key in ANSWER_KEYS:
-            in_answer = self.answer.get(key, (0, 0))
-            self.answer[key] = (in_answer[0] + successes, in_answer[1] + tried)
 
     def kept(self, key: str) -> tuple[float, float]:
         """``key``'s evidence now (hits, trials, decayed): what an engine keeps for the next one."""
@@ -578,9 +550,6 @@ def suffix_key(matched: int) -> str:
 MODEL_KEY = "model"
 FIRST_MODEL_KEY = "model-first"  # a draft model's block folded into the prompt's pass
 MODEL_KEYS = (MODEL_KEY, FIRST_MODEL_KEY)
-# weighed within an answer (``ANSWER_WEIGHT``): a draft model's steps. Not its first block (one an
-# answer, of its own prior) nor prompt lookup's (their keys already say what the match says)
-ANSWER_KEYS = (MODEL_KEY,)
 
 
 def _kind(key: str) -> str:
@@ -660,7 +629,7 @@ class KChooser:
         accepted 0 times of 7: +0.16 s on a 0.62 s pass, real pair). ``probe``: a step may verify
         one draft against the odds to re-measure what the chooser has stopped seeing (see
         ``PROBE_AFTER``)."""
-        alpha = self.acceptance.within_answer(key)
+        alpha = self.acceptance.alpha(key)
         if k_max <= 0:
             return Choice(0, 1.0, alpha, "gain_below_margin")
         draft = 0.0 if drafts_ready else self._draft_cost()
