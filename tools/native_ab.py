@@ -70,27 +70,35 @@ def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
     """A call with the argument order before the seam (int4 and int8: Q4_K came after it)."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     path = native.path()
-    tail = (n, y.data_ptr(), threads, path)
+
+    def tail() -> tuple[int, ...]:  # y's address read at each call: the call holds y (see new_call)
+        return (n, y.data_ptr(), threads, path)
+
     if isinstance(made, Int4Linear):
-        return lambda: module.q4_mm(x.data_ptr(), m, k, made.packed.data_ptr(), 0, 0, *tail)
+        return lambda: module.q4_mm(x.data_ptr(), m, k, made.packed.data_ptr(), 0, 0, *tail())
     scales = made.scale.float().contiguous()
-    return lambda: module.q8_mm(x.data_ptr(), m, k, made.q.data_ptr(), scales.data_ptr(), 0, *tail)
+    return lambda: module.q8_mm(x.data_ptr(), m, k, made.q.data_ptr(), scales.data_ptr(), 0, *tail())
 
 
 def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
     """A call with this tree's argument order (what ``calls.Matmul`` passes). A K-quant layer's rows
     are in this tree's layout: the times of another layout's kernel over the same bytes are what
-    they would be over its own (the same loads and instructions), not its results."""
+    they would be over its own (the same loads and instructions), not its results. x's and y's
+    addresses are read at each call, so the call holds them: addresses taken once outlived a y the
+    caller had let go, and the kernel wrote into freed memory (glibc: "corrupted double-linked list")."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     path = native.path()
-    head = (x.data_ptr(), m, k, y.data_ptr(), threads, path)
+
+    def head() -> tuple[int, ...]:
+        return (x.data_ptr(), m, k, y.data_ptr(), threads, path)
+
     if isinstance(made, Q4KLinear | Q6KLinear):
         call = module.q4k_mm if isinstance(made, Q4KLinear) else module.q6k_mm
-        return lambda: call(*head, made.rows.data_ptr(), n)
+        return lambda: call(*head(), made.rows.data_ptr(), n)
     if isinstance(made, Int4Linear):
-        return lambda: module.q4_mm(*head, made.packed.data_ptr(), n)
+        return lambda: module.q4_mm(*head(), made.packed.data_ptr(), n)
     scales = made.scale.float().contiguous()
-    return lambda: module.q8_mm(*head, made.q.data_ptr(), scales.data_ptr(), n)
+    return lambda: module.q8_mm(*head(), made.q.data_ptr(), scales.data_ptr(), n)
 
 
 def interleaved(named: dict[str, Call], repeat: int) -> dict[str, list[float]]:

@@ -499,7 +499,7 @@ def decoder_layer(
             f"[{gate_up.k} → {gate_up.n}], down [{down.k} → {down.n}], width {width}"
         )
     if len({m.path for _, m in named}) != 1:
-        raise ValueError("decoder_layer's linears must all take the same path (VNNI or AVX2)")
+        raise ValueError("decoder_layer's linears must all take the same path (AVX2, VNNI or VNNI with AMX)")
     kept = [in_w, post_w, *(w for _, m in named for w in m.weights)]
     bias_ptr = 0
     if bias is not None:
