@@ -7,6 +7,7 @@ PyInstaller bundle (``resources/`` inside the bundle folder).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,3 +28,13 @@ def resource_path(name: str) -> Path | None:
         if (folder / name).exists():
             return folder / name
     return None
+
+
+def cache_dir() -> Path:
+    """SpecChat's cache folder (converted models, measurements): ``SPECCHAT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/specchat``, else ``~/.cache/specchat``."""
+    if os.environ.get("SPECCHAT_CACHE_DIR"):
+        return Path(os.environ["SPECCHAT_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "specchat"
+    return Path.home() / ".cache" / "specchat"

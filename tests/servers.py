@@ -172,7 +172,8 @@ def vllm_python() -> Path | None:
 
 def hf_folder() -> Path:
     """The bundled model as a Hugging Face folder: SpecChat's own GGUF conversion (float32)."""
-    from app.engine.models.loading import cache_dir, load_model
+    from app.engine.models.loading import load_model
+    from app.paths import cache_dir
 
     def found() -> Path | None:
         stem = bundled_gguf().stem

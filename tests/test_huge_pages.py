@@ -4,6 +4,7 @@ one, nothing moved where the system has none; the freed heap handed back as the 
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 
@@ -14,8 +15,9 @@ from transformers import AutoModelForCausalLM
 
 from app.engine.models import loading
 from app.engine.models.loading import load_model
-from app.engine.runners import heap, huge_pages
-from app.engine.runners.huge_pages import back_with_huge_pages, thp_mode, why_not_huge
+from app.engine.runners import arenas, heap, huge_pages
+from app.engine.runners.arenas import thp_mode, why_not_huge
+from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.kv import CachedModel
 
 
@@ -108,7 +110,7 @@ def test_the_mode_is_read_from_the_bracketed_choice(tmp_path, monkeypatch):
     setting.write_text("always [madvise] never\n")
     assert thp_mode(str(setting)) == "madvise"
     assert thp_mode(str(tmp_path / "missing")) == ""
-    monkeypatch.setattr(huge_pages.sys, "platform", "darwin")
+    monkeypatch.setattr(arenas.sys, "platform", "darwin")
     assert why_not_huge("always") == "this system offers no transparent huge pages"
 
 
@@ -142,3 +144,72 @@ def test_giving_back_the_heap_asks_glibc_where_there_is_one():
     assert heap.give_back() is has_trim
     if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
         assert has_trim
+
+
+def _rss_kib(address: int) -> int:
+    """The resident KiB (/proc/self/smaps "Rss") of the mapping holding ``address``."""
+    holding = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split(" ", 1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(part, 16) for part in head.split("-"))
+                holding = start <= address < end
+            elif holding and line.startswith("Rss:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _address(arena_map) -> int:
+    return torch.frombuffer(arena_map, dtype=torch.uint8).data_ptr()
+
+
+@pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
+def test_a_load_moves_into_the_arena_faulted_in_from_the_size_it_moved_last_time(tiny_models, tmp_path, monkeypatch):
+    """The first load keeps the size it moved under its key; the next launch's ``prefault`` faults
+    an arena of that size in (resident before the load touches it) and the load's move takes it."""
+    ahead = arenas.Arenas(tmp_path / "arenas.json")
+    monkeypatch.setattr(huge_pages, "ARENAS", ahead)
+    assert not ahead.prefault("llama int4")  # nothing kept yet
+    ahead.begin("llama int4")
+    first = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
+    ahead.finish()
+    moved = len(first.model.specchat_huge_pages)
+    assert json.loads((tmp_path / "arenas.json").read_text()) == {"llama int4": [moved]}
+
+    assert ahead.prefault("llama int4")
+    ahead._faulting.join(10)
+    (faulted,) = ahead._ready
+    assert len(faulted) == moved and _rss_kib(_address(faulted)) * 1024 >= moved  # every page touched
+    ahead.begin("llama int4")
+    second = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
+    ahead.finish()
+    assert second.model.specchat_huge_pages is faulted and not faulted.closed
+    ids = torch.randint(3, second.model.config.vocab_size, (14,), generator=torch.Generator().manual_seed(4)).tolist()
+    assert torch.equal(_logits(first.model, ids), _logits(second.model, ids))
+
+
+@pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
+def test_only_an_arena_that_fits_is_taken_and_the_rest_are_unmapped_when_the_load_ends(tmp_path):
+    ahead = arenas.Arenas(tmp_path / "arenas.json")
+    (tmp_path / "arenas.json").write_text(json.dumps({"k": [4 << 20, 16 << 20]}))
+    assert ahead.prefault("k")
+    assert not ahead.prefault("k")  # one load's arenas at a time
+    ahead.begin("k")
+    assert ahead.take(8 << 20) is None  # 4 MiB too small, 16 MiB too large for 8
+    small = ahead.take(4 << 20)
+    assert small is not None and len(small) == 4 << 20
+    (large,) = ahead._ready
+    ahead.finish()
+    assert large.closed and not small.closed
+    assert json.loads((tmp_path / "arenas.json").read_text()) == {"k": [8 << 20, 4 << 20]}  # what this load asked
+
+
+def test_nothing_is_faulted_in_ahead_past_the_limit_or_without_huge_pages(tmp_path, monkeypatch):
+    ahead = arenas.Arenas(tmp_path / "arenas.json")
+    (tmp_path / "arenas.json").write_text(json.dumps({"big": [arenas.MAX_PREFAULT_BYTES + 1], "small": [4 << 20]}))
+    assert not ahead.prefault("big")
+    monkeypatch.setattr(arenas, "why_not_huge", lambda mode=None: "no")
+    assert not ahead.prefault("small")
+    (tmp_path / "arenas.json").write_text("not json")
+    assert ahead._hints() == {}

@@ -19,6 +19,7 @@ from tiny_models import SPECIALS, build_model, build_tokenizer, save
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, T5Config
 
+from app import paths
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError
 from app.engine.models import loading
 from app.engine.models.loading import LoadedModel, check_compatible, load_model
@@ -452,12 +453,12 @@ def test_missing_bundled_model_says_how_to_install_it(monkeypatch):
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECCHAT_CACHE_DIR", str(tmp_path / "a"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert loading.cache_dir() == tmp_path / "a"
+    assert paths.cache_dir() == tmp_path / "a"
     monkeypatch.delenv("SPECCHAT_CACHE_DIR")
-    assert loading.cache_dir() == tmp_path / "xdg" / "specchat"
+    assert paths.cache_dir() == tmp_path / "xdg" / "specchat"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert loading.cache_dir() == tmp_path / "home" / ".cache" / "specchat"
+    assert paths.cache_dir() == tmp_path / "home" / ".cache" / "specchat"
 
 
 def test_sources_are_named_for_people(llama_folder):

@@ -34,6 +34,7 @@ from app.engine.backend import AnswerOptions, Backend
 from app.engine.config import GenerationConfig, LoadOptions
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
+from app.engine.runners.arenas import ARENAS
 from app.engine.startup import import_engine
 from app.worker.server_backend import (
     PlainEndpoint,
@@ -68,6 +69,11 @@ class LoadRequest:
     threads: str | int = "auto"
     weights: str | None = None  # the target's weights form ("auto", "int4", …); None: as dtype says
     server: ServerTarget | None = None  # answer on this server instead (the fields above are unused)
+
+    def arenas_key(self) -> str:
+        """What the huge-page arenas this load moves its weights into are kept by (``arenas``)."""
+        asked = (self.target, self.draft, self.device, self.dtype, self.draft_dtype, self.cpu_kernels, self.weights)
+        return repr(asked)
 
 
 @dataclass(frozen=True)
@@ -256,7 +262,10 @@ class EngineWorker(QObject):
         self.start()
         load_id = next(self._load_ids)
         options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads, weights)
-        self._jobs.put(LoadRequest(load_id, target, draft, *options, server=server))
+        request = LoadRequest(load_id, target, draft, *options, server=server)
+        if server is None:  # the weights' pages faulted in while the engine thread imports (arenas.py)
+            ARENAS.prefault(request.arenas_key())
+        self._jobs.put(request)
         return load_id
 
     def request_generate(
@@ -526,11 +535,14 @@ class EngineWorker(QObject):
                 threads=request.threads,
                 progress=progress,
             )
+            ARENAS.begin(request.arenas_key())
             engine = self._loader(target=request.target, draft=request.draft, options=options)
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
             return
+        finally:
+            ARENAS.finish()
         self._serve(engine)
         self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
         self.history_indexed.emit(len(self._remembered))

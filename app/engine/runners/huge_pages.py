@@ -18,8 +18,6 @@ Windows, THP ``never``) nothing is moved and the reason is returned.
 
 from __future__ import annotations
 
-import mmap
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,11 +25,10 @@ import torch
 from torch import nn
 
 from app.engine.runners import heap
+from app.engine.runners.arenas import ARENAS, HUGE_PAGE, new_arena, why_not_huge
 
-HUGE_PAGE = 2 << 20
 ALIGN = 64  # every tensor starts on a cache line
 MIN_TENSOR_BYTES = 4096  # smaller tensors (norm weights, biases) stay where they are
-THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
 @dataclass(frozen=True)
@@ -41,27 +38,6 @@ class HugePages:
     moved_bytes: int  # weight bytes now in the arena
     tensors: int  # distinct tensors moved
     note: str = ""  # why nothing was moved ("" when it was)
-
-
-def thp_mode(path: str = THP_SETTING) -> str:
-    """The system's transparent huge page mode ("always", "madvise", "never"; "" when unknown)."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return ""
-    start, end = text.find("["), text.find("]")
-    return text[start + 1 : end] if 0 <= start < end else ""
-
-
-def why_not_huge(mode: str | None = None) -> str | None:
-    """Why weights cannot be given huge pages here (None: they can)."""
-    if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return "this system offers no transparent huge pages"
-    mode = thp_mode() if mode is None else mode
-    if mode not in ("always", "madvise"):
-        return f"transparent huge pages are {mode or 'not available'} on this system"
-    return None
 
 
 def _weights(model: nn.Module) -> Iterator[tuple[nn.Module, str, bool]]:
@@ -122,8 +98,7 @@ def back_with_huge_pages(model: nn.Module, mode: str | None = None) -> HugePages
     if not total:
         return HugePages(0, 0, "no weight tensor to move")
     size = -(-total // HUGE_PAGE) * HUGE_PAGE + HUGE_PAGE  # room to start on a page boundary
-    arena_map = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    arena_map.madvise(mmap.MADV_HUGEPAGE)  # before any page is touched: faults take 2 MiB pages
+    arena_map = ARENAS.take(size) or new_arena(size)  # faulted in ahead where the window asked (arenas.py)
     arena = torch.frombuffer(arena_map, dtype=torch.uint8)  # the tensor holds the map alive
     offset = (-arena.data_ptr()) % HUGE_PAGE
     with torch.no_grad():
