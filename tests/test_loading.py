@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from tiny_gguf import write_gguf
 from tiny_models import SPECIALS, build_model, build_tokenizer, save
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -296,7 +297,7 @@ def test_out_of_memory_is_a_clear_error(llama_folder, monkeypatch, error):
     def explode(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(loading.AutoModelForCausalLM, "from_pretrained", explode)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", explode)
     with pytest.raises(ModelLoadError) as err:
         load_model(str(llama_folder), device="cpu")
     assert_clear(err, "Not enough memory", str(llama_folder), "cpu")

@@ -22,9 +22,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import PreTrainedModel
 
 from app.engine.errors import InvalidSettingError
 from app.engine.models.measured import MeasuredStore, machine_description
@@ -32,6 +32,9 @@ from app.engine.runners.cpu_kernels import CpuKernels, apply_cpu_kernels
 from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.quant import QUANT_FORMS, batch_invariant, input_sizes, quantize_model, quantized_layers
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 AUTO = "auto"
 FORMS = ("int4", "int8", "bf16", "fp32")  # what --weights offers besides auto (the order auto tries)
@@ -47,7 +50,7 @@ LOAD_DTYPE = {"int4": torch.float32, "int8": torch.float32, "bf16": torch.bfloat
 PROBE_ROUNDS = 3  # interleaved rounds per comparison of two forms (medians)
 TARGET_SIZES = (1, 4)  # a target's cost: a pass over 1 token plus one over 4 (a verified block)
 DRAFT_SIZES = (1,)  # a draft's cost: one draft step
-FormProbe = Callable[[PreTrainedModel], float]  # seconds of the passes that matter for a built form
+FormProbe = Callable[["PreTrainedModel"], float]  # seconds of the passes that matter for a built form
 
 
 def parse_weights(value: str | None) -> str:
@@ -285,7 +288,7 @@ def _form(
     return WeightsForm(form, reason, origin, by_us, weights_bytes(model), dict(samples or {}), notes, activations)
 
 
-Built = tuple[PreTrainedModel, str, CpuKernels | None]
+Built = tuple["PreTrainedModel", str, "CpuKernels | None"]
 
 
 def _tournament(

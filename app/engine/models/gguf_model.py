@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import gguf
 import numpy as np
@@ -32,13 +33,11 @@ import torch
 from gguf import GGMLQuantizationType as Q
 from safetensors.torch import save_file
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
-from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
 from transformers.pytorch_utils import Conv1D
 
 from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, Q4KForm, Q6KForm, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
-from app.engine.runners import heap, native
+from app.engine.runners import heap, llama_family, native
 from app.engine.runners.heap import give_back
 from app.engine.runners.quant import (
     GROUP,
@@ -54,6 +53,10 @@ from app.engine.runners.quant import (
     q6k_rows,
     q6k_weight,
 )
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel
+    from transformers.modeling_gguf_pytorch_utils import TensorProcessor
 
 # of the cached forms; another number is converted again. 2: int4 kept as the CPU kernel packs
 # it (``int4_layout`` in the manifest), not as nibbles to pack again at every load; 3: Q4_K kept
@@ -134,7 +137,9 @@ def has_quantized_linears(header: GgufHeader) -> bool:
 
 
 def skeleton(config: PretrainedConfig) -> PreTrainedModel:
-    """The model with every parameter on the meta device and its buffers (rotary) real."""
+    """transformers' model with every parameter on the meta device and its buffers (rotary) real."""
+    from transformers import AutoModelForCausalLM  # its modeling code: a second of a launch, here only
+
     with torch.device("meta"):
         model: PreTrainedModel = AutoModelForCausalLM.from_config(config, dtype=COMPUTE)  # type: ignore[no-untyped-call]
     for name, module in list(model.named_modules()):
@@ -147,6 +152,8 @@ def skeleton(config: PretrainedConfig) -> PreTrainedModel:
 def _gguf_names(header: GgufHeader, model: PreTrainedModel) -> tuple[dict[str, str], TensorProcessor]:
     """GGUF tensor name → HF parameter name, and the architecture's tensor processor (given the
     HF config's keys, which are the names transformers renames the GGUF's metadata to)."""
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
+
     processor_class = TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)
     processor: TensorProcessor = processor_class(config=model.config.to_dict())  # type: ignore[no-untyped-call]
     with _one_name_map():
@@ -324,8 +331,9 @@ def read_manifest(folder: Path) -> dict[str, object]:
 def load_forms(folder: Path) -> tuple[PreTrainedModel, FormsSummary]:
     """The model the cached forms in ``folder`` describe. ``DamagedForms`` when they cannot be used."""
     manifest = read_manifest(folder)
-    config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
-    model = skeleton(config)
+    own = llama_family.read_config(folder)  # SpecChat's classes where they build it: no modeling code imported
+    # SpecChat's model has every module and attribute of transformers' that the engine reads (llama_family)
+    model = skeleton(_config(folder)) if own is None else cast("PreTrainedModel", llama_family.CausalLM(own, COMPUTE))
     try:
         _place(model, _stream(folder, manifest), manifest)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, struct.error) as exc:
@@ -338,6 +346,13 @@ def load_forms(folder: Path) -> tuple[PreTrainedModel, FormsSummary]:
     summary = _summary(manifest, model)
     setattr(model, "specchat_forms", summary)  # noqa: B010 - read by forms_of
     return model, summary
+
+
+def _config(folder: Path) -> PretrainedConfig:
+    from transformers import AutoConfig
+
+    config: PretrainedConfig = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    return config
 
 
 def forms_of(model: nn.Module) -> FormsSummary | None:

@@ -27,18 +27,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import (
-    AutoConfig,
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    PretrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-    PreTrainedTokenizerFast,
-)
-from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from app.engine.errors import IncompatibleModelsError, InvalidSettingError, ModelLoadError, SpecChatError
 from app.engine.models import forms, gguf_model, measured
@@ -51,6 +43,9 @@ from app.engine.runners.heap import give_back
 from app.engine.runners.huge_pages import back_with_huge_pages
 from app.engine.runners.quant import QUANT_FORMS, int4_layout
 from app.paths import cache_dir
+
+if TYPE_CHECKING:
+    from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel
 
 ProgressFn = Callable[[str, float | None], None]  # (message, fraction 0..1 or None)
 
@@ -227,6 +222,9 @@ def _use_safetensors(folder: Path, source: str, allow_pickle: bool) -> bool:
 
 
 def _check_architecture(folder: Path, source: str) -> None:
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
@@ -336,6 +334,8 @@ def _unwritable_cache(source: str, target: Path, exc: OSError) -> ModelLoadError
 
 
 def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     try:
         model = AutoModelForCausalLM.from_pretrained(
             path.parent, gguf_file=path.name, dtype=torch.float32, local_files_only=True
@@ -352,6 +352,8 @@ def _read_gguf(path: Path, source: str) -> tuple[PreTrainedModel, PreTrainedToke
 
 def _read_gguf_header(path: Path, source: str) -> tuple[PretrainedConfig, PreTrainedTokenizerBase]:
     """The config and the tokenizer transformers derives from a GGUF's metadata (no tensors)."""
+    from transformers import AutoConfig, AutoTokenizer
+
     try:
         config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
@@ -493,6 +495,8 @@ def _mark_float(folder: Path) -> None:
 def _read_folder(
     folder: Path, source: str, torch_dtype: torch.dtype, use_safetensors: bool, progress: ProgressFn
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    from transformers import AutoModelForCausalLM
+
     tokenizer = _read_tokenizer(folder, source, progress)
     progress("Loading weights…", 0.3)
     try:
@@ -522,13 +526,16 @@ def _read_tokenizer(folder: Path, source: str, progress: ProgressFn) -> PreTrain
 
 def _tokenizer_class(folder: Path) -> type[PreTrainedTokenizerBase] | type[AutoTokenizer]:
     """Honour a tokenizer.json declared generic. transformers 5 would otherwise rebuild some
-    architectures' tokenizers (e.g. qwen2's pre-tokenizer) from its own defaults."""
+    architectures' tokenizers (e.g. qwen2's pre-tokenizer) from its own defaults. (And the auto
+    classes' import, a quarter second of a launch, is left to the tokenizers that need it.)"""
     try:
         declared = json.loads((folder / "tokenizer_config.json").read_text()).get("tokenizer_class")
     except (OSError, ValueError):
         declared = None
     if declared in GENERIC_TOKENIZERS and (folder / "tokenizer.json").is_file():
         return PreTrainedTokenizerFast
+    from transformers import AutoTokenizer
+
     return AutoTokenizer
 
 

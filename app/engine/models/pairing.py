@@ -14,10 +14,10 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
-from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from app.engine.errors import IncompatibleModelsError
 from app.engine.models.catalog import (
@@ -37,6 +37,9 @@ from app.engine.models.loading import (
 )
 from app.paths import cache_dir
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 CHECK_VERSION = 1  # bump when check_compatible changes what it compares
 TokenizerLoader = Callable[[ModelEntry], PreTrainedTokenizerBase]
 
@@ -47,6 +50,8 @@ def load_tokenizer(entry: ModelEntry) -> PreTrainedTokenizerBase:
     if path.is_file():
         converted = _gguf_cache_folder(path)
         if not (converted / "config.json").is_file():
+            from transformers import AutoTokenizer  # its import is a quarter second: here, where a GGUF needs it
+
             return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
         path = converted
     tokenizer_class: Any = _tokenizer_class(path)
@@ -198,7 +203,7 @@ def _tokenizer_only(entry: ModelEntry, tokenizer: PreTrainedTokenizerBase) -> Lo
     return LoadedModel(
         name=entry.name,
         source=entry.source,
-        model=cast(PreTrainedModel, None),
+        model=cast("PreTrainedModel", None),
         tokenizer=tokenizer,
         device=torch.device("cpu"),
         dtype=entry.dtype,

@@ -37,23 +37,25 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import sdpa_attention_forward, use_gqa_in_sdpa
-from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.pytorch_utils import Conv1D
 
 from app.engine.runners import native
 from app.engine.runners.cpu_probe import CpuProbe, probe
 from app.engine.runners.native import calls
 from app.engine.runners.native.calls import ATTEND_MAX_HEAD_DIM
+from app.engine.runners.norms import RMSNorm
 from app.engine.runners.prepacked import PrepackedLinear, weight_of
 from app.engine.runners.quant import WeightOnlyLinear, quantized_layers
 from app.engine.runners.threads import torch_threads
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 ROWWISE = "specchat_rowwise"
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
@@ -101,6 +103,12 @@ class NativeRMSNorm(nn.Module):
         return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}, replaces {self.replaced}"
 
 
+def _is_rms_norm(module: nn.Module) -> bool:
+    """A norm of the Llama formula: SpecChat's own (``norms.RMSNorm``) or one of transformers'
+    (``RMS_NORMS``, by class name: importing their classes is importing their modeling code)."""
+    return isinstance(module, RMSNorm) or type(module).__name__ in RMS_NORMS
+
+
 def _native_norms(model: PreTrainedModel) -> int:
     """Swap a bf16 model's Llama-formula RMSNorms for ``NativeRMSNorm`` (where SpecChat's kernels
     run): how many."""
@@ -110,7 +118,7 @@ def _native_norms(model: PreTrainedModel) -> int:
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             weight = getattr(child, "weight", None)
-            if type(child).__name__ in RMS_NORMS and isinstance(weight, torch.Tensor) and weight.dim() == 1:
+            if _is_rms_norm(child) and isinstance(weight, torch.Tensor) and weight.dim() == 1:
                 setattr(parent, name, NativeRMSNorm(child))
                 swapped += 1
     return swapped
@@ -334,6 +342,11 @@ def _window(module: nn.Module, kwargs: dict[str, Any]) -> int | None:
 
 
 def _register_rowwise() -> None:
+    # here, not at import: ``AttentionInterface`` comes with transformers' modeling code (a second of
+    # a launch), which a model of SpecChat's own classes never imports (``llama_family``)
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
     if ROWWISE not in AttentionInterface._global_mapping:
         AttentionInterface.register(ROWWISE, rowwise_attention)
         # the same masks as SDPA: a prompt on a cache gets its causal mask, a short block none
@@ -347,6 +360,8 @@ def _use_rowwise_attention(model: PreTrainedModel) -> tuple[str, str | None]:
     row at a time); one with soft-capped logits (Gemma 2) or without SDPA keeps eager."""
     current = model.config._attn_implementation
     config = model.config.get_text_config()
+    if current == ROWWISE:  # SpecChat's own classes (``llama_family``): their only attention
+        return current, None
     if current not in ("sdpa", "eager"):
         return current, f"its {current} attention is kept (row-wise attention replaces only SDPA and eager)"
     if not model._can_set_attn_implementation() or not getattr(model, "_supports_sdpa", False):

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import inspect
 import time
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.lean import LeanPass
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def _cache_kwarg(model: PreTrainedModel) -> str:

@@ -29,15 +29,16 @@ sliding window) runs ``model(...)`` as before.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import DynamicCache, PreTrainedModel
-from transformers.activations import SiLUActivation
+from transformers.cache_utils import DynamicCache
 
+from app.engine.runners import llama_family
 from app.engine.runners.cpu_kernels import (
     ASK,
     ROWWISE,
@@ -49,9 +50,13 @@ from app.engine.runners.cpu_kernels import (
 )
 from app.engine.runners.growing import GrowingLayer
 from app.engine.runners.native import calls
+from app.engine.runners.norms import RMSNorm
 from app.engine.runners.prepacked import PrepackedLinear
 from app.engine.runners.quant import WeightOnlyLinear, side_by_side_kernel, side_by_side_runs, with_bias
 from app.engine.runners.threads import torch_threads
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # causal LMs whose decoder layer is Llama's: pre-norm attention + gated MLP, RMSNorm, rotary
 # on q and k, no extra norms or scalings (the class names transformers gives them)
@@ -79,6 +84,17 @@ class _Norm:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.weight * torch.rms_norm(x, self.shape, None, self.eps)
+
+
+def _is_silu(act: object) -> bool:
+    """Whether ``act`` is ``F.silu`` as a module: torch's ``nn.SiLU`` (SpecChat's own classes,
+    ``llama_family``) or transformers' ``SiLUActivation`` — looked up where transformers' model
+    classes were imported, never imported here (``transformers.activations`` brings its modeling
+    code along, a second of a launch): without it no module is one."""
+    if isinstance(act, nn.SiLU) and not act.inplace:
+        return True
+    activations = sys.modules.get("transformers.activations")
+    return activations is not None and isinstance(act, activations.SiLUActivation)
 
 
 def _norm(norm: Any) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -127,8 +143,8 @@ class _Layer:
         self.qkv, self.gate_up = with_bias(qkv), with_bias(gate_up)
         self.qk_width = int(attn.q_proj.out_features) + int(attn.k_proj.out_features)
         self.intermediate = int(mlp.gate_proj.out_features)
-        # transformers' SiLU module is ``F.silu``: called straight, without a module call
-        self.silu = isinstance(mlp.act_fn, SiLUActivation)
+        # a SiLU module is ``F.silu``: called straight, without a module call
+        self.silu = _is_silu(mlp.act_fn)
         self.act = F.silu if self.silu else mlp.act_fn
         self.head_dim = int(attn.head_dim)
         self.q_heads = int(attn.q_proj.out_features) // self.head_dim
@@ -341,6 +357,11 @@ def _all_native(modules: Sequence[nn.Module]) -> bool:
 
 def why_not(model: PreTrainedModel) -> str | None:
     """Why ``LeanPass`` does not reproduce this model's pass (None: it does)."""
+    if isinstance(model, llama_family.CausalLM):  # row-wise attention, Llama's layers (its norms maybe SpecChat's)
+        layers = model.model.layers
+        norms = [n for layer in layers for n in (layer.input_layernorm, layer.post_attention_layernorm)]
+        odd = [n for n in [*norms, model.model.norm] if not isinstance(n, (RMSNorm, NativeRMSNorm))]
+        return f"a norm is {type(odd[0]).__name__}" if odd else None
     name = type(model).__name__
     parts = LAYERS.get(name)
     if parts is None:
