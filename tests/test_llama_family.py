@@ -155,3 +155,28 @@ def test_a_warm_load_of_cached_forms_builds_the_own_classes_without_transformers
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[-2] == "app.engine.runners.llama_family []"
     assert torch.equal(torch.load(out), expected)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_as_transformers_shares_every_tensor_and_computes_the_same_logits_and_greedy_answer(arch, tmp_path):
+    """What only transformers does with a model (its ``generate``: the bench's Hugging Face
+    baseline) runs on a twin made of the very same parts."""
+    ours = _own_model(_in(torch.bfloat16, _transformers_model(arch)), tmp_path, torch.bfloat16)
+    ours.to(torch.bfloat16)  # as ``forms.settle`` leaves a model: the rotary's frequencies in bf16 too
+    assert cpu_kernels.apply_cpu_kernels(ours) is not None
+    twin = llama_family.as_transformers(ours)
+    assert type(twin).__module__.startswith("transformers.models.")
+    assert llama_family.as_transformers(ours) is twin and llama_family.as_transformers(twin) is twin
+    def tensors(model: torch.nn.Module) -> set[int]:  # the rotary's small buffers are the twin's own
+        return {id(t) for t in [*model.parameters(), *model.buffers()] if t.numel() > 64}
+
+    assert tensors(twin) == tensors(ours)  # the same tensors (oneDNN's packed ones too): nothing copied
+    for mine, its in zip(_passes(ours, lean=True), _passes(twin, lean=False), strict=True):
+        assert torch.equal(mine, its)
+    prompt = [5, 9, 11, 40, 7, 3]
+    with torch.inference_mode():
+        made = twin.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False, eos_token_id=None)
+    runner, ids = CachedModel(ours, 384), list(prompt)
+    for _ in range(6):
+        ids.append(int(runner.continue_from(ids)[-1].argmax()))
+    assert made[0].tolist() == ids

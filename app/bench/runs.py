@@ -152,6 +152,8 @@ class HuggingFaceRunner:
     def run(self, prompt_ids: list[int], assisted: bool, max_new_tokens: int) -> Timing:
         import torch
 
+        from app.engine.runners.llama_family import as_transformers  # SpecChat's own classes have no generate
+
         target = self.engine.target
         ids = torch.tensor([prompt_ids], device=target.device)  # [1, T]
         pad = target.tokenizer.pad_token_id
@@ -167,12 +169,12 @@ class HuggingFaceRunner:
         if self.config.stop_strings:
             kwargs.update(stop_strings=list(self.config.stop_strings), tokenizer=target.tokenizer)
         if assisted and self.engine.draft is not None:
-            kwargs.update(assistant_model=self.engine.draft.model)
+            kwargs.update(assistant_model=as_transformers(self.engine.draft.model))
         elif assisted:
             kwargs.update(prompt_lookup_num_tokens=self.config.k)
         with torch.inference_mode(), self._assistant_settings() if assisted else nullcontext():
             start = time.perf_counter()
-            output = target.model.generate(ids, **kwargs)  # [1, T + new]
+            output = as_transformers(target.model).generate(ids, **kwargs)  # [1, T + new]
             seconds = time.perf_counter() - start
         new = output[0, ids.shape[1] :].tolist()  # with the EOS it stops on, as ours
         return Timing(tuple(new), seconds, target.tokenizer.decode(new, skip_special_tokens=True))
@@ -181,10 +183,12 @@ class HuggingFaceRunner:
     def _assistant_settings(self) -> Iterator[None]:
         """Our k, constant (HF's heuristic schedule with --adaptive), our confidence threshold
         (0: off; HF's default is 0.4), on the draft's generation config for one call."""
+        from app.engine.runners.llama_family import as_transformers
+
         if self.engine.draft is None:
             yield
             return
-        settings = self.engine.draft.model.generation_config
+        settings = as_transformers(self.engine.draft.model).generation_config
         names = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
         saved = {name: getattr(settings, name, None) for name in names}
         settings.num_assistant_tokens = self.config.k

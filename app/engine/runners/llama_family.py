@@ -24,11 +24,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
 from transformers.configuration_utils import PretrainedConfig
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 from app.engine.runners.cpu_kernels import ROWWISE, rowwise_attention
 from app.engine.runners.norms import RMSNorm
@@ -227,6 +230,7 @@ class CausalLM(nn.Module):
         self.model = DecoderModel(config, dtype)
         self.lm_head: nn.Module = _linear(config.hidden_size, config.vocab_size, False, dtype)
         self.generation_config = GenerationDefaults(getattr(config, "eos_token_id", None))
+        self._twin: list[PreTrainedModel] = []  # ``as_transformers``'s, once made (a list: not a submodule)
 
     @property
     def device(self) -> torch.device:
@@ -260,3 +264,43 @@ class CausalLM(nn.Module):
             h = layer(h, cos, sin, cache if use_cache else None)
         h = inner.norm(h)
         return Output(self.lm_head(h[:, -logits_to_keep:, :] if logits_to_keep else h))
+
+
+def as_transformers(model: nn.Module) -> PreTrainedModel:
+    """``model`` as transformers' own class, for what only transformers does with a model (its
+    ``generate``: the bench's Hugging Face baseline): SpecChat's classes' parts put into
+    transformers' skeleton under the same names, sharing every tensor (nothing copied), its
+    attention switched to the row-wise attention SpecChat's classes run, so it computes the same
+    logits (tests/test_llama_family.py). A transformers model is returned as it is. Imports
+    transformers' modeling code (a second), once, where this is asked."""
+    if not isinstance(model, CausalLM):
+        return cast("PreTrainedModel", model)
+    if model._twin:
+        return model._twin[0]
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from app.engine.runners.cpu_kernels import _use_rowwise_attention
+
+    values = {k: v for k, v in model.config.to_dict().items() if k not in ("model_type", "_attn_implementation")}
+    config = AutoConfig.for_model(model.config.model_type, **values)
+    with torch.device("meta"):
+        twin: PreTrainedModel = AutoModelForCausalLM.from_config(config, dtype=model.dtype)  # type: ignore[no-untyped-call]
+    rotary = twin.model.rotary_emb = type(twin.model.rotary_emb)(config=config)
+    for name in ("inv_freq", "original_inv_freq"):  # ours, in whatever dtype the load left them (forms: bf16)
+        rotary.register_buffer(name, model.model.rotary_emb.inv_freq, persistent=False)
+    for name, part in model.named_modules():
+        holds = next(iter(part.parameters(recurse=False)), None) is not None or any(True for _ in part.buffers(False))
+        if name and holds and not isinstance(part, RotaryEmbedding):
+            parent, _, leaf = name.rpartition(".")
+            setattr(twin.get_submodule(parent) if parent else twin, leaf, part)
+    left = [n for n, t in [*twin.named_parameters(), *twin.named_buffers()] if t.is_meta]
+    if left:
+        raise RuntimeError(f"transformers' {type(twin).__name__} has parts SpecChat's model lacks: {left[:3]}")
+    attention, why = _use_rowwise_attention(twin)
+    if attention != ROWWISE:
+        raise RuntimeError(f"transformers' {type(twin).__name__} cannot run row-wise attention: {why}")
+    twin.generation_config.eos_token_id = model.generation_config.eos_token_id
+    twin.eval()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
+    twin.requires_grad_(False)
+    model._twin.append(twin)
+    return twin
