@@ -52,6 +52,7 @@ from app.engine.config import LoadOptions
 from app.engine.models.loading import LoadedModel, bundled_model_path, load_model
 from app.engine.runners import cpu_kernels, kv
 from app.engine.runners.kv import CachedModel
+from app.engine.runners.llama_family import as_transformers
 from app.engine.runners.threads import apply_threads
 
 # the clock every part is timed with: this thread's CPU time (the default: on a machine where
@@ -176,11 +177,11 @@ class Variant:
 
     def timed_pass(self, context: int, feed: list[int], clocks: Clocks | None) -> int:
         """ns of one pass; with ``clocks``, the parts clocked too (hooks on for this pass only)."""
-        with self.around(), hooked(self.loaded.model, clocks) if clocks is not None else nullcontext():
+        runner = self.split if clocks is not None and self.split is not None else self.runner
+        with self.around(), hooked(runner.model, clocks) if clocks is not None else nullcontext():
             if clocks is not None:
                 clocks.spent.clear()
                 clocks.on = True
-            runner = self.split if clocks is not None and self.split is not None else self.runner
             started = CLOCK[0]()
             runner.feed_at(context, feed)
             took = CLOCK[0]() - started
@@ -315,7 +316,9 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     """What runs now, and (``--against``) what it is compared with."""
     current = load(args)
     now = CachedModel(current.model, current.vocab_size)
-    split = CachedModel(current.model, current.vocab_size, lean=False) if now.lean is not None else None
+    # transformers' path over the very same parts (a cached GGUF loads as SpecChat's own classes)
+    theirs = as_transformers(current.model)
+    split = CachedModel(theirs, current.vocab_size, lean=False) if now.lean is not None else None
     made = [Variant("now", current, now, split=split)]
     if args.against == "copy":
         other = load(args)
@@ -359,7 +362,7 @@ def variants(args: argparse.Namespace) -> list[Variant]:
             layer.qkv = layer.gate_up = None
         made.append(Variant(args.against, current, apart))
     elif args.against == "transformers":
-        made.append(Variant(args.against, current, CachedModel(current.model, current.vocab_size, lean=False)))
+        made.append(Variant(args.against, current, CachedModel(theirs, current.vocab_size, lean=False)))
     elif args.against == "before":
         other = load(argparse.Namespace(**{**vars(args), "dtype": "float32", "weights": "fp32"}))
         before = CachedModel(other.model, other.vocab_size, lean=False)  # transformers' path, as then
