@@ -23,14 +23,23 @@ from app.engine.runners import cpu_kernels, llama_family
 from app.engine.runners.kv import CachedModel
 from app.engine.runners.lean import why_not
 
-ARCHS = ("llama", "qwen2", "mistral-no-window")
+ARCHS = ("llama", "qwen2", "mistral-no-window", "llama-rope-llama3", "qwen2-rope-yarn")
+ROPE = {  # a scaled rotary's parameters (Llama 3.1's; a YaRN-extended Qwen2.5's)
+    "llama3": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+    "yarn": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 128},
+}  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
+VARIES = "changes with the sequence's length"
 HEAVY = ("transformers.modeling_utils", "transformers.activations", "transformers.masking_utils", "torch._dynamo")
 
 
 def _transformers_model(arch: str, tied: bool = False) -> AutoModelForCausalLM:
     torch.manual_seed(5)
+    arch, _, rope = arch.partition("-rope-")
     config = tiny_config(arch.removesuffix("-no-window"), 384, layers=2, hidden=128, eos_id=2, intermediate=512)
+    if rope:
+        config.rope_parameters = ROPE[rope]
     if arch.endswith("-no-window"):
         config.sliding_window = None
     config.tie_word_embeddings = tied
@@ -81,6 +90,7 @@ def test_the_own_classes_give_transformers_logits_bit_for_bit(arch, dtype, tmp_p
     theirs = _in(dtype, _transformers_model(arch, tied=arch == "llama"))
     _rowwise(theirs)  # the attention SpecChat runs transformers' models with
     ours = _own_model(theirs, tmp_path, dtype)
+    assert theirs.model.rotary_emb.rope_type == (arch.partition("-rope-")[2] or "default")
     assert ours.dtype == dtype and [p.is_meta for p in ours.parameters()].count(True) == 0
     expected = _passes(theirs, lean=False)
     for lean in (False, True):  # its own forward, then the lean pass on its cache
@@ -112,6 +122,8 @@ def test_with_the_cpu_kernels_applied_the_own_classes_and_their_lean_pass_give_t
         ({"use_sliding_window": True}, "its attention has a sliding window"),
         ({"model_type": "mistral", "sliding_window": 4096}, "its attention has a sliding window"),
         ({"pretraining_tp": 2}, "it splits its linears (pretraining_tp)"),
+        ({"rope_parameters": {"rope_type": "dynamic"}}, f"its rotary embedding (dynamic) {VARIES}"),
+        ({"rope_scaling": {"type": "longrope"}}, f"its rotary embedding (longrope) {VARIES}"),
     ],
 )
 def test_a_config_the_classes_do_not_build_says_why_and_is_left_to_transformers(change, reason, tmp_path):

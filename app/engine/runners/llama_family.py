@@ -39,6 +39,9 @@ from app.engine.runners.norms import RMSNorm
 FAMILY = ("llama", "qwen2", "mistral")  # model types whose decoder layer is Llama's
 ATTENTION_BIAS = {"qwen2": True}  # q, k and v with a bias whatever the config says (o without)
 FULL_ATTENTION = "full_attention"
+# rope types whose frequencies are fixed at load (transformers' ``dynamic_rope_update`` changes those of
+# "dynamic" and "longrope" with the sequence's length, which these classes do not reproduce)
+STATIC_ROPE = ("default", "linear", "llama3", "yarn", "proportional")
 
 
 def why_not(config: dict[str, Any]) -> str | None:
@@ -58,6 +61,10 @@ def why_not(config: dict[str, Any]) -> str | None:
         return "its attention has a sliding window"
     if kind == "llama" and config.get("pretraining_tp", 1) not in (1, None):
         return "it splits its linears (pretraining_tp)"
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    rope_type = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else None
+    if rope_type not in STATIC_ROPE:
+        return f"its rotary embedding ({rope_type}) changes with the sequence's length"
     return None
 
 
