@@ -24,6 +24,7 @@ import mmap
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from app.paths import cache_dir
@@ -79,8 +80,10 @@ class Arenas:
     def __init__(self, hints_file: Path | None = None) -> None:
         self.hints_file = hints_file
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # an arena faulted in, or the faulting ended
         self._ready: list[mmap.mmap] = []
         self._faulting: threading.Thread | None = None
+        self._done = True  # no arena is being faulted in
         self._key: str | None = None  # the load being recorded
         self._moved: list[int] = []
 
@@ -104,19 +107,26 @@ class Arenas:
         with self._lock:
             if self._faulting is not None or self._ready:
                 return False  # one load's arenas at a time
+            self._done = False
             self._faulting = threading.Thread(target=self._fault, args=(sizes,), name="specchat-arenas", daemon=True)
             self._faulting.start()
         return True
 
     def _fault(self, sizes: list[int]) -> None:
-        for size in sizes:
-            try:
-                arena = new_arena(size, fault=True)
-            except (OSError, ValueError):
-                log.debug("could not fault in a %d-byte arena", size, exc_info=True)
-                return
-            with self._lock:
-                self._ready.append(arena)
+        try:
+            for size in sizes:
+                try:
+                    arena = new_arena(size, fault=True)
+                except (OSError, ValueError):
+                    log.debug("could not fault in a %d-byte arena", size, exc_info=True)
+                    return
+                with self._changed:
+                    self._ready.append(arena)
+                    self._changed.notify_all()
+        finally:
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
 
     def begin(self, key: str) -> None:
         """A load ``key`` starts: what it moves is recorded (``finish`` keeps it)."""
@@ -124,19 +134,22 @@ class Arenas:
             self._key, self._moved = key, []
 
     def take(self, size: int) -> mmap.mmap | None:
-        """An arena of at least ``size`` bytes faulted in ahead (waiting for those still being
-        faulted in), or None; the size is recorded for the load under way either way."""
-        faulting = self._faulting
-        if faulting is not None:
-            faulting.join(WAIT_S)
-        with self._lock:
+        """An arena of at least ``size`` bytes faulted in ahead (waiting, while arenas are still
+        being faulted in, for one that fits: a target's move does not wait for its draft's), or
+        None; the size is recorded for the load under way either way."""
+        deadline = time.monotonic() + WAIT_S
+        with self._changed:
             if self._key is not None:
                 self._moved.append(size)
-            for arena in self._ready:
-                if size <= len(arena) <= size * FIT_SLACK + HUGE_PAGE:
-                    self._ready.remove(arena)
-                    return arena
-        return None
+            while True:
+                for arena in self._ready:
+                    if size <= len(arena) <= size * FIT_SLACK + HUGE_PAGE:
+                        self._ready.remove(arena)
+                        return arena
+                left = deadline - time.monotonic()
+                if self._done or left <= 0:
+                    return None
+                self._changed.wait(left)
 
     def finish(self) -> None:
         """The load ended: keep what it moved for the next launch, unmap the arenas it did not take."""
