@@ -38,8 +38,8 @@ def _in(arena_map, tensor: torch.Tensor) -> bool:
     return start <= tensor.data_ptr() < start + len(arena_map)
 
 
-def _vm_flags(address: int) -> list[str]:
-    """The kernel's flags (/proc/self/smaps "VmFlags") of the mapping holding ``address``."""
+def _smaps(address: int, field: str) -> list[str]:
+    """The values of ``field`` (/proc/self/smaps: "VmFlags", "Rss", ...) of the mapping holding ``address``."""
     holding = False
     with open("/proc/self/smaps") as smaps:
         for line in smaps:
@@ -47,9 +47,14 @@ def _vm_flags(address: int) -> list[str]:
             if "-" in head and not head.endswith(":"):
                 start, end = (int(part, 16) for part in head.split("-"))
                 holding = start <= address < end
-            elif holding and line.startswith("VmFlags:"):
+            elif holding and line.startswith(f"{field}:"):
                 return line.split()[1:]
     raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _vm_flags(address: int) -> list[str]:
+    """The kernel's flags (smaps' "VmFlags") of the mapping holding ``address``."""
+    return _smaps(address, "VmFlags")
 
 
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
@@ -147,17 +152,8 @@ def test_giving_back_the_heap_asks_glibc_where_there_is_one():
 
 
 def _rss_kib(address: int) -> int:
-    """The resident KiB (/proc/self/smaps "Rss") of the mapping holding ``address``."""
-    holding = False
-    with open("/proc/self/smaps") as smaps:
-        for line in smaps:
-            head = line.split(" ", 1)[0]
-            if "-" in head and not head.endswith(":"):
-                start, end = (int(part, 16) for part in head.split("-"))
-                holding = start <= address < end
-            elif holding and line.startswith("Rss:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no mapping holds {address:#x}")
+    """The resident KiB (smaps' "Rss") of the mapping holding ``address``."""
+    return int(_smaps(address, "Rss")[0])
 
 
 def _address(arena_map) -> int:
