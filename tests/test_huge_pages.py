@@ -4,7 +4,6 @@ one, nothing moved where the system has none; the freed heap handed back as the 
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 
@@ -161,23 +160,23 @@ def _address(arena_map) -> int:
 
 
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
-def test_a_load_moves_into_the_arena_faulted_in_from_the_size_it_moved_last_time(tiny_models, tmp_path, monkeypatch):
-    """The first load keeps the size it moved under its key; the next launch's ``prefault`` faults
-    an arena of that size in (resident before the load touches it) and the load's move takes it."""
-    ahead = arenas.Arenas(tmp_path / "arenas.json")
+def test_a_load_moves_into_the_arena_faulted_in_from_the_size_it_moved_last_time(tiny_models, monkeypatch):
+    """The first load says the size it moved; the next launch's ``prefault`` of that size faults
+    an arena in (resident before the load touches it) and the load's move takes it."""
+    ahead = arenas.Arenas()
     monkeypatch.setattr(huge_pages, "ARENAS", ahead)
-    assert not ahead.prefault("llama int4")  # nothing kept yet
-    ahead.begin("llama int4")
+    assert not ahead.prefault(None)  # nothing kept yet
+    ahead.begin()
     first = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
-    ahead.finish()
+    said = ahead.finish()
     moved = len(first.model.specchat_huge_pages)
-    assert json.loads((tmp_path / "arenas.json").read_text()) == {"llama int4": [moved]}
+    assert said == [moved]
 
-    assert ahead.prefault("llama int4")
+    assert ahead.prefault(said)
     ahead._faulting.join(10)
     (faulted,) = ahead._ready
     assert len(faulted) == moved and _rss_kib(_address(faulted)) * 1024 >= moved  # every page touched
-    ahead.begin("llama int4")
+    ahead.begin()
     second = load_model(str(tiny_models["llama"]), device="cpu", weights="int4")
     ahead.finish()
     assert second.model.specchat_huge_pages is faulted and not faulted.closed
@@ -186,26 +185,24 @@ def test_a_load_moves_into_the_arena_faulted_in_from_the_size_it_moved_last_time
 
 
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
-def test_only_an_arena_that_fits_is_taken_and_the_rest_are_unmapped_when_the_load_ends(tmp_path):
-    ahead = arenas.Arenas(tmp_path / "arenas.json")
-    (tmp_path / "arenas.json").write_text(json.dumps({"k": [4 << 20, 16 << 20]}))
-    assert ahead.prefault("k")
-    assert not ahead.prefault("k")  # one load's arenas at a time
-    ahead.begin("k")
+def test_only_an_arena_that_fits_is_taken_and_the_rest_are_unmapped_when_the_load_ends():
+    ahead = arenas.Arenas()
+    assert ahead.prefault([4 << 20, 16 << 20])
+    assert not ahead.prefault([4 << 20, 16 << 20])  # one load's arenas at a time
+    ahead.begin()
     assert ahead.take(8 << 20) is None  # 4 MiB too small, 16 MiB too large for 8
     small = ahead.take(4 << 20)
     assert small is not None and len(small) == 4 << 20
     (large,) = ahead._ready
-    ahead.finish()
+    said = ahead.finish()
     assert large.closed and not small.closed
-    assert json.loads((tmp_path / "arenas.json").read_text()) == {"k": [8 << 20, 4 << 20]}  # what this load asked
+    assert said == [8 << 20, 4 << 20]  # what this load asked
 
 
-def test_nothing_is_faulted_in_ahead_past_the_limit_or_without_huge_pages(tmp_path, monkeypatch):
-    ahead = arenas.Arenas(tmp_path / "arenas.json")
-    (tmp_path / "arenas.json").write_text(json.dumps({"big": [arenas.MAX_PREFAULT_BYTES + 1], "small": [4 << 20]}))
-    assert not ahead.prefault("big")
+def test_nothing_is_faulted_in_ahead_past_the_limit_or_without_huge_pages_or_from_what_is_not_sizes(monkeypatch):
+    ahead = arenas.Arenas()
+    assert not ahead.prefault([arenas.MAX_PREFAULT_BYTES + 1])
+    for not_sizes in ("not json", {"k": [4 << 20]}, [4 << 20, "x"], [0], []):
+        assert not ahead.prefault(not_sizes)
     monkeypatch.setattr(arenas, "why_not_huge", lambda mode=None: "no")
-    assert not ahead.prefault("small")
-    (tmp_path / "arenas.json").write_text("not json")
-    assert ahead._hints() == {}
+    assert not ahead.prefault([4 << 20])

@@ -80,7 +80,7 @@ def _passes(model: torch.nn.Module, lean: bool) -> list[torch.Tensor]:
 
 
 def _rowwise(model: AutoModelForCausalLM) -> None:
-    attention, why = cpu_kernels._use_rowwise_attention(model)
+    attention, why = cpu_kernels.use_rowwise_attention(model)
     assert attention == cpu_kernels.ROWWISE, why
 
 

@@ -34,8 +34,10 @@ from app.engine.backend import AnswerOptions, Backend
 from app.engine.config import GenerationConfig, LoadOptions
 from app.engine.errors import MESSAGES, SpecChatError
 from app.engine.events import RunResult, StepEvent
+from app.engine.models.measured import FOLDER, MeasuredStore
 from app.engine.runners.arenas import ARENAS
 from app.engine.startup import import_engine
+from app.paths import cache_dir
 from app.worker.server_backend import (
     PlainEndpoint,
     ServerTarget,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 BATCH_INTERVAL_S = 0.03  # at most ~33 batches per second reach the GUI thread
 PROGRESS_INTERVAL_S = 0.05
+ARENA_SIZES = "huge-page-arenas"  # the measured store's entry: a load's key -> the arena sizes it moved
 log = logging.getLogger(__name__)
 
 Conversation = list[dict[str, str]]
@@ -264,7 +267,7 @@ class EngineWorker(QObject):
         options = (device, dtype, draft_dtype, allow_pickle, cpu_kernels, threads, weights)
         request = LoadRequest(load_id, target, draft, *options, server=server)
         if server is None:  # the weights' pages faulted in while the engine thread imports (arenas.py)
-            ARENAS.prefault(request.arenas_key())
+            ARENAS.prefault(_measured().get(ARENA_SIZES, [request.arenas_key()]))
         self._jobs.put(request)
         return load_id
 
@@ -535,14 +538,16 @@ class EngineWorker(QObject):
                 threads=request.threads,
                 progress=progress,
             )
-            ARENAS.begin(request.arenas_key())
+            ARENAS.begin()
             engine = self._loader(target=request.target, draft=request.draft, options=options)
         except Exception as e:  # noqa: BLE001 - every failure must reach the person
             self._load_error = _describe(e)
             self.load_failed.emit(self._load_error, request.load_id)
             return
         finally:
-            ARENAS.finish()
+            moved = ARENAS.finish()
+            if moved:
+                _measured().put(ARENA_SIZES, [request.arenas_key()], moved)
         self._serve(engine)
         self._feed_history(engine)  # a new engine (maybe a new tokenizer) indexes them afresh
         self.history_indexed.emit(len(self._remembered))
@@ -764,6 +769,11 @@ def translated(error: SpecChatError) -> str:
         return QCoreApplication.translate("EngineError", template).format(**error.values)  # i18n: noop
     except (KeyError, IndexError, ValueError):  # a translation that lost a placeholder
         return str(error)
+
+
+def _measured() -> MeasuredStore:
+    """The cache folder's measured store (torch-free), as the environment says now."""
+    return MeasuredStore(cache_dir() / FOLDER)
 
 
 def _describe(error: Exception) -> str:

@@ -14,6 +14,7 @@ from app.engine.backend import NEW_ANSWER
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError, SpecChatError
 from app.engine.events import RunResult, RunStats, StepEvent, TokenInfo
+from app.engine.models.measured import FOLDER
 from app.engine.runners import arenas
 from app.engine.runners.arenas import why_not_huge
 from app.worker import BATCH_INTERVAL_S, EngineWorker
@@ -197,12 +198,14 @@ def _loader_by_target(engines: dict[str, ScriptedEngine]):  # type: ignore[no-un
 
 
 @pytest.mark.skipif(why_not_huge() is not None, reason=str(why_not_huge()))
-def test_a_load_keeps_what_it_moved_and_the_same_load_asked_again_is_faulted_in_ahead(qtbot, tmp_path, monkeypatch):
+def test_a_load_keeps_what_it_moved_and_the_same_load_asked_again_is_faulted_in_ahead(
+    qtbot, isolated_cache, monkeypatch
+):
     """The window's request starts faulting in the arenas the same load moved last time
     (``arenas``), before the engine thread runs it; the load's move takes them."""
     from app.worker import engine_worker
 
-    ahead = arenas.Arenas(tmp_path / "arenas.json")
+    ahead = arenas.Arenas()
     monkeypatch.setattr(engine_worker, "ARENAS", ahead)
     taken: list[object] = []
 
@@ -213,8 +216,9 @@ def test_a_load_keeps_what_it_moved_and_the_same_load_asked_again_is_faulted_in_
     worker = EngineWorker(loader=load)
     with qtbot.waitSignal(worker.loaded, timeout=5000):
         worker.request_load("t", "lookup")
-    kept = json.loads((tmp_path / "arenas.json").read_text())
-    assert list(kept.values()) == [[4 << 20]] and taken == [None]
+    entries = (isolated_cache / FOLDER).glob(f"{engine_worker.ARENA_SIZES}-*")
+    kept = [json.loads(entry.read_text())["value"] for entry in entries]
+    assert kept == [[4 << 20]] and taken == [None]
     with qtbot.waitSignal(worker.loaded, timeout=5000):
         worker.request_load("other", "lookup")  # another load: not this one's arenas
     assert taken[-1] is None

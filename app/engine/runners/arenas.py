@@ -6,7 +6,8 @@ whose host backs guest memory lazily that was ~12 ms a page: 0.6–1.3 s of the 
 110 MB, a fifth of its warm launch, while the engine thread waits. The pages can be faulted in
 long before they are filled, by another thread, while the engine thread imports torch and
 transformers (seconds, one core): ``prefault`` does that, for the sizes the same load moved last
-time (kept under the cache folder), and ``take`` hands a faulted arena to the move.
+time (``finish`` says them; the window keeps them in the measured store), and ``take`` hands a
+faulted arena to the move.
 
 This module imports neither torch nor numpy: the window calls ``prefault`` as it asks for a
 load. The faulting thread writes zeros with ``ctypes.memset``, which runs without the GIL, so
@@ -18,22 +19,17 @@ quarter of the memory free is not faulted ahead).
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import mmap
 import os
 import sys
 import threading
 import time
-from pathlib import Path
-
-from app.paths import cache_dir
+from collections.abc import Sequence
 
 HUGE_PAGE = 2 << 20
 THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
-HINTS = "huge-page-arenas.json"  # under the cache folder's ``measured``: load key -> sizes moved
 MAX_PREFAULT_BYTES = 2 << 30
-MAX_HINTS = 16  # loads remembered
 FIT_SLACK = 1.125  # an arena up to this much larger than asked is taken (a model's size moves little)
 WAIT_S = 30.0  # the longest a move waits for arenas still being faulted in
 log = logging.getLogger(__name__)
@@ -77,31 +73,19 @@ def new_arena(size: int, fault: bool = False) -> mmap.mmap:
 class Arenas:
     """Arenas faulted in ahead of one load, and what that load moved (for the next launch)."""
 
-    def __init__(self, hints_file: Path | None = None) -> None:
-        self.hints_file = hints_file
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # an arena faulted in, or the faulting ended
         self._ready: list[mmap.mmap] = []
         self._faulting: threading.Thread | None = None
         self._done = True  # no arena is being faulted in
-        self._key: str | None = None  # the load being recorded
-        self._moved: list[int] = []
+        self._moved: list[int] | None = None  # the sizes the load under way asked for (None: none recorded)
 
-    def _file(self) -> Path:
-        return self.hints_file or cache_dir() / "measured" / HINTS
-
-    def _hints(self) -> dict[str, list[int]]:
-        try:
-            hints = json.loads(self._file().read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(hints, dict):
-            return {}
-        return {k: v for k, v in hints.items() if isinstance(v, list) and all(isinstance(s, int) for s in v)}
-
-    def prefault(self, key: str) -> bool:
-        """Start faulting in the arenas the load ``key`` moved last time (True when started)."""
-        sizes = self._hints().get(key, [])
+    def prefault(self, sizes: object) -> bool:
+        """Start faulting in arenas of ``sizes`` bytes (what ``finish`` said a load moved; anything
+        but a list of positive sizes is ignored): True when started."""
+        if not isinstance(sizes, list) or not all(isinstance(s, int) and s > 0 for s in sizes):
+            return False
         if not sizes or why_not_huge() is not None or sum(sizes) > _prefault_limit():
             return False
         with self._lock:
@@ -112,7 +96,7 @@ class Arenas:
             self._faulting.start()
         return True
 
-    def _fault(self, sizes: list[int]) -> None:
+    def _fault(self, sizes: Sequence[int]) -> None:
         try:
             for size in sizes:
                 try:
@@ -128,10 +112,10 @@ class Arenas:
                 self._done = True
                 self._changed.notify_all()
 
-    def begin(self, key: str) -> None:
-        """A load ``key`` starts: what it moves is recorded (``finish`` keeps it)."""
+    def begin(self) -> None:
+        """A load starts: the sizes it moves are recorded (``finish`` says them)."""
         with self._lock:
-            self._key, self._moved = key, []
+            self._moved = []
 
     def take(self, size: int) -> mmap.mmap | None:
         """An arena of at least ``size`` bytes faulted in ahead (waiting, while arenas are still
@@ -139,7 +123,7 @@ class Arenas:
         None; the size is recorded for the load under way either way."""
         deadline = time.monotonic() + WAIT_S
         with self._changed:
-            if self._key is not None:
+            if self._moved is not None:
                 self._moved.append(size)
             while True:
                 for arena in self._ready:
@@ -151,32 +135,18 @@ class Arenas:
                     return None
                 self._changed.wait(left)
 
-    def finish(self) -> None:
-        """The load ended: keep what it moved for the next launch, unmap the arenas it did not take."""
+    def finish(self) -> list[int]:
+        """The load ended: the sizes it moved (for the next launch's ``prefault``); the arenas it
+        did not take are unmapped."""
         faulting = self._faulting
         if faulting is not None:
             faulting.join(WAIT_S)
         with self._lock:
-            key, moved = self._key, self._moved
-            self._key, self._moved = None, []
+            moved, self._moved = self._moved or [], None
             for arena in self._ready:
                 arena.close()
             self._ready, self._faulting = [], None
-        if key is None or not moved:
-            return
-        hints = self._hints()
-        if hints.get(key) == moved:
-            return
-        hints.pop(key, None)
-        hints[key] = moved  # the latest last: the oldest go first
-        hints = dict(list(hints.items())[-MAX_HINTS:])
-        try:
-            self._file().parent.mkdir(parents=True, exist_ok=True)
-            temp = self._file().with_suffix(f".tmp{os.getpid()}")
-            temp.write_text(json.dumps(hints), encoding="utf-8")
-            os.replace(temp, self._file())
-        except OSError:
-            log.debug("could not keep the arenas' sizes", exc_info=True)
+        return moved
 
 
 def _prefault_limit() -> int:

@@ -353,7 +353,7 @@ def _register_rowwise() -> None:
         ALL_MASK_ATTENTION_FUNCTIONS.register(ROWWISE, sdpa_mask)
 
 
-def _use_rowwise_attention(model: PreTrainedModel) -> tuple[str, str | None]:
+def use_rowwise_attention(model: PreTrainedModel) -> tuple[str, str | None]:
     """Switch the model's attention to ``ROWWISE``; (attention it runs now, why not if not).
 
     An eager model whose class supports SDPA is switched too (row-wise attention is SDPA, one
@@ -490,7 +490,7 @@ def apply_cpu_kernels(
             missing = linears - packed - len(weight_only)
             notes.append(f"{missing} of {linears} linear layers are not prepacked (not exact in a block).")
         if rowwise:
-            attention, why_not = _use_rowwise_attention(model)
+            attention, why_not = use_rowwise_attention(model)
             if why_not:
                 notes.append(f"Attention is not row-wise: {why_not}, so a verified block is not exact.")
     text = model.config.get_text_config()

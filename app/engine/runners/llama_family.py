@@ -21,6 +21,7 @@ by transformers as before.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from transformers.configuration_utils import PretrainedConfig
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-from app.engine.runners.cpu_kernels import ROWWISE, rowwise_attention
+from app.engine.runners.cpu_kernels import ROWWISE, rowwise_attention, use_rowwise_attention
 from app.engine.runners.norms import RMSNorm
 
 FAMILY = ("llama", "qwen2", "mistral")  # model types whose decoder layer is Llama's
@@ -241,7 +242,8 @@ class CausalLM(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        return next(t for t in [*self.parameters(), *self.buffers()] if t.device.type != "meta").device
+        """Where its tensors are (the rotary's buffer is real from the start; a parameter once placed)."""
+        return next(t.device for t in itertools.chain(self.parameters(), self.buffers()) if not t.is_meta)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -286,8 +288,6 @@ def as_transformers(model: nn.Module) -> PreTrainedModel:
         return model._twin[0]
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from app.engine.runners.cpu_kernels import _use_rowwise_attention
-
     values = {k: v for k, v in model.config.to_dict().items() if k not in ("model_type", "_attn_implementation")}
     config = AutoConfig.for_model(model.config.model_type, **values)
     with torch.device("meta"):
@@ -303,7 +303,7 @@ def as_transformers(model: nn.Module) -> PreTrainedModel:
     left = [n for n, t in [*twin.named_parameters(), *twin.named_buffers()] if t.is_meta]
     if left:
         raise RuntimeError(f"transformers' {type(twin).__name__} has parts SpecChat's model lacks: {left[:3]}")
-    attention, why = _use_rowwise_attention(twin)
+    attention, why = use_rowwise_attention(twin)
     if attention != ROWWISE:
         raise RuntimeError(f"transformers' {type(twin).__name__} cannot run row-wise attention: {why}")
     twin.generation_config.eos_token_id = model.generation_config.eos_token_id
