@@ -71,11 +71,11 @@ def perfect_engine(load_tiny) -> Engine:
     return engine
 
 
-def poison(chooser: KChooser) -> None:
-    """What a warm-up on a busy machine leaves: multi-token passes measured 10x a plain one,
-    and a stretch where lookup's drafts were rejected."""
+def poison(chooser: KChooser, slow: float = 10.0) -> None:
+    """What a warm-up on a busy machine leaves: multi-token passes measured ``slow`` times a plain
+    one, and a stretch where lookup's drafts were rejected."""
     for n in range(1, 9):
-        chooser.costs.observe_verify(n, 1.0 if n == 1 else 10.0)
+        chooser.costs.observe_verify(n, 1.0 if n == 1 else slow)
     for _ in range(10):
         chooser.observe_step(lookup_key(3), 3, 0)
 
@@ -223,7 +223,9 @@ def test_a_confidence_stop_before_the_first_draft_is_evidence(load_tiny):
 def test_every_auto_k_step_says_why(load_tiny, virtual_clock):
     engine = perfect_engine(load_tiny)
     engine.chooser = KChooser()
-    poison(engine.chooser)
+    # passes so dear that their ageing takes longer than a probe's wait: the set-aside drafts'
+    # evidence alone (all accepted) does not bring drafting back first
+    poison(engine.chooser, slow=100.0)
     result = engine.generate(PROMPT, AUTO)
     reasons = {s.decision.reason for s in result.steps if s.decision is not None}
     assert {"gain_below_margin", "probe", "drafting"} <= reasons

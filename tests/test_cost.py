@@ -12,6 +12,7 @@ from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
+    ANSWER_WEIGHT,
     EXPLORE_TRIALS,
     MODEL_KEY,
     AcceptanceModel,
@@ -164,6 +165,77 @@ def test_acceptance_follows_evidence_and_drifts_back_to_the_prior():
         model.tick()
     assert model.alpha("lookup3") == pytest.approx(prior, abs=0.05)
     assert model.alpha(lookup_key(1)) < model.alpha(lookup_key(3))
+
+
+def _real_pair_costs(chooser: KChooser) -> None:
+    """The real 1.5B + 0.5B pair's 2-thread pass costs (``tools/answer_steps.py``: a plain step
+    ~46 ms, a pass over 2 / 3 tokens ~56 / ~66 ms, a 6-token pass ~104)."""
+    for n, ms in enumerate((46.0, 55.5, 66.0, 76.0, 90.0, 104.0), start=1):
+        chooser.costs.observe_verify(n, ms / 1000)
+
+
+def test_an_answer_whose_lookup_drafts_miss_stops_them_on_its_own_misses():
+    """A free drafter's acceptance is the engine's estimate until this answer has evidence, then
+    this answer's evidence against that estimate counted as ANSWER_WEIGHT trials: in an answer
+    whose lookup drafts all miss (a summary paraphrasing its paragraph), drafting stops after three
+    misses (1.2 / (m + 2) falls under ~0.24, where a pass over 2 tokens at 1.21 plain ones no
+    longer clears the 3 % margin), though 100 earlier drafts of the same key (edits of code) were
+    60 % accepted and that estimate alone would still verify them; set aside, its drafts are
+    still judged by the target's next token, and once they match again in this answer drafting
+    resumes. The next answer starts from the engine's estimate, which the misses moved little."""
+    chooser = KChooser()
+    _real_pair_costs(chooser)
+    key = lookup_key(1)
+    chooser.acceptance.adopt(key, 60.0, 100.0)
+    chooser.acceptance.new_answer()
+    first = chooser.choose(key, 3, drafts_ready=True)
+    assert first.k >= 1 and first.alpha == pytest.approx(0.6, abs=0.01)
+    misses, choice = 0, first
+    while choice.k > 0 and misses < 10:
+        chooser.observe_step(key, choice.k, 0)  # its first draft missed: one trial, no success
+        misses += 1
+        choice = chooser.choose(key, 3, drafts_ready=True)
+    engine_wide = chooser.acceptance.alpha(key)
+    assert misses == 3 and choice.k == 0 and choice.reason == "gain_below_margin"
+    assert choice.alpha == pytest.approx(ANSWER_WEIGHT * engine_wide / (misses + ANSWER_WEIGHT))
+    curve = chooser.costs.curve(4)
+    assert curve is not None and engine_wide > 0.57  # three misses in 103 drafts (and the prior)
+    assert best_k(engine_wide, 0.0, lambda n: curve[n - 1], 3).k >= 1  # the estimate alone drafts
+    resumed = 0
+    while chooser.choose(key, 3, drafts_ready=True).k == 0 and resumed < 10:
+        chooser.observe_step(MODEL_KEY, 0, 0)  # a plain step ...
+        chooser.acceptance.observe(key, 1, 1)  # ... whose token was the set-aside draft (``decode._learn``)
+        resumed += 1
+    assert 1 <= resumed <= 3
+    chooser.acceptance.new_answer()  # the next answer
+    assert chooser.choose(key, 3, drafts_ready=True).k >= 1
+
+
+def test_a_draft_models_acceptance_is_not_weighed_within_an_answer():
+    """A draft model's drafts are judged only when verified, and an answer's first words are its
+    likeliest to miss: weighed within the answer, its first misses would stop it before its later,
+    mostly accepted drafts were seen. Its estimate is the engine's throughout."""
+    chooser = KChooser()
+    _real_pair_costs(chooser)
+    chooser.acceptance.adopt(MODEL_KEY, 90.0, 100.0)
+    chooser.acceptance.new_answer()
+    for _ in range(3):
+        chooser.observe_step(MODEL_KEY, 3, 0)
+    assert MODEL_KEY not in chooser.acceptance.answer
+    assert chooser.acceptance.within_answer(MODEL_KEY) == chooser.acceptance.alpha(MODEL_KEY)
+    assert chooser.choose(MODEL_KEY, 5, drafts_ready=False).alpha == chooser.acceptance.alpha(MODEL_KEY)
+
+
+def test_an_answer_starts_from_the_engines_estimate_not_the_last_answers_misses(load_tiny):
+    """``decode`` starts each answer's own evidence afresh: the previous answer's misses are in
+    the engine-wide estimate only."""
+    engine = Engine(load_tiny("llama"), lookup=True)
+    acceptance = engine.chooser.acceptance
+    acceptance.observe("lookup2", 4, 0)  # as if the last answer's lookup drafts had all missed
+    assert acceptance.answer["lookup2"] == (0, 1)
+    engine.generate("Hello", replace(AUTO, max_new_tokens=1))  # its one token: the prompt's pass
+    assert "lookup2" not in acceptance.answer
+    assert acceptance.within_answer("lookup2") == acceptance.alpha("lookup2")
 
 
 class FrozenCosts(CostModel):

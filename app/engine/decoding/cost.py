@@ -94,6 +94,18 @@ PROBE_CATCH_UP_SHARE = 0.02
 # decoding time: the price of learning what it drafts, once per pair (the evidence is kept).
 EXPLORE_CATCH_UP_SHARE = 0.25
 DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: drifts back to the prior
+# A free drafter's acceptance varies more between answers than within one: prompt lookup copies
+# the prompt's words into an edit of code ("Add type hints") and mostly misses in a summary or a
+# poem that paraphrase, whatever the n-gram matched. Each step of an answer weighs that answer's own
+# evidence of a free drafter's key against the engine-wide estimate counted as ANSWER_WEIGHT
+# trials (``AcceptanceModel.within_answer``), so a few misses in an answer that copies little stop
+# its lookup drafts within a few steps, where the evidence of answers that copied kept them going
+# until the answer's ledger caught them (``AnswerLedger``). Not a draft model's: its drafts are
+# judged only when verified, and an answer's first words are its likeliest to miss, so stopping
+# there would leave its later, mostly accepted drafts unseen (tried, 2026-12-06: the kept estimate
+# sank and ``bench --peer``'s type hints fell from 1.50x to 0.98-1.11x); a set-aside lookup draft
+# is judged for free by the target's next token, so this answer's evidence keeps coming.
+ANSWER_WEIGHT = 2.0
 
 
 # --- the one model of acceptance and costs (the chooser here, the Why panel in
@@ -499,6 +511,7 @@ class AcceptanceModel:
     step: int = 0
     evidence: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # key -> (hits, trials, step)
     judged: Counter[str] = field(default_factory=Counter)  # key -> drafts judged ever (not decayed)
+    answer: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> this answer's (hits, trials)
 
     def tick(self) -> None:
         self.step += 1
@@ -513,14 +526,32 @@ class AcceptanceModel:
         hits, trials = self._decayed(key)
         return (hits + prior * weight) / (trials + weight)
 
+    def within_answer(self, key: str) -> float:
+        """``key``'s acceptance for this answer's next step: of a free drafter (not ``MODEL_KEYS``),
+        this answer's own evidence with ``alpha`` counted as ``ANSWER_WEIGHT`` trials; of a draft
+        model, ``alpha``."""
+        alpha = self.alpha(key)
+        if key in MODEL_KEYS:
+            return alpha
+        hits, trials = self.answer.get(key, (0, 0))
+        return (hits + ANSWER_WEIGHT * alpha) / (trials + ANSWER_WEIGHT)
+
+    def new_answer(self) -> None:
+        """An answer starts: the last one's own evidence no longer weighs apart (it stays in ``alpha``)."""
+        self.answer.clear()
+
     def observe(self, key: str, proposed: int, accepted: int) -> None:
-        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest."""
+        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest and,
+        of a free drafter's key, to this answer's."""
         if proposed <= 0:
             return
         hits, trials = self._decayed(key)
         successes, tried = acceptance_evidence(proposed, accepted)
         self.evidence[key] = (hits + successes, trials + tried, self.step)
         self.judged[key] += tried
+        if key not in MODEL_KEYS:
+            in_answer = self.answer.get(key, (0, 0))
+            self.answer[key] = (in_answer[0] + successes, in_answer[1] + tried)
 
     def kept(self, key: str) -> tuple[float, float]:
         """``key``'s evidence now (hits, trials, decayed): what an engine keeps for the next one."""
@@ -629,7 +660,7 @@ class KChooser:
         accepted 0 times of 7: +0.16 s on a 0.62 s pass, real pair). ``probe``: a step may verify
         one draft against the odds to re-measure what the chooser has stopped seeing (see
         ``PROBE_AFTER``)."""
-        alpha = self.acceptance.alpha(key)
+        alpha = self.acceptance.within_answer(key)
         if k_max <= 0:
             return Choice(0, 1.0, alpha, "gain_below_margin")
         draft = 0.0 if drafts_ready else self._draft_cost()
