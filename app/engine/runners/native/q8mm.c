@@ -514,6 +514,85 @@ DEFINE_COLS(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q6k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
+/* q4k under AVX-512 for calls of Q4K_WIDE_ROWS rows or more (a verified block): two columns side
+ * by side in 512-bit registers, lanes 0-7 column n's and 8-15 column n + 1's, each lane computed by
+ * the VNNI tile's operations in its order (the same integers from vpdpbusd, the same float
+ * multiplies and fused adds, then each half's hsum8): the same bits. Each row's activations are
+ * read once for both columns (a broadcast load) and one vpdpbusd does both columns' 64 products,
+ * so a row costs about half the instructions a column pair. At 1-3 rows streaming the weights from
+ * memory bounds a call and the wide tile was no faster (5-10 % slower at 2-3 rows of the 0.5B's
+ * layers): below Q4K_WIDE_ROWS the one-column tile runs. */
+#ifndef Q4K_WIDE_ROWS
+#define Q4K_WIDE_ROWS 4
+#endif
+#ifndef Q4K_WIDE_MAXR
+#define Q4K_WIDE_MAXR 8
+#endif
+#define WIDE_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"
+
+/* two 256-bit halves in one 512-bit register (AVX-512F only: no DQ insert needed) */
+__attribute__((target(WIDE_TARGET), always_inline)) static inline __m512 join_ps(__m256 lo, __m256 hi) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+__attribute__((target(WIDE_TARGET), always_inline)) static inline __m256 high_ps(__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+__attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_wide(
+    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
+    const int64_t S = j->K / QKK;
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    __m512 acc[Q4K_WIDE_MAXR], z[Q4K_WIDE_MAXR];
+    const uint8_t *w0 = part->w + n * Q4K_ROW_BYTES(j->K), *w1 = w0 + Q4K_ROW_BYTES(j->K);
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps(), z[r] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < S; s++) {
+        const uint8_t *b0 = w0 + s * Q4K_SB_BYTES, *b1 = w1 + s * Q4K_SB_BYTES;
+        PREFETCH_SB(b0);
+        PREFETCH_SB(b1);
+        float d0, dmin0, d1, dmin1;
+        memcpy(&d0, b0, 4), memcpy(&dmin0, b0 + 4, 4), memcpy(&d1, b1, 4), memcpy(&dmin1, b1 + 4, 4);
+        __m512i sum[Q4K_WIDE_MAXR];
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
+            const __m512i raw = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 24 + p * 32))),
+                _mm256_loadu_si256((const __m256i *)(b1 + 24 + p * 32)), 1);
+            const __m512i we = _mm512_and_si512(raw, low), wo = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+                const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;
+                const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
+                const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 32)));
+                sum[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r], we, xe), wo, xo);
+            }
+        }
+        const __m512 scd = join_ps(q4k_lanes(b0 + 8, d0), q4k_lanes(b1 + 8, d1));
+        const __m512 mnd = join_ps(q4k_lanes(b0 + 16, dmin0), q4k_lanes(b1 + 16, dmin1));
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+            const int64_t at = (m0 + r) * S + s;
+            const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), scd);
+            acc[r] = _mm512_fmadd_ps(scaled, _mm512_set1_ps(j->dx[at]), acc[r]);
+            const __m256 bf = _mm256_loadu_ps(j->bf + at * 8);
+            z[r] = _mm512_fmadd_ps(mnd, join_ps(bf, bf), z[r]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+        uint16_t *row = y + (m0 + r) * j->ldy + n;
+        row[0] = f32_to_bf16(hsum8(_mm512_castps512_ps256(acc[r])) - hsum8(_mm512_castps512_ps256(z[r])));
+        row[1] = f32_to_bf16(hsum8(high_ps(acc[r])) - hsum8(high_ps(z[r])));
+    }
+}
+
+__attribute__((target(WIDE_TARGET))) static void q4k_cols_wide(const Job *j, const Part *part, uint16_t *y, int64_t n0,
+                                                               int64_t n1) {
+    int64_t n = n0;
+    for (; n + 2 <= n1; n += 2) {
+        int64_t m = 0;
+        for (; m + Q4K_WIDE_MAXR <= j->M; m += Q4K_WIDE_MAXR) q4k_tile_wide(j, part, y, n, m, Q4K_WIDE_MAXR);
+        TILE_REST(q4k, wide, Q4K_WIDE_MAXR, j, part, y, n, m, j->M - m);
+    }
+    if (n < n1) q4k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
+}
+
 
 /* ------------------------------------------------------------------ q4k on AMX, for wide calls
  *
@@ -905,7 +984,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
     if (form == FORM_Q6K) fn = path ? q6k_cols_vnni : q6k_cols_avx2;
-    else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : path ? q4k_cols_vnni : q4k_cols_avx2;
+    else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : !path ? q4k_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4k_cols_wide : q4k_cols_vnni;
     else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
     else fn = path ? q8_cols_vnni : q8_cols_avx2;
     const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1};
@@ -1383,7 +1462,7 @@ static PyObject *cpu(PyObject *self, PyObject *unused) { /* which paths this CPU
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     int vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512vnni");
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"); /* BW: q4k_tile_wide */
     return Py_BuildValue("(iii)", avx2, vnni, vnni && amx_usable());
 }
 
