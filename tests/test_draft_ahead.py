@@ -5,12 +5,15 @@ draws shared by the two) drafts in turn."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from app.engine import Engine, GenerationConfig
+from app.engine import Engine, GenerationConfig, draft_threads
 from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_MODEL, LoadOptions
 from app.engine.decoding import decode, drafters
+from app.engine.decoding.cost import CostModel
 from app.engine.draft_threads import Split
 from app.engine.session import DRAFT_AHEAD_ENV
 
@@ -209,3 +212,23 @@ def test_the_warm_up_times_both_ways_and_an_answer_takes_the_one_measured_faster
         assert engine.split == Split(2) and engine.chooser.costs is fast
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_warm_ups_draft_cost_outvotes_a_busy_moment(monkeypatch):
+    """The chooser starts from the median of the warm-up's draft steps: three slow ones (the real
+    pair at 2 threads once kept 20.3 / 15.3 / 20.1 ms for a 16.5 ms step, and the next answers set
+    the draft model aside as too dear) are outvoted by the rest."""
+    target, runner = object(), object()
+    steps = iter([0.0203, 0.0153, 0.0201, 0.0165, 0.0168, 0.0163, 0.0170])
+
+    def timed(model, size):
+        return next(steps) if model is runner else 0.041 * (1 + 0.15 * (size - 1))
+
+    monkeypatch.setattr(draft_threads, "timed_pass", timed)
+    timings = draft_threads.time_in_turn(target, SimpleNamespace(runner=runner))  # type: ignore[arg-type]
+    costs = CostModel()
+    for tokens, seconds in timings["verify"]:
+        costs.observe_verify(tokens, seconds)
+    for seconds in timings["draft"]:
+        costs.observe_draft(1, seconds)
+    assert costs.draft_cost() == pytest.approx(0.0168)  # the slow three: above the median

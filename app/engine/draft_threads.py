@@ -40,7 +40,12 @@ WARM_UP_BLOCK_SIZES = (2, 3, 4, 6, 8)  # tokens per timed target pass in the war
 # bundled model; a 1.5B's passes make it one round)
 WARM_UP_SECONDS = 1.5
 WARM_UP_ROUNDS = 3
-DRAFT_STEPS = 3  # draft steps timed in turn (a running median: one slow sample is outvoted)
+# draft steps timed in turn, whose median the chooser starts from (``cost.SAMPLES_PER_SIZE`` kept):
+# three were too few on a busy moment. The real pair at 2 threads kept 20.3 / 15.3 / 20.1 ms (a
+# 2-token step costs 16-17.5 ms, timed 21 times in one process), a draft step of 0.49 of a plain
+# pass where 0.40 is true, and the next answers set the draft model aside ("it would need 63 % of
+# its drafts accepted") until they measured it themselves (2026-12-06, ``bench --peer``, is_prime).
+DRAFT_STEPS = 7
 # A draft step as a block starts it: after the target accepted the block, the draft model feeds
 # its last draft and the target's token, two rows (a k = 1 block is nothing else). Timed over one
 # token, the real pair's 0.5B draft step measured 0.30 of a plain target pass at the warm-up and
