@@ -31,7 +31,7 @@ from app.engine.decoding.decode import Target, decode
 from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, PromptLookupDrafter, model_of
 from app.engine.decoding.suffix_drafter import SuffixDrafter
 from app.engine.decoding.suffix_index import SuffixIndex
-from app.engine.draft_threads import DRAFT_STEP_TOKENS, Split, time_ahead, time_in_turn, timed_pass
+from app.engine.draft_threads import DRAFT_STEP_TOKENS, DRAFT_STEPS, Split, time_ahead, time_in_turn, timed_pass
 from app.engine.errors import InvalidSettingError, PromptError, SpecChatError, StaleStreamError
 from app.engine.events import ArmConditions, RunProvenance, StepEvent
 from app.engine.models import forms
@@ -321,7 +321,7 @@ class Engine(TimedArms):
         from a file, whose timings are not kept)."""
         shared = " (the draft model ahead on one)" if split.ahead else ""
         parts = [machine_description(), f"{split.threads} threads{shared}", native.build_id()]
-        parts.append(f"draft steps over {DRAFT_STEP_TOKENS} tokens")  # how they were timed (draft_threads)
+        parts.append(f"{DRAFT_STEPS} draft steps over {DRAFT_STEP_TOKENS} tokens")  # how they were timed
         for model in (self.target, self.draft if model_of(self._drafter) is not None else None):
             if model is None:
                 continue
