@@ -519,11 +519,12 @@ DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
  * the VNNI tile's operations in its order (the same integers from vpdpbusd, the same float
  * multiplies and fused adds, then each half's hsum8): the same bits. Each row's activations are
  * read once for both columns (a broadcast load) and one vpdpbusd does both columns' 64 products,
- * so a row costs about half the instructions a column pair. At 1-3 rows streaming the weights from
- * memory bounds a call and the wide tile was no faster (5-10 % slower at 2-3 rows of the 0.5B's
- * layers): below Q4K_WIDE_ROWS the one-column tile runs. */
+ * so a row costs about half the instructions a column pair. One row is bound by the weight stream
+ * and two nearly so (1536 x 8960 over 2 rows 1.04-1.06x the time wide, 8960 x 1536 0.83-0.85x):
+ * below Q4K_WIDE_ROWS the one-column tile runs. Over 3 rows a call took 0.76-0.87x the time wide
+ * and the real 1.5B's pass over 3 tokens 0.97-0.98x (tools/native_ab.py, tools/pass_profile.py). */
 #ifndef Q4K_WIDE_ROWS
-#define Q4K_WIDE_ROWS 4
+#define Q4K_WIDE_ROWS 3
 #endif
 #ifndef Q4K_WIDE_MAXR
 #define Q4K_WIDE_MAXR 8
