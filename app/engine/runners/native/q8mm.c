@@ -526,9 +526,6 @@ DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 #ifndef Q4K_WIDE_ROWS
 #define Q4K_WIDE_ROWS 3
 #endif
-#ifndef Q4K_WIDE_MAXR
-#define Q4K_WIDE_MAXR 8
-#endif
 #define WIDE_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"
 
 /* two 256-bit halves in one 512-bit register (AVX-512F only: no DQ insert needed) */
@@ -543,7 +540,7 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_
     const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
     const int64_t S = j->K / QKK;
     const __m512i low = _mm512_set1_epi8(0x0f);
-    __m512 acc[Q4K_WIDE_MAXR], z[Q4K_WIDE_MAXR];
+    __m512 acc[MR], z[MR];
     const uint8_t *w0 = part->w + n * Q4K_ROW_BYTES(j->K), *w1 = w0 + Q4K_ROW_BYTES(j->K);
     _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps(), z[r] = _mm512_setzero_ps();
     for (int64_t s = 0; s < S; s++) {
@@ -552,7 +549,7 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_
         PREFETCH_SB(b1);
         float d0, dmin0, d1, dmin1;
         memcpy(&d0, b0, 4), memcpy(&dmin0, b0 + 4, 4), memcpy(&d1, b1, 4), memcpy(&dmin1, b1 + 4, 4);
-        __m512i sum[Q4K_WIDE_MAXR];
+        __m512i sum[MR];
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm512_setzero_si512();
         _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
             const __m512i raw = _mm512_inserti64x4(
@@ -588,8 +585,8 @@ __attribute__((target(WIDE_TARGET))) static void q4k_cols_wide(const Job *j, con
     int64_t n = n0;
     for (; n + 2 <= n1; n += 2) {
         int64_t m = 0;
-        for (; m + Q4K_WIDE_MAXR <= j->M; m += Q4K_WIDE_MAXR) q4k_tile_wide(j, part, y, n, m, Q4K_WIDE_MAXR);
-        TILE_REST(q4k, wide, Q4K_WIDE_MAXR, j, part, y, n, m, j->M - m);
+        for (; m + MR <= j->M; m += MR) q4k_tile_wide(j, part, y, n, m, MR);
+        TILE_REST(q4k, wide, MR, j, part, y, n, m, j->M - m);
     }
     if (n < n1) q4k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
 }
