@@ -24,13 +24,11 @@ from app.engine.runners.cpu_kernels import native_attention, rows_sdpa
 from app.engine.runners.native import calls
 from app.engine.runners.quant import (
     NATIVE_LAYOUT,
-    Int3Linear,
     Int4Linear,
     Int8Linear,
     Q4KLinear,
     Q6KLinear,
     SuperBlockLinear,
-    int3_parts,
     int4_layout,
     pack_native,
     q4k_parts,
@@ -69,10 +67,10 @@ def bf16_step(values: torch.Tensor) -> torch.Tensor:
 
 MAKE = {
     "int4": Int4Linear.from_float, "int8": Int8Linear.from_float, "q4k": Q4KLinear.from_float,
-    "q6k": Q6KLinear.from_float, "int3": Int3Linear.from_float,
+    "q6k": Q6KLinear.from_float,
 }
 FORMS = list(MAKE)
-SUPER_BLOCK_FORMS = ("q4k", "q6k", "int3")  # their rows: over K rounded up to a multiple of 256
+SUPER_BLOCK_FORMS = ("q4k", "q6k")  # their rows: over K rounded up to a multiple of 256
 
 
 LINEAR_ORDER = """Each output's float order, on every path, row count, column and thread: two 8-lane
@@ -86,7 +84,6 @@ Q4_K (q4k): rows quantized per 256 (one scale dk); per super-block s, 8 int32 la
 exact integer sum of its block b), A += (float(I) · (float(sc) · d)) · dk and Z += (float(m) · dmin) ·
 (float(S) · dk), both in 8 lanes, S_b the block's sum of quantized x; y = hsum8(A) − hsum8(Z), rounded
 to bf16 once.
-int3: Q4_K's, its q in 0..7 (the same register of 32 weights once unpacked, the same steps).
 Q6_K (q6k): rows quantized per 256 as for Q4_K, S_j the sum of each 16 quantized x; per super-block s,
 8 int32 lanes J, lane l the sum over its 4 groups of 4 sub-blocks (4G..4G+3) of sc_j times the exact
 sum of q·x over inputs 4(l mod 2)..4(l mod 2)+3 and 8 + those of sub-block j = 4G + l div 2, less
@@ -132,52 +129,17 @@ def test_q4k_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
 
 
 @needs_kernels
-@pytest.mark.parametrize("k", [256, 896, 1536])
-def test_int3_computes_int8_rows_per_256_times_d_sc_q_minus_dmin_m(k):
-    """int3: Q4_K's arithmetic over 3-bit weights, within half a bf16 step of the fp64 sum over the
-    same int8 rows; its rows hold every weight's three bits where the kernel reads them (the parts
-    read back are the parts written), and the 8-bit sub-scales and mins past Q4_K's 6."""
-    gen = torch.Generator().manual_seed(k + 3)
-    weight = torch.randn(48, k, generator=gen) * 0.05 + torch.rand(48, 1, generator=gen) * 0.1
-    layer = Int3Linear.from_float(weight)
-    q, sc, m, d, dmin = int3_parts(layer.rows, k)
-    assert layer.rows.shape == (48, calls.super_blocks_k(k) // 256 * calls.I3_SUPER_BLOCK_BYTES)
-    assert int(q.max()) == 7 and int(sc.max()) > 63 and not q[:, k:].any()
-    again = Int3Linear.from_quantized(q, sc, m, d, dmin, k=k)
-    assert torch.equal(again.rows, layer.rows)
-    want = (q.float().reshape(48, -1, 32) * (d.repeat_interleave(8, 1) * sc.float())[..., None]
-            - (dmin.repeat_interleave(8, 1) * m.float())[..., None]).reshape(48, -1)[:, :k]  # fmt: skip
-    assert torch.equal(layer.dequantized(), want)
-    assert float((want - weight).abs().max()) < 0.2 * float(weight.abs().max())  # a sane quantizer
-    x = (torch.randn(6, k, generator=gen) * 2).to(torch.bfloat16)
-    x[1, :256] = 0
-    x[2, 7] = 500.0
-    expected = quantized_rows_k(x) @ want.double().t()
-    half_step = expected.abs() * 2.0**-8 + 1e-5
-    for path in _paths():
-        got = calls.i3_mm([layer.rows], k, path=path)(x).double()
-        assert ((got - expected).abs() <= half_step).all(), path
-
-
-def _paths() -> list[int]:
-    avx2, vnni, amx = native.kernels().cpu()
-    return [2, 1, 0] if amx else [1, 0] if vnni else [0]
-
-
-@needs_kernels
 @pytest.mark.parametrize("form", SUPER_BLOCK_FORMS)
 def test_a_super_block_rows_padding_adds_nothing_whatever_its_weights(form):
     """K = 896 (a 0.5B draft's width) runs over 1024: the kernel quantizes x past K to zero, so the
     padding's weights, whatever they are, add nothing (and the inputs' scale is their own)."""
     gen = torch.Generator().manual_seed(7)
     layer = MAKE[form](torch.randn(32, 896, generator=gen) * 0.05)
-    if form in ("q4k", "int3"):
-        parts = q4k_parts if form == "q4k" else int3_parts
-        q, sc, m, d, dmin = parts(layer.rows, 896)
-        q[:, 896:] = torch.randint(0, 16 if form == "q4k" else 8, (32, 128), generator=gen, dtype=torch.uint8)
+    if form == "q4k":
+        q, sc, m, d, dmin = q4k_parts(layer.rows, 896)
+        q[:, 896:] = torch.randint(0, 16, (32, 128), generator=gen, dtype=torch.uint8)
         sc[:, 28:], m[:, 28:] = 63, 17  # the padding's blocks of 32: their sub-scales and mins
-        made = Q4KLinear if form == "q4k" else Int3Linear
-        noisy = made.from_quantized(q, sc, m, d, dmin, k=896)
+        noisy = Q4KLinear.from_quantized(q, sc, m, d, dmin, k=896)
     else:
         q, sc6, d = q6k_parts(layer.rows, 896)
         q[:, 896:] = torch.randint(0, 64, (32, 128), generator=gen, dtype=torch.uint8)
@@ -380,8 +342,6 @@ def _matmul(layer: Int4Linear | Int8Linear | SuperBlockLinear, path: int) -> cal
         return calls.q4k_mm([layer.rows], layer.in_features, path=path)
     if isinstance(layer, Q6KLinear):
         return calls.q6k_mm([layer.rows], layer.in_features, path=path)
-    if isinstance(layer, Int3Linear):
-        return calls.i3_mm([layer.rows], layer.in_features, path=path)
     if isinstance(layer, Int4Linear):
         return calls.q4_mm([layer.packed], layer.in_features, path=path)
     return calls.q8_mm([(layer.q, layer.scale.float().contiguous())], layer.in_features, path=path)
@@ -513,7 +473,6 @@ def test_the_seams_constants_are_the_kernels():
     assert (calls.QK, calls.MAX_PARTS, calls.ATTEND_MAX_HEAD_DIM) == (module.QK, module.MAX_PARTS, module.ATTEND_MAX_D)
     assert (calls.QK_K, calls.Q4K_SUPER_BLOCK_BYTES) == (module.QKK, module.Q4K_SB_BYTES)
     assert calls.Q6K_SUPER_BLOCK_BYTES == module.Q6K_SB_BYTES
-    assert calls.I3_SUPER_BLOCK_BYTES == module.I3_SB_BYTES
 
 
 def _bf16(*shape: int) -> torch.Tensor:
@@ -526,7 +485,6 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
     int4 = Int4Linear.from_float(torch.randn(32, 64))
     q4k = Q4KLinear.from_float(torch.randn(32, 256))
     q6k = Q6KLinear.from_float(torch.randn(32, 256))
-    int3 = Int3Linear.from_float(torch.randn(32, 256))
     signed_rows = q6k.rows.view(torch.int8)
     q, s = int8.q, int8.scale.float().contiguous()
     matmul = calls.q8_mm([(q, s)], 64)
@@ -624,10 +582,6 @@ def _wrong_calls() -> dict[str, tuple[type[Exception], str, Callable[[], object]
         "q6k_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.q6k_mm([q6k.rows], 512)),
         "q6k_mm: int8 bytes for Q6_K rows": (ValueError, "torch.uint8", lambda: calls.q6k_mm([signed_rows], 256)),
         "q6k_mm: nine parts": (ValueError, "1 to 8", lambda: calls.q6k_mm([q6k.rows] * 9, 256)),
-        "i3_mm: Q4_K rows for int3 rows": (ValueError, "int3 weight 0", lambda: calls.i3_mm([q4k.rows], 256)),
-        "i3_mm: K not a multiple of 32": (ValueError, "multiple of 32", lambda: calls.i3_mm([int3.rows], 48)),
-        "i3_mm: rows of another K": (ValueError, "over 512 inputs", lambda: calls.i3_mm([int3.rows], 512)),
-        "i3_mm: nine parts": (ValueError, "1 to 8", lambda: calls.i3_mm([int3.rows] * 9, 256)),
         "a linear's fp32 rows": (ValueError, "bf16 rows", lambda: matmul(rows.float())),
         "a linear's rows of another K": (ValueError, "bf16 rows", lambda: matmul(_bf16(2, 32))),
         "a linear's 1-D row": (ValueError, "bf16 rows", lambda: matmul(rows[0])),
@@ -700,7 +654,7 @@ def test_a_wrong_call_raises_instead_of_reaching_the_kernel(wrong):
 
 @needs_kernels
 def test_every_wrapper_has_its_wrong_calls():
-    wrappers = {"q4_mm", "q4k_mm", "q6k_mm", "i3_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
+    wrappers = {"q4_mm", "q4k_mm", "q6k_mm", "q8_mm", "a linear", "rms_norm", "attend", "attend_layer"}
     wrappers |= {"decoder_layer", "silu_mul"}
     assert wrappers == {name.split(":")[0].split("'")[0] for name in WRONG_CALLS}
 

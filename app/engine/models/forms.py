@@ -81,7 +81,6 @@ class WeightsForm:
     not_offered: tuple[str, ...] = ()  # auto: the forms not tried here, with why
     activations: str = ""  # "int8": its quantized layers run SpecChat's kernels (``runners/native``)
     head: str = ""  # a draft's head over its most frequent tokens only ("head: 32,790 of 151,936 tokens")
-    also: str = ""  # a draft's layers of another form than ``form`` ("MLP int3": ``gguf_forms``)
 
     @property
     def dtype(self) -> str:
@@ -90,7 +89,6 @@ class WeightsForm:
     def label(self) -> str:
         """ "int4 (quantized by SpecChat) from bf16 · 0.1 GB", "int4 from Q4_1 · int8 activations · 0.1 GB"."""
         text = self.form + (" (quantized by SpecChat)" if self.by_specchat else "")
-        text += f" · {self.also}" if self.also else ""
         if self.origin and self.origin != self.form:
             text += f" from {self.origin}"
         if self.activations:
@@ -286,12 +284,8 @@ def _form(
     samples: dict[str, float] | None = None, notes: tuple[str, ...] = (),
 ) -> WeightsForm:
     by_us = form in QUANT_FORMS and not in_file
-    layers = quantized_layers(model)
-    activations = "int8" if any(layer.native for layer in layers) else ""
-    also = "MLP int3" if form != "int3" and any(layer.form == "int3" for layer in layers) else ""
-    return WeightsForm(
-        form, reason, origin, by_us, weights_bytes(model), dict(samples or {}), notes, activations, also=also
-    )
+    activations = "int8" if any(layer.native for layer in quantized_layers(model)) else ""
+    return WeightsForm(form, reason, origin, by_us, weights_bytes(model), dict(samples or {}), notes, activations)
 
 
 Built = tuple["PreTrainedModel", str, "CpuKernels | None"]

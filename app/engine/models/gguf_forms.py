@@ -29,11 +29,6 @@ type: a Q4_K tensor as it is, any other rounded to Q4_K from the file's dequanti
 with zero weights to whole super-blocks (``Q4KForm.k``). A draft's numbers never change the answer
 (the target decides every token), so its form is chosen for speed: Q4_K's one integer sum per 256
 inputs is the cheapest pass the kernels have (a 0.5B draft's step 0.6–0.7× its int8 rows').
-A draft's ``auto`` (``want="q4k-int3"``) keeps its MLP (gate, up, down: ~0.85 of a small model's
-linear bytes) at SpecChat's int3 instead (``Int3Form``, ``quant.Int3Linear``: Q4_K's super-block
-with 3-bit weights, 120 bytes against 152), its attention at Q4_K: a 0.5B draft's top-1 agreement
-with its 1.5B target was the same as with every layer Q4_K (0.886 / 0.883 over the eight bench
-answers; tools/draft_bits.py), and its step streams ~0.83 of the bytes.
 
 Rows are handled in chunks written into the form's own tensors, so a tensor's float copy never
 exists whole and no list of chunks is concatenated.
@@ -51,7 +46,7 @@ from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import Q4_K
 
 from app.engine.runners.native.calls import super_blocks_k
-from app.engine.runners.quant import q4k_weight, q6k_weight, quantize_int3, quantize_q4k
+from app.engine.runners.quant import q4k_weight, q6k_weight, quantize_q4k
 
 GROUP = 32  # inputs per int4 group: the block size of Q4_0 / Q4_1 and a Q4_K sub-block
 CHUNK_ELEMENTS = 1 << 20  # weights decoded at a time (4 MiB as fp32), whatever a row's length
@@ -112,23 +107,7 @@ class Q6KForm:
         return q6k_weight(self.q, self.sc, self.d)
 
 
-@dataclass(frozen=True)
-class Int3Form:
-    """int3's parts (``quant.Int3Linear.from_quantized``): Q4_K's, q in 0..7, sc and m 8-bit."""
-
-    q: torch.Tensor  # uint8 [N, K], 0..7
-    sc: torch.Tensor  # uint8 [N, K // 32]
-    m: torch.Tensor  # uint8 [N, K // 32]
-    d: torch.Tensor  # float32 [N, K // 256]
-    dmin: torch.Tensor  # float32 [N, K // 256]
-    k: int = 0  # the layer's inputs when fewer than q's (the rest zero padding to a whole super-block)
-
-    def weight(self) -> torch.Tensor:
-        """fp32 [N, K] as the kernel computes it: d·sc·q − dmin·m, nothing rounded."""
-        return q4k_weight(self.q, self.sc, self.m, self.d, self.dmin)[:, : self.k or None]
-
-
-Form = Int4Form | Int8Form | Q4KForm | Q6KForm | Int3Form | torch.Tensor
+Form = Int4Form | Int8Form | Q4KForm | Q6KForm | torch.Tensor
 
 
 def bf16(x: torch.Tensor) -> torch.Tensor:
@@ -160,10 +139,6 @@ def form_of(raw: np.ndarray, qtype: Q, k: int, want: str = "native", k_quants: b
         if not k_quants:
             raise ValueError("Q4_K forms run on SpecChat's kernels only")
         return q4k_of_blocks(rows) if qtype == Q.Q4_K else _chunked_q4k(rows, qtype, k)
-    if want == "int3":
-        if not k_quants:
-            raise ValueError("int3 runs on SpecChat's kernels only")
-        return _chunked_int3(rows, qtype, k)
     if k_quants and want in ("native", "int4") and qtype == Q.Q4_K:
         return q4k_of_blocks(rows)
     if k_quants and want in ("native", "int8") and qtype == Q.Q6_K:
@@ -320,23 +295,6 @@ def _chunked_q4k(rows: np.ndarray, qtype: Q, k: int) -> Q4KForm:
     step = chunk_rows(kp)
     for i in range(0, n, step):
         parts = quantize_q4k(_dequantized(rows[i : i + step], qtype, k))
-        for whole, part in zip((form.q, form.sc, form.m, form.d, form.dmin), parts, strict=True):
-            whole[i : i + step] = part
-    return form
-
-
-def _chunked_int3(rows: np.ndarray, qtype: Q, k: int) -> Int3Form:
-    """Any type rounded to int3 from the file's dequantization (``quant.quantize_int3``), K padded
-    to whole super-blocks, chunk by chunk."""
-    n, kp = rows.shape[0], super_blocks_k(k)
-    form = Int3Form(
-        torch.empty((n, kp), dtype=torch.uint8), torch.empty((n, kp // GROUP), dtype=torch.uint8),
-        torch.empty((n, kp // GROUP), dtype=torch.uint8), torch.empty(n, kp // 256), torch.empty(n, kp // 256),
-        k if kp != k else 0,
-    )
-    step = chunk_rows(kp)
-    for i in range(0, n, step):
-        parts = quantize_int3(_dequantized(rows[i : i + step], qtype, k))
         for whole, part in zip((form.q, form.sc, form.m, form.d, form.dmin), parts, strict=True):
             whole[i : i + step] = part
     return form

@@ -35,19 +35,17 @@ from safetensors.torch import save_file
 from torch import nn
 from transformers.pytorch_utils import Conv1D
 
-from app.engine.models.gguf_forms import DENSE_TYPES, Int3Form, Int4Form, Int8Form, Q4KForm, Q6KForm, form_of
+from app.engine.models.gguf_forms import DENSE_TYPES, Int4Form, Int8Form, Q4KForm, Q6KForm, form_of
 from app.engine.models.gguf_header import GgufHeader, GgufTensor
 from app.engine.runners import heap, llama_family, native
 from app.engine.runners.heap import give_back
 from app.engine.runners.quant import (
     GROUP,
     INT4_N_MULTIPLE,
-    Int3Linear,
     Int4Linear,
     Int8Linear,
     Q4KLinear,
     Q6KLinear,
-    int3_rows,
     int4_layout,
     pack_int4,
     q4k_rows,
@@ -69,8 +67,7 @@ FORMAT = 6
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
-WANTS = ("native", "int4", "int8", "q4k", "q4k-int3")  # q4k: a draft's int4; q4k-int3: its auto (``gguf_forms``)
-MLP_LINEARS = ("gate_proj", "up_proj", "down_proj")  # the linears a draft's auto keeps at int3
+WANTS = ("native", "int4", "int8", "q4k")  # q4k: a draft's int4 (``gguf_forms``)
 
 
 class DamagedForms(Exception):
@@ -253,17 +250,11 @@ def _write_matrix(
     embedding = isinstance(module, nn.Embedding)
     k_quants = native.kernels() is not None and not transposed
     wanted = "int8" if embedding or (want == "native" and n % INT4_N_MULTIPLE) else want
-    if wanted == "q4k-int3":
-        wanted = "int3" if name.rpartition(".")[2] in MLP_LINEARS else "q4k"
-    if wanted in ("q4k", "int3") and (not k_quants or k % GROUP):
-        wanted = "int4"  # Q4_K and int3 run on SpecChat's kernels only, over whole blocks of 32
+    if wanted == "q4k" and (not k_quants or k % GROUP):
+        wanted = "int4"  # Q4_K runs on SpecChat's kernels only, over whole blocks of 32
     form = form_of(raw, qtype, k, wanted, k_quants=k_quants)
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
         form = form_of(raw, qtype, k, "int8")
-    if isinstance(form, Int3Form):  # a draft's MLP as SpecChat's int3
-        shards.add(f"{name}.int3", _rows(int3_rows(form.q, form.sc, form.m, form.d, form.dmin), order))
-        return {"form": "int3", "int3": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
-                "embedding": embedding}  # fmt: skip
     if isinstance(form, Q4KForm):  # the file's Q4_K as SpecChat's kernel reads it
         shards.add(f"{name}.q4k", _rows(q4k_rows(form.q, form.sc, form.m, form.d, form.dmin), order))
         return {"form": "int4", "q4k": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
@@ -429,8 +420,8 @@ def _place(model: PreTrainedModel, stream: Iterator[tuple[str, torch.Tensor]], m
 
 
 def _parts_of(info: dict[str, object]) -> set[str]:
-    if info.get("q4k") or info.get("q6k") or info.get("int3"):
-        parts = {"q4k" if info.get("q4k") else "q6k" if info.get("q6k") else "int3"}
+    if info.get("q4k") or info.get("q6k"):
+        parts = {"q4k" if info.get("q4k") else "q6k"}
     else:
         parts = {"q4", "scale", "zero"} if info["form"] == "int4" else {"q8", "scale"}
     return parts | {"bias"} if info.get("bias") else parts
@@ -439,8 +430,6 @@ def _parts_of(info: dict[str, object]) -> set[str]:
 def _quantized_layer(parts: dict[str, torch.Tensor], info: dict[str, object]) -> nn.Module:
     if info.get("q4k"):
         return Q4KLinear(parts["q4k"], int(list(info["shape"])[1]), parts.get("bias"))  # type: ignore[call-overload]
-    if info.get("int3"):
-        return Int3Linear(parts["int3"], int(list(info["shape"])[1]), parts.get("bias"))  # type: ignore[call-overload]
     if info.get("q6k"):
         k = int(list(info["shape"])[1])  # type: ignore[call-overload]
         return Q6KEmbedding(parts["q6k"], k) if info["embedding"] else Q6KLinear(parts["q6k"], k, parts.get("bias"))

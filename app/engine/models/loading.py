@@ -603,9 +603,7 @@ def _load(
         _check_gguf_magic(path, source)
         want = GGUF_WANTS.get(asked) if device.type == "cpu" else None
         if draft and asked in (forms.AUTO, "int4") and want and native.kernels() is not None:
-            # a draft's int4: Q4_K (gguf_forms); its auto: Q4_K with the MLP at int3, the cheapest
-            # draft step that drafts as well (gguf_forms)
-            want = "q4k-int3" if asked == forms.AUTO else "q4k"
+            want = "q4k"  # a draft's int4, and its auto: Q4_K (gguf_forms), the cheapest draft step
         opened: list[GgufHeader] = []
         if want and _has_quantized_linears(path, source, want, opened):
             model, tokenizer = _load_gguf_forms(path, source, want, opened, progress)

@@ -283,42 +283,6 @@ class Q4KLinear(SuperBlockLinear):
         return q4k_weight(*q4k_parts(self.rows, self.in_features))[:, : self.in_features]
 
 
-class Int3Linear(SuperBlockLinear):
-    """SpecChat's own int3, for a draft model's MLP (its numbers never change the answer: the target
-    decides every token), under SpecChat's kernel only (``i3_mm``): Q4_K's super-blocks of 256
-    inputs, 8 blocks of 32, ``w = d·sc_b·q − dmin·m_b``, with 3-bit q and 8-bit sc_b, m_b; the
-    activations as for Q4_K. 120 bytes a super-block against Q4_K's 152, so a draft step streams
-    ~0.8 of the MLP's bytes (``int3_rows``)."""
-
-    form = "int3"
-
-    matmul = staticmethod(calls.i3_mm)
-
-    @classmethod
-    def from_quantized(
-        cls,
-        q: torch.Tensor,
-        sc: torch.Tensor,
-        m: torch.Tensor,
-        d: torch.Tensor,
-        dmin: torch.Tensor,
-        bias: torch.Tensor | None = None,
-        k: int | None = None,
-    ) -> Int3Linear:
-        """q uint8 [N, K'] in 0..7; sc, m uint8 [N, K' / 32]; d, dmin fp32 [N, K' / 256]; ``k`` as in
-        ``Q4KLinear``."""
-        return cls(int3_rows(q, sc, m, d, dmin), _inputs(q, k), bias)
-
-    @classmethod
-    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Int3Linear:
-        """``quantize_int3``'s rounding of a float weight."""
-        return cls.from_quantized(*quantize_int3(weight), bias=bias, k=weight.shape[1])
-
-    def dequantized(self) -> torch.Tensor:
-        """The weight the kernel computes with, fp32 [N, K]: d·sc·q − dmin·m."""
-        return q4k_weight(*int3_parts(self.rows, self.in_features))[:, : self.in_features]
-
-
 class Q6KLinear(SuperBlockLinear):
     """llama.cpp's Q6_K as the file holds it, under SpecChat's kernel only (``q6k_mm``): super-blocks
     of 256 inputs, 16 sub-blocks of 16, ``w = d·sc_j·(q − 32)``, q in 0..63, with d per super-block
@@ -433,93 +397,6 @@ def quantize_q4k(weight: torch.Tensor) -> Q4KParts:
     low = dmin.repeat_interleave(per, 1) * m
     q = ((blocks + low[..., None]) / step[..., None]).round().clamp(0, 15).to(torch.uint8).reshape(n, k)
     return q, sc.to(torch.uint8), m.to(torch.uint8), d, dmin
-
-
-# int3's range searched per block of 32: the block's min and max each pulled in by these shares of
-# the range, the pair with the least squared error kept (a 0.5B draft's top-1 agreement with its
-# 1.5B target, teacher-forced over the eight bench answers, with its MLP at int3: 0.886 with the
-# search against 0.883 with every layer Q4_K; tools/draft_bits.py)
-INT3_SHRINKS = (0.0, 0.1, 0.2)
-INT3_LEVELS = 7  # q in 0..7
-
-
-def quantize_int3(weight: torch.Tensor) -> Q4KParts:
-    """A float weight [N, K] (K a multiple of 32) as int3's parts (q 0..7, sc, m 8-bit, d, dmin),
-    over K rounded up to 256 (zero weights past K): per block of 32 the range ``INT3_SHRINKS`` keeps
-    best, its scale and min rounded to 8 bits of the super-block's largest, then each weight rounded
-    to the nearest of the block's 8 levels."""
-    w = _padded(weight)
-    n, k = w.shape
-    blocks = w.reshape(n, k // GROUP, GROUP)
-    lo_all, hi_all = blocks.amin(-1).clamp(max=0), blocks.amax(-1).clamp(min=0)
-    best_lo, best_hi, best_err = lo_all, hi_all, None
-    for pull_lo in INT3_SHRINKS:
-        for pull_hi in INT3_SHRINKS:
-            lo, hi = lo_all * (1 - pull_lo), hi_all * (1 - pull_hi)
-            step = ((hi - lo) / INT3_LEVELS).clamp(min=1e-10)
-            q = ((blocks - lo[..., None]) / step[..., None]).round().clamp(0, INT3_LEVELS)
-            err = (q * step[..., None] + lo[..., None] - blocks).square().sum(-1)
-            if best_err is None:
-                best_err = err
-            else:
-                better = err < best_err
-                best_lo, best_hi = torch.where(better, lo, best_lo), torch.where(better, hi, best_hi)
-                best_err = torch.where(better, err, best_err)
-    scale = (best_hi - best_lo) / INT3_LEVELS
-    per = calls.QK_K // GROUP
-    d = (scale.reshape(n, -1, per).amax(-1) / 255).clamp(min=1e-10)
-    dmin = ((-best_lo).reshape(n, -1, per).amax(-1) / 255).clamp(min=1e-10)
-    sc = (scale / d.repeat_interleave(per, 1)).round().clamp(0, 255)
-    m = (-best_lo / dmin.repeat_interleave(per, 1)).round().clamp(0, 255)
-    step = (d.repeat_interleave(per, 1) * sc).clamp(min=1e-10)
-    low = dmin.repeat_interleave(per, 1) * m
-    q = ((blocks + low[..., None]) / step[..., None]).round().clamp(0, INT3_LEVELS).to(torch.uint8).reshape(n, k)
-    return q, sc.to(torch.uint8), m.to(torch.uint8), d, dmin
-
-
-I3_PLANES = torch.tensor([0, 2, 4, 6], dtype=torch.uint8)  # register 4h + t's low bits in run h: bits 2t, 2t + 1
-I3_HIGH = torch.arange(8, dtype=torch.uint8)  # register r's third bit: bit r
-
-
-def int3_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
-    """SpecChat's int3 rows: per super-block of 256 inputs, Q4_K's 24-byte header (d, dmin fp32
-    bytes, sc [8], m [8]), then its weights in the Q4_K kernel's order (``q4k_interleaved``: 8
-    registers of 32) as 64 bytes of low bits (run h, byte i: register 4h + t's weight i in bits
-    2t, 2t + 1) and 32 bytes of third bits (byte i: register r's weight i in bit r).
-    → uint8 [N, K / 256 · 120]"""
-    n, k = q.shape
-    if k % calls.QK_K or sc.shape != (n, k // GROUP) or m.shape != sc.shape or d.shape != (n, k // calls.QK_K):
-        raise ValueError(
-            f"int3 needs K a multiple of {calls.QK_K} and parts of [N, K/32], [N, K/256]; got {tuple(q.shape)}"
-        )
-    if dmin.shape != d.shape or int(q.max()) > INT3_LEVELS:
-        raise ValueError("int3's weights are 3-bit")
-    s = k // calls.QK_K
-    regs = q4k_interleaved(q).reshape(n, s, 8, 32)  # [N, S, register, weight]
-
-    def as_bytes(t: torch.Tensor) -> torch.Tensor:
-        return t.to(torch.float32).contiguous().view(torch.uint8).reshape(n, s, 4)
-
-    low = ((regs & 3).reshape(n, s, 2, 4, 32) << I3_PLANES.reshape(1, 1, 1, 4, 1)).sum(3, dtype=torch.uint8)
-    high = (((regs >> 2) & 1) << I3_HIGH.reshape(1, 1, 8, 1)).sum(2, dtype=torch.uint8)
-    small = [t.to(torch.uint8).reshape(n, s, 8) for t in (sc, m)]
-    parts = (as_bytes(d), as_bytes(dmin), *small, low.reshape(n, s, 64), high.reshape(n, s, 32))
-    return torch.cat(parts, 2).reshape(n, s * calls.I3_SUPER_BLOCK_BYTES).contiguous()
-
-
-def int3_parts(rows: torch.Tensor, k: int) -> Q4KParts:
-    """``int3_rows``' inverse: (q [N, K], sc, m [N, K / 32], d, dmin [N, K / 256]) over the rows'
-    K = ``calls.super_blocks_k(k)``."""
-    k = calls.super_blocks_k(k)
-    n, s = rows.shape[0], k // calls.QK_K
-    blocks = rows.reshape(n, s, calls.I3_SUPER_BLOCK_BYTES)
-    d = blocks[..., 0:4].contiguous().view(torch.float32).reshape(n, s)
-    dmin = blocks[..., 4:8].contiguous().view(torch.float32).reshape(n, s)
-    sc, m = blocks[..., 8:16].reshape(n, -1), blocks[..., 16:24].reshape(n, -1)
-    low = (blocks[..., 24:88].reshape(n, s, 2, 1, 32) >> I3_PLANES.reshape(1, 1, 1, 4, 1)) & 3  # [N, S, h, t, 32]
-    high = (blocks[..., 88:120].reshape(n, s, 1, 32) >> I3_HIGH.reshape(1, 1, 8, 1)) & 1  # [N, S, register, 32]
-    regs = low.reshape(n, s, 8, 32) | (high << 2)
-    return q4k_interleaved(regs.reshape(n, k)), sc, m, d, dmin
 
 
 def _padded(weight: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,6 @@ QK = 32  # q8mm.c's QK: inputs per block of quantized activations (and per int4 
 QK_K = 256  # q8mm.c's QKK: inputs per Q4_K / Q6_K super-block (and per block of their quantized activations)
 Q4K_SUPER_BLOCK_BYTES = 152  # q8mm.c's Q4K_SB_BYTES: d, dmin (fp32), sc [8], m [8], 128 bytes of nibbles
 Q6K_SUPER_BLOCK_BYTES = 212  # q8mm.c's Q6K_SB_BYTES: ql [128], qh [64], sc [16] int8, d (fp32)
-I3_SUPER_BLOCK_BYTES = 120  # q8mm.c's I3_SB_BYTES: Q4_K's 24-byte header, 64 bytes of low bits, 32 of third bits
 MAX_PARTS = 8  # q8mm.c's MAX_PARTS: weights side by side in one linear call
 ATTEND_MAX_HEAD_DIM = 256  # q8mm.c's ATTEND_MAX_D
 
@@ -97,11 +96,6 @@ def q4k_row_bytes(k: int) -> int:
     return super_blocks_k(k) // QK_K * Q4K_SUPER_BLOCK_BYTES
 
 
-def i3_row_bytes(k: int) -> int:
-    """Bytes of one int3 weight row over k inputs: ⌈k / 256⌉ super-blocks of 120 bytes."""
-    return super_blocks_k(k) // QK_K * I3_SUPER_BLOCK_BYTES
-
-
 def q6k_row_bytes(k: int) -> int:
     """Bytes of one Q6_K weight row over k inputs: ⌈k / 256⌉ super-blocks of 212 bytes."""
     return super_blocks_k(k) // QK_K * Q6K_SUPER_BLOCK_BYTES
@@ -112,7 +106,7 @@ class Matmul:
     """``q4_mm`` / ``q8_mm`` over checked weights: bf16 rows x [M, K] → y [M, N] bf16, N the
     parts' outputs side by side. ``weights`` holds the tensors the pointers point into."""
 
-    call: Any  # the module's q4_mm, q4k_mm, q6k_mm, i3_mm or q8_mm
+    call: Any  # the module's q4_mm, q4k_mm, q6k_mm or q8_mm
     k: int
     n: int
     parts: tuple[int, ...]  # (w, N) per int4 / Q4_K / Q6_K part, (w, s, N) per int8 part
@@ -204,15 +198,6 @@ def q6k_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Mat
     module = _module()
     _super_block_size("Q6_K", k)
     return _byte_rows(module.q6k_mm, "Q6_K", rows, k, q6k_row_bytes(k), path)
-
-
-def i3_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Matmul:
-    """int3 weights side by side, each SpecChat's rows (``quant.int3_rows``: uint8
-    [N, ⌈K / 256⌉ · 120]) over the same k inputs, k a multiple of 32 (as ``q4k_mm``);
-    ``path`` as in ``q4_mm``."""
-    module = _module()
-    _super_block_size("int3", k)
-    return _byte_rows(module.i3_mm, "int3", rows, k, i3_row_bytes(k), path)
 
 
 def q8_mm(weights: Sequence[tuple[torch.Tensor, torch.Tensor]], k: int, path: int | None = None) -> Matmul:
@@ -344,11 +329,10 @@ def _form_parts(name: str, matmul: Matmul) -> tuple[int, tuple[int, ...]]:
     """A checked linear's form code (q8mm.c's FORM_*, by the kernel its ``Matmul`` calls) and its
     parts as (w, s, N) triples (s = 0 but for int8)."""
     if not isinstance(matmul, Matmul):
-        kinds = "calls.q4_mm, q8_mm, q4k_mm, q6k_mm, i3_mm"
-        raise TypeError(f"{name} must be a Matmul ({kinds}); got {type(matmul).__name__}")
+        raise TypeError(f"{name} must be a Matmul (calls.q4_mm, q8_mm, q4k_mm, q6k_mm); got {type(matmul).__name__}")
     module = _module()
     codes = {module.q8_mm: module.FORM_Q8, module.q4_mm: module.FORM_Q4, module.q4k_mm: module.FORM_Q4K,
-             module.q6k_mm: module.FORM_Q6K, module.i3_mm: module.FORM_I3}  # fmt: skip
+             module.q6k_mm: module.FORM_Q6K}  # fmt: skip
     form = int(codes[matmul.call])
     if form == module.FORM_Q8:
         return form, matmul.parts

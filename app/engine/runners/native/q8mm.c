@@ -58,8 +58,6 @@
  * sub-scales (int8) and d (fp32); a row is K / 256 of them, one stream */
 #define Q6K_SB_BYTES 212
 #define Q6K_ROW_BYTES(K) ((K) / QKK * Q6K_SB_BYTES)
-#define I3_SB_BYTES 120
-#define I3_ROW_BYTES(K) ((K) / QKK * I3_SB_BYTES)
 /* the inputs a q4k / q6k row runs over: K rounded up to a whole super-block */
 #define KQ(K) (((K) + QKK - 1) / QKK * QKK)
 
@@ -370,23 +368,25 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 q4k_lane
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b))), _mm256_set1_ps(f));
 }
 
-#define DEFINE_Q4K(KIND, SUFFIX, TARGET, SB_BYTES, LINES, UNPACK)                                                   \
-    __attribute__((target(TARGET), always_inline)) static inline void KIND##_tile_##SUFFIX(                       \
+#define DEFINE_Q4K(SUFFIX, TARGET)                                                                                 \
+    __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
         const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
         const int64_t S = j->K / QKK;                                                                              \
+        const __m256i low = _mm256_set1_epi8(0x0f);                                                                \
         __m256 acc[MR], z[MR];                                                                                     \
-        const uint8_t *wc = part->w + n * (j->K / QKK * (SB_BYTES));                                               \
+        const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->K);                                                     \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm256_setzero_ps(); \
         for (int64_t s = 0; s < S; s++) {                                                                          \
-            const uint8_t *b = wc + s * (SB_BYTES);                                                                \
-            PREFETCH_LINES(b, LINES);                                                                              \
+            const uint8_t *b = wc + s * Q4K_SB_BYTES;                                                              \
+            PREFETCH_SB(b);                                                                                        \
             float d, dmin;                                                                                         \
             memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);                                                             \
+            const uint8_t *qs = b + 24;                                                                            \
             __m256i sum[MR];                                                                                       \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm256_setzero_si256();                \
             _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                  \
-                __m256i we, wo;                                                                                    \
-                UNPACK(b, p, we, wo);                                                                              \
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + p * 32));                            \
+                const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
                 _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                           \
                     const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;                                  \
                     Q4K_SUM_##SUFFIX(sum[r], we, _mm256_loadu_si256((const __m256i *)x), wo,                       \
@@ -405,41 +405,8 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 q4k_lane
             y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum8(z[r]));                                  \
     }
 
-/* q4k's registers 2p, 2p + 1: run p's low and high nibbles */
-#define Q4K_UNPACK(b, p, we, wo)                                                                            \
-    do {                                                                                                    \
-        const __m256i raw_ = _mm256_loadu_si256((const __m256i *)((b) + 24 + (p) * 32)), low_ = _mm256_set1_epi8(0x0f); \
-        (we) = _mm256_and_si256(raw_, low_), (wo) = _mm256_and_si256(_mm256_srli_epi16(raw_, 4), low_);    \
-    } while (0)
-DEFINE_Q4K(q4k, avx2, "avx2,fma", Q4K_SB_BYTES, 3, Q4K_UNPACK)
-DEFINE_Q4K(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", Q4K_SB_BYTES, 3, Q4K_UNPACK)
-
-
-/* int3 (SpecChat's own form, for a draft model's MLP: its numbers never change the answer): Q4_K's
- * super-block with 3-bit weights, w = d·sc_b·q − dmin·m_b, q in 0..7, sc_b and m_b 8-bit. The 24
- * bytes of q4k's header (d, dmin fp32, sc [8], m [8]), then the 8 registers of 32 weights in q4k's
- * order (register r: weights 4r..4r+3 of each block of 32) as two bit planes: 64 bytes of their low
- * two bits (run h's byte i holds register 4h + t's weight i in bits 2t, 2t + 1), then 32 bytes of
- * their third bit (byte i holds register r's in bit r). 120 bytes a super-block against q4k's 152.
- * A register unpacked is q4k's register, so the tile is q4k's with its unpack (the same integers
- * from the same products, the same float steps): the x rows, their sums and the AMX path are q4k's. */
-/* register r of a super-block from its run of low bits (run r / 4) and its third bits */
-__attribute__((target("avx2,fma"), always_inline)) static inline __m256i i3_reg(__m256i raw, __m256i hb, int r) {
-    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * (r % 4)), _mm256_set1_epi8(0x03));
-    __m256i hi;
-    if (r >= 2) hi = _mm256_srli_epi16(hb, r - 2);
-    else hi = _mm256_slli_epi16(hb, 2 - r);
-    return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(0x04)));
-}
-/* int3's registers 2p, 2p + 1 (run p / 2's low bits, the third bits) */
-#define I3_UNPACK(b, p, we, wo)                                                                             \
-    do {                                                                                                    \
-        const __m256i raw_ = _mm256_loadu_si256((const __m256i *)((b) + 24 + (p) / 2 * 32));               \
-        const __m256i hb_ = _mm256_loadu_si256((const __m256i *)((b) + 88));                                \
-        (we) = i3_reg(raw_, hb_, 2 * (p)), (wo) = i3_reg(raw_, hb_, 2 * (p) + 1);                           \
-    } while (0)
-DEFINE_Q4K(i3, avx2, "avx2,fma", I3_SB_BYTES, 2, I3_UNPACK)
-DEFINE_Q4K(i3, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", I3_SB_BYTES, 2, I3_UNPACK)
+DEFINE_Q4K(avx2, "avx2,fma")
+DEFINE_Q4K(vnni, "avx2,fma,avx512f,avx512vl,avx512vnni")
 
 /* q6k: the 4 chunks of 32 weights (q in 0..63, in the order of x) of a half super-block, from its 3
  * stored chunks of 32 bytes: byte i of chunk c < 3 holds q[32c + i] in bits 0..5 and two bits of
@@ -546,8 +513,6 @@ DEFINE_COLS(q4k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q6k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
-DEFINE_COLS(i3, avx2, "avx2,fma", 4)
-DEFINE_COLS(i3, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
 /* q4k under AVX-512 for calls of Q4K_WIDE_ROWS rows or more (a verified block): two columns side
  * by side in 512-bit registers, lanes 0-7 column n's and 8-15 column n + 1's, each lane computed by
@@ -714,29 +679,12 @@ __attribute__((target(AMX_TARGET), always_inline)) static inline void transpose1
         _tile_stored(c, cbuf + (blk) * 256, 64);                 \
     } while (0)
 
-/* an int3 super-block as q4k's (its header, and each register pair as a run of nibbles) */
-__attribute__((target("avx2,fma"), always_inline)) static inline void i3_as_q4k(const uint8_t *b, uint8_t *out) {
-    memcpy(out, b, 24);
-    const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 88));
-    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i *)(b + 24 + h * 32));
-        _Pragma("GCC unroll 2") for (int u = 0; u < 2; u++) {
-            const int p = 2 * h + u;
-            const __m256i lo = i3_reg(raw, hb, 2 * p), hi = i3_reg(raw, hb, 2 * p + 1);
-            _mm256_storeu_si256((__m256i *)(out + 24 + 32 * p), _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
-        }
-    }
-}
-
-/* columns 16g..16g+15 of the part, rows [r0, r0 + M), M <= AMX_SPAN; room: 16 floats x 8 lanes x 2 a row.
- * i3: the part is int3, each column's super-block made q4k's first (i3_as_q4k), then the same steps */
+/* columns 16g..16g+15 of the part, rows [r0, r0 + M), M <= AMX_SPAN; room: 16 floats x 8 lanes x 2 a row */
 __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, const Part *part, uint16_t *y, int64_t g,
-                                                              int64_t r0, int64_t M, float *room, const int i3) {
-    const int64_t S = j->K / QKK, Mp = (M + 15) / 16 * 16;
-    const int64_t rb = i3 ? I3_ROW_BYTES(j->K) : Q4K_ROW_BYTES(j->K), sbb = i3 ? I3_SB_BYTES : Q4K_SB_BYTES;
+                                                              int64_t r0, int64_t M, float *room) {
+    const int64_t S = j->K / QKK, Mp = (M + 15) / 16 * 16, rb = Q4K_ROW_BYTES(j->K);
     __attribute__((aligned(64))) uint8_t bt[8 * 512];  /* the 8 blocks' B tiles: row k, column c: 4 weights */
     __attribute__((aligned(64))) int32_t cbuf[8 * 256]; /* the 8 blocks' sums: [block][row][column] */
-    __attribute__((aligned(64))) uint8_t made[16 * Q4K_SB_BYTES]; /* i3: the 16 columns' super-blocks as q4k's */
     const __m512i low = _mm512_set1_epi8(0x0f), byte = _mm512_set1_epi32(0xff);
     float(*acc)[8][16] = (float(*)[8][16])room, (*z)[8][16] = (float(*)[8][16])(room + Mp * 128);
     for (int64_t m = 0; m < M; m++)
@@ -744,19 +692,16 @@ __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, cons
     const uint8_t *wc = part->w + g * 16 * rb;
     for (int64_t s = 0; s < S; s++) {
         __m512i h[16], r[16];
-        const uint8_t *sbs[16];
         _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) {
-            const uint8_t *sb = wc + c * rb + s * sbb;
+            const uint8_t *sb = wc + c * rb + s * Q4K_SB_BYTES;
             PREFETCH_SB(sb);
-            if (i3) i3_as_q4k(sb, made + c * Q4K_SB_BYTES), sb = made + c * Q4K_SB_BYTES;
-            sbs[c] = sb;
             h[c] = _mm512_loadu_si512(sb);      /* d, dmin, sc [8], m [8], then nibbles */
             r[c] = _mm512_loadu_si512(sb + 24); /* runs 0, 1 */
         }
         transpose16(h);
         transpose16(r);
         AMX_B_ROWS(bt, r, 0);
-        _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) r[c] = _mm512_loadu_si512(sbs[c] + 88);
+        _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) r[c] = _mm512_loadu_si512(wc + c * rb + s * Q4K_SB_BYTES + 88);
         transpose16(r);
         AMX_B_ROWS(bt, r, 4);
         const __m512 d = _mm512_castsi512_ps(h[0]), dmin = _mm512_castsi512_ps(h[1]);
@@ -805,8 +750,8 @@ __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, cons
 /* columns [n0, n1) of the part, both multiples of 16 (linear_rows takes AMX only then), AMX_SPAN rows
  * at a time (the accumulators' room on the stack: 64 KiB) */
 #define AMX_SPAN 64
-__attribute__((target(AMX_TARGET))) static void cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0,
-                                                         int64_t n1, const int i3) {
+__attribute__((target(AMX_TARGET))) static void q4k_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0,
+                                                             int64_t n1) {
     __attribute__((aligned(64))) float room[AMX_SPAN * 256];
     TileConfig cfg = {.palette = 1};
     for (int t = 0; t < 4; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64; /* C: 16 rows x 16 int32 */
@@ -815,22 +760,13 @@ __attribute__((target(AMX_TARGET))) static void cols_amx(const Job *j, const Par
     _tile_loadconfig(&cfg);
     for (int64_t r0 = 0; r0 < j->M; r0 += AMX_SPAN)
         for (int64_t g = n0 / 16; g < n1 / 16; g++)
-            q4k_group_amx(j, part, y, g, r0, j->M - r0 < AMX_SPAN ? j->M - r0 : AMX_SPAN, room, i3);
+            q4k_group_amx(j, part, y, g, r0, j->M - r0 < AMX_SPAN ? j->M - r0 : AMX_SPAN, room);
     _tile_release();
-}
-static void q4k_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0, int64_t n1) {
-    cols_amx(j, part, y, n0, n1, 0);
-}
-static void i3_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0, int64_t n1) {
-    cols_amx(j, part, y, n0, n1, 1);
 }
 #else
 static int amx_usable(void) { return 0; }
 static void q4k_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0, int64_t n1) {
     q4k_cols_vnni(j, part, y, n0, n1); /* never chosen: amx_usable() says no */
-}
-static void i3_cols_amx(const Job *j, const Part *part, uint16_t *y, int64_t n0, int64_t n1) {
-    i3_cols_vnni(j, part, y, n0, n1); /* never chosen */
 }
 #endif
 
@@ -1019,8 +955,8 @@ static int args_i64(PyObject *const *args, Py_ssize_t nargs, int64_t *out) {
     return 0;
 }
 
-enum { FORM_Q8, FORM_Q4, FORM_Q4K, FORM_Q6K, FORM_I3 };
-static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm", "i3_mm"};
+enum { FORM_Q8, FORM_Q4, FORM_Q4K, FORM_Q6K };
+static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm"};
 
 /* One linear call without the GIL: x [M, K] bf16 quantized once, then the parts' columns side by
  * side into the first total columns of y's rows (row stride ldy ≥ total). -1 when the quantized
@@ -1028,15 +964,14 @@ static const char *const FORM_NAMES[] = {"q8_mm", "q4_mm", "q4k_mm", "q6k_mm", "
 static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const Part *parts, int nparts,
                        int64_t total, uint16_t *y, int64_t ldy, int threads, int path) {
     const int64_t x_k = K;
-    const int super = form == FORM_Q4K || form == FORM_Q6K || form == FORM_I3; /* x quantized per 256 */
-    const int q4k_x = form == FORM_Q4K || form == FORM_I3; /* x as q4k takes it (int3: q4k's x, sums and AMX) */
+    const int super = form == FORM_Q4K || form == FORM_Q6K; /* x quantized per 256 */
     K = super ? KQ(K) : K; /* from here the quantized rows' length (x's stays the caller's) */
     const int64_t G = K / QK;
     /* the quantized rows: q [M, K], then (64-aligned) dx [M, G] and xs [M, G] fp32, or for q4k
      * dk [M, K / 256] fp32, bs [M, G] int16 (the room of xs) and bf [M, G] fp32 after them, for
      * q6k bs [M, 2 · G] int16 */
-    const size_t rooms = q4k_x ? 3 : 2;
-    int amx = q4k_x && path >= 2 && M >= AMX_ROWS && amx_usable();
+    const size_t rooms = form == FORM_Q4K ? 3 : 2;
+    int amx = form == FORM_Q4K && path >= 2 && M >= AMX_ROWS && amx_usable();
     for (int i = 0; i < nparts; i++) amx = amx && parts[i].N % 16 == 0;
     const int64_t Mp = amx ? (M + 15) / 16 * 16 : M; /* AMX: x's rows padded with zero rows to whole tiles */
     int8_t *xq = (int8_t *)malloc((size_t)(Mp * K) + rooms * sizeof(float) * (size_t)(M * G) + 64);
@@ -1046,15 +981,14 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk */
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
-    if (form == FORM_I3) fn = amx ? i3_cols_amx : path ? i3_cols_vnni : i3_cols_avx2;
-    else if (form == FORM_Q6K) fn = path ? q6k_cols_vnni : q6k_cols_avx2;
+    if (form == FORM_Q6K) fn = path ? q6k_cols_vnni : q6k_cols_avx2;
     else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : !path ? q4k_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4k_cols_wide : q4k_cols_vnni;
     else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
     else fn = path ? q8_cols_vnni : q8_cols_avx2;
     const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1};
     if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, amx, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
-    if (q4k_x)
+    if (form == FORM_Q4K)
         for (int64_t i = 0; i < M * G; i++) bf[i] = (float)bs[i] * dx[i / (QKK / QK)];
     run(&job, threads);
     free(xq);
@@ -1102,7 +1036,6 @@ static PyObject *q4_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 static PyObject *q8_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q8); }
 static PyObject *q4k_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q4K); }
 static PyObject *q6k_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_Q6K); }
-static PyObject *i3_mm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return mm(args, nargs, FORM_I3); }
 
 static PyObject *threads_used(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(last_threads);
@@ -1446,7 +1379,7 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     int64_t parts_args = 0;
     for (int i = 0; i < BLOCK_LINEARS; i++) {
         const int optional = (i == QKV_REST || i == DOWN) && n[i] == 0; /* one q | k | v call; no down */
-        if (!optional && (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_I3)) {
+        if (!optional && (n[i] < 1 || n[i] > MAX_PARTS || forms[i] < FORM_Q8 || forms[i] > FORM_Q6K)) {
             PyErr_SetString(PyExc_ValueError, "decoder_layer: bad forms or part counts");
             return NULL;
         }
@@ -1536,7 +1469,6 @@ static PyMethodDef methods[] = {
     {"q8_mm", (PyCFunction)(void (*)(void))q8_mm, METH_FASTCALL, "int8 weights over one K x bf16 rows, side by side"},
     {"q4k_mm", (PyCFunction)(void (*)(void))q4k_mm, METH_FASTCALL, "Q4_K weights over one K x bf16 rows, side by side"},
     {"q6k_mm", (PyCFunction)(void (*)(void))q6k_mm, METH_FASTCALL, "Q6_K weights over one K x bf16 rows, side by side"},
-    {"i3_mm", (PyCFunction)(void (*)(void))i3_mm, METH_FASTCALL, "int3 weights over one K x bf16 rows, side by side"},
     {"attend", (PyCFunction)(void (*)(void))attend, METH_FASTCALL, "one-row attention, each row over its own prefix"},
     {"attend_layer", (PyCFunction)(void (*)(void))attend_layer, METH_FASTCALL, "a layer's rotary, cache write and attention"},
     {"rms_norm", (PyCFunction)(void (*)(void))rms_norm, METH_FASTCALL, "Llama's RMSNorm over bf16 rows"},
@@ -1558,14 +1490,13 @@ PyMODINIT_FUNC PyInit__q8mm(void) {
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddIntConstant(m, "QK", QK) || PyModule_AddIntConstant(m, "MAX_PARTS", MAX_PARTS) ||
               PyModule_AddIntConstant(m, "QKK", QKK) || PyModule_AddIntConstant(m, "Q4K_SB_BYTES", Q4K_SB_BYTES) ||
-              PyModule_AddIntConstant(m, "Q6K_SB_BYTES", Q6K_SB_BYTES) || PyModule_AddIntConstant(m, "I3_SB_BYTES", I3_SB_BYTES) ||
+              PyModule_AddIntConstant(m, "Q6K_SB_BYTES", Q6K_SB_BYTES) ||
               PyModule_AddIntConstant(m, "ATTEND_MAX_D", ATTEND_MAX_D) ||
               PyModule_AddIntConstant(m, "THREAD_WORK", THREAD_WORK) ||
               PyModule_AddIntConstant(m, "AMX_ROWS", AMX_ROWS) ||
               PyModule_AddIntConstant(m, "MAX_THREADS", MAX_THREADS) ||
               PyModule_AddIntConstant(m, "FORM_Q8", FORM_Q8) || PyModule_AddIntConstant(m, "FORM_Q4", FORM_Q4) ||
-              PyModule_AddIntConstant(m, "FORM_Q4K", FORM_Q4K) || PyModule_AddIntConstant(m, "FORM_Q6K", FORM_Q6K) ||
-              PyModule_AddIntConstant(m, "FORM_I3", FORM_I3))) {
+              PyModule_AddIntConstant(m, "FORM_Q4K", FORM_Q4K) || PyModule_AddIntConstant(m, "FORM_Q6K", FORM_Q6K))) {
         Py_DECREF(m);
         return NULL;
     }
