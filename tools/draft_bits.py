@@ -99,12 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-search", action="store_true", help="simulate round-to-nearest ranges only")
     args = parser.parse_args(argv)
     import_engine()
+    from app.cli.inputs import read_prompts_file
     from app.engine.models.loading import load_model
     from app.engine.runners.kv import CachedModel
     from app.engine.session import Engine
 
-    lines = args.prompts_file.read_text(encoding="utf-8").splitlines()
-    prompts = [line.replace("\\n", "\n") for line in lines if line.strip()][: args.prompts]
+    prompts = read_prompts_file(args.prompts_file)[: args.prompts]  # as ``bench --prompts-file`` reads it
     engine = Engine.load(args.target, None, LoadOptions(threads=args.threads))
     answers = []
     for prompt in prompts:
