@@ -12,7 +12,7 @@ from app.engine import Engine, GenerationConfig
 from app.engine.models.loading import load_model
 from app.engine.runners import cpu_probe, native
 from app.engine.runners.cpu_probe import force_probe, probe
-from app.engine.runners.kv import CachedModel
+from app.engine.runners.kv import SPLIT_PROMPT_ROWS, CachedModel
 from app.engine.runners.lean import LeanPass, why_not
 from app.engine.runners.native import calls as native_calls
 from app.engine.runners.quant import Int8Linear, batch_invariant
@@ -181,6 +181,37 @@ def test_a_pass_on_spec_chats_kernels_runs_torchs_ops_on_one_thread_and_splits_i
     assert fed.shape[0] == 3 and after == 2
     assert seen == ([(1, 2)] if dtype == "int4" else [(2, 2)])
     assert runner.lean.native is (dtype == "int4")
+
+
+@pytest.mark.parametrize("dtype", ["int4", "float32"])
+def test_a_short_prompt_on_an_empty_cache_splits_the_threads_as_a_lean_pass_does(lean_models, dtype):
+    """A prompt on an empty cache runs transformers' pass: with every linear SpecChat's kernel and
+    up to ``SPLIT_PROMPT_ROWS`` tokens, torch's ops run on one thread while the linears split as
+    many ways as torch's thread count says (the same bits as on one thread); a longer prompt, or
+    torch's linears, keep torch's thread count."""
+    if dtype == "int4" and (native.kernels() is None or not batch_invariant("int4")):
+        pytest.skip("SpecChat's int4 kernels are not built here")
+    loaded = load_model(lean_models["qwen2"], device="cpu", dtype=dtype)
+    runner = CachedModel(loaded.model, loaded.vocab_size)
+    seen: list[tuple[int, int]] = []
+    act = loaded.model.model.layers[0].mlp.act_fn  # one of torch's ops in transformers' pass
+    act.register_forward_hook(lambda *_: seen.append((torch.get_num_threads(), native_calls.thread_count())))
+    ids = _ids(SPLIT_PROMPT_ROWS + 1, loaded.vocab_size, seed=5)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = runner.forward(ids[:20], keep=1)
+        runner.reset()
+        torch.set_num_threads(2)
+        split = runner.forward(ids[:20], keep=1)
+        runner.reset()
+        runner.forward(ids, keep=1)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert after == 2
+    assert seen == [(1, 1), (1, 2) if dtype == "int4" else (2, 2), (2, 2)]
+    assert torch.equal(alone, split)
 
 
 def test_without_torchs_silu_bits_a_layers_call_stops_at_its_activation(lean_models, monkeypatch):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 import torch
@@ -25,6 +26,14 @@ from app.engine.runners.lean import LeanPass
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+# A prompt on an empty cache runs transformers' own pass, whose torch ops (norms, activation,
+# residual adds) run on torch's OpenMP threads between the kernels' calls: each pool's workers
+# spin for the cores the other needs. With every linear SpecChat's kernel, the real 1.5B's
+# (Q4_K_M) prompt pass at 2 threads took 0.72-0.80x the time with torch's ops on one thread over
+# 16 and 64 tokens, the same over 256, 1.01-1.02x over 512 and 1,024 (its ops are large enough
+# there to use both threads), the same bits (Intel Xeon, 2 cores, 2026-12-06).
+SPLIT_PROMPT_ROWS = 256
 
 
 def _cache_kwarg(model: PreTrainedModel) -> str:
@@ -123,12 +132,13 @@ class CachedModel:
         if self.lean is not None and self.lean.takes(self._cache, len(ids)):
             rows = self.lean(ids, self._cache, keep)
         else:
-            out = self.model(
-                input_ids=torch.tensor([ids], dtype=torch.long, device=self.device),
-                use_cache=True,
-                logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
-                **{self._cache_kwarg: self._cache},
-            )
+            with self._first_pass_threads(len(ids)):
+                out = self.model(
+                    input_ids=torch.tensor([ids], dtype=torch.long, device=self.device),
+                    use_cache=True,
+                    logits_to_keep=keep,  # the LM head over a long prompt would cost more than the layers
+                    **{self._cache_kwarg: self._cache},
+                )
             rows = out.logits
         self.forward_s += time.perf_counter() - started
         self.fed_tokens += len(ids)
@@ -136,6 +146,14 @@ class CachedModel:
         self.tokens.extend(ids)
         logits: torch.Tensor = rows[0, :, : self.vocab_size]
         return logits
+
+    def _first_pass_threads(self, rows: int) -> AbstractContextManager[None]:
+        """How a pass through ``model(...)`` (a prompt on an empty cache) uses the threads: up to
+        ``SPLIT_PROMPT_ROWS`` rows as a lean pass does (``LeanPass.split_threads``: torch's own ops on
+        one thread, the linears split among the kernels' pool), else as torch's thread count says."""
+        if self.lean is None or rows > SPLIT_PROMPT_ROWS:
+            return nullcontext()
+        return self.lean.split_threads()
 
     def continue_from(self, sequence: list[int], rows: int = 1, trusted: int = 0) -> torch.Tensor:
         """Make the cache hold ``sequence``; return the logits of its last ``rows`` positions.

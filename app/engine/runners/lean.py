@@ -30,7 +30,8 @@ sliding window) runs ``model(...)`` as before.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -229,11 +230,20 @@ class LeanPass:
         meanwhile: its OpenMP workers and the kernels' workers spinning for the same cores made a
         5-row pass of a 1.5B 1.14x faster on 2 threads than on 1, against 1.6x this way (AMD
         EPYC, 2 cores). Element-wise ops give the same bits on any thread count."""
+        with self.split_threads():
+            return self._pass(ids, cache, keep)
+
+    @contextmanager
+    def split_threads(self) -> Iterator[None]:
+        """Within it, with SpecChat's kernels for every linear and more than one torch thread, the
+        linears split among the kernels' pool as many ways as torch's thread count says and torch's
+        own ops run on one thread (``__call__``); otherwise nothing changes."""
         threads = torch.get_num_threads()
         if not self.native or threads == 1:
-            return self._pass(ids, cache, keep)
+            yield
+            return
         with calls.linear_threads(threads), torch_threads(1):
-            return self._pass(ids, cache, keep)
+            yield
 
     def _pass(self, ids: Sequence[int], cache: DynamicCache, keep: int) -> torch.Tensor:
         rows = len(ids)
