@@ -313,8 +313,34 @@ def test_warm_up_leaves_no_trace_in_the_caches(load_tiny):
     before = engine.generate(PROMPTS[0], GREEDY)
     engine.warm_up()
     after = engine.generate(PROMPTS[0], GREEDY)
-    assert after.stats.reused_prompt_tokens == 0  # the caches were emptied, not polluted
+    head = engine.template_head()
+    prompt = engine._encode([{"role": "user", "content": PROMPTS[0]}], continue_answer=False)
+    assert head and prompt[: len(head)] == head
+    assert after.stats.reused_prompt_tokens == len(head)  # the chat template's head, nothing of the warm-up
     assert after.token_ids == before.token_ids
+
+
+@pytest.mark.parametrize("form", ["float32", "bfloat16", "int8", "int4"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_the_targets_kept_template_head_changes_no_answer(load_tiny, arch, form):
+    """The warm-up reads the chat template's head into the target's cache and ``reset`` keeps it:
+    a new conversation prefills only what follows it, and every answer, target-only and
+    speculative, is token for token the one a prefill of the whole prompt gives."""
+    engine = make_engine(load_tiny, arch, "well-matched", form)
+    engine.warm_up()
+    head = engine.template_head()
+    conversation = [{"role": "user", "content": PROMPTS[0]}]
+    assert 0 < len(head) < len(engine._encode(conversation, continue_answer=False))
+    config = replace(GREEDY, max_new_tokens=24)
+    answers = {}
+    for whole_prompt in (False, True):
+        for speculative in (False, True):
+            engine.reset(whole_prompt=whole_prompt)
+            assert engine._target_kv.tokens == ([] if whole_prompt else head)
+            run = engine.generate(conversation, replace(config, speculative=speculative))
+            assert run.stats.reused_prompt_tokens == (0 if whole_prompt else len(head))
+            answers[whole_prompt, speculative] = run.token_ids
+    assert len(set(map(tuple, answers.values()))) == 1
 
 
 @pytest.mark.parametrize("form", ["int8", "int4"])

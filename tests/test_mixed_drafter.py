@@ -161,8 +161,8 @@ def test_a_warmed_up_draft_model_keeps_the_templates_head_and_catches_up_on_what
     tiny_models, monkeypatch, arch
 ):
     """The warm-up reads the chat template's head (what every conversation's prompt begins with)
-    into the draft model's cache, and ``reset`` keeps it: a new conversation's catch-up feeds only
-    what follows the head, and the answer is the target's."""
+    into the draft model's cache and the target's, and ``reset`` keeps it: a new conversation's
+    catch-up feeds only what follows the head, and the answer is the target's."""
     monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
     engine = _engine(tiny_models, arch)
     fixed = GenerationConfig(max_new_tokens=16, k=3, auto_k=False)
@@ -184,7 +184,7 @@ def test_a_warmed_up_draft_model_keeps_the_templates_head_and_catches_up_on_what
     plain = engine.generate(PROMPT, GenerationConfig(**{**fixed.to_dict(), "speculative": False}), options=UNRECORDED)
     for _ in range(2):  # after the warm-up, then after a reset
         engine.reset()
-        assert model.runner.tokens == head and engine._target_kv.tokens == []  # the target prefills everything
+        assert model.runner.tokens == head and engine._target_kv.tokens == head
         fed.clear()
         warm = engine.generate(PROMPT, fixed, options=UNRECORDED)
         assert fed[0] == (True, len(ids) - len(head))

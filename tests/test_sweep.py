@@ -1,4 +1,4 @@
-"""The drafter experiment: every arm answers the same conversation from empty caches, the
+"""The drafter experiment: every arm answers the same conversation from fresh caches, the
 plain arm first as the reference; greedy arms give the reference's answer; cancel stops it."""
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def test_the_speedup_is_tokens_per_second_over_the_plain_arms_on_known_runs() ->
     assert [row.whole_run_speedup for row in rows] == pytest.approx([1.0, 2.0, 0.5])  # 10, 20 and 5 tokens/s
     assert [row.identical for row in rows] == [True, True, False]
     assert [row.first_difference for row in rows] == [None, None, 5]
-    assert engine.resets == 3  # every arm from empty caches
+    assert engine.resets == 3  # every arm from fresh caches
     assert [choice for choice, _ in engine.calls] == [None, LOOKUP, DRAFT_MODEL]
     data = [row.to_dict() for row in rows]
     assert [d["whole_run_speedup"] for d in data] == pytest.approx([1.0, 2.0, 0.5])

@@ -10,7 +10,7 @@ machine slows all alike, four runs on the same target file and thread count:
 - llama.cpp speculative: ``llama-speculative-simple`` on the same prompt text (our chat template
   applied), drafting with the same draft file (``draft-simple``) or, for prompt lookup, its
   n-gram drafter (``ngram-simple``), greedy;
-- ours without and with speculation, from empty caches.
+- ours without and with speculation, from fresh caches (the chat template's head kept).
 
 Every figure is *decode* tokens per second (the prompt's pass left out on both sides):
 llama.cpp's own "decoded N tokens in S seconds" and llama-bench's ``avg_ts``; ours

@@ -4,7 +4,8 @@ For every prompt and repeat, four runs on the same models and prompt ids — our
 speculation, ours with it, HF plain greedy, HF assisted greedy (``assistant_model`` for a draft
 model, ``prompt_lookup_num_tokens`` for prompt lookup) — in an order rotated each round, so a
 noisy machine slows all four alike. Every run is timed by the wall clock around the whole
-call, and ours start from an empty KV cache (``engine.reset()``) so they prefill like HF's.
+call, and ours start from an empty KV cache (``engine.reset(whole_prompt=True)``) so they prefill
+like HF's.
 
 HF runs are greedy only: with temperature > 0 they are skipped (their random streams differ
 from ours, so neither their text nor the comparison would mean much).
@@ -132,7 +133,7 @@ class LoopFigures:
 
 
 def time_ours(engine: Engine, messages: Conversation, config: GenerationConfig) -> Timing:
-    engine.reset()  # prefill the whole prompt, as HF does
+    engine.reset(whole_prompt=True)  # prefill the whole prompt, as HF does
     engine.history.clear()  # no run drafts from another's answer (bench.sessions measures that)
     forward_before = engine.forward_seconds
     start = time.perf_counter()

@@ -8,7 +8,7 @@ lookup alone and the target alone, on the same models, greedy.
   speed-up over the target alone on the same turn, and whether the answer is the same.
 
 Every arm starts from an empty index; only the suffix arm records its answers (so no arm drafts
-from another's), and every run starts from empty KV caches (all arms prefill alike). Within a
+from another's), and every run starts from fresh KV caches (all arms prefill alike). Within a
 round the arms run in an order rotated each round, as in ``bench.run``.
 """
 

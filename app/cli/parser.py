@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="answer one prompt with several drafters and draft lengths",
         description="The drafter experiment: answer the prompt without speculation, then with each "
-        "drafter at each k, from empty caches; report speed-up, acceptance and whether the answer "
+        "drafter at each k, from fresh caches; report speed-up, acceptance and whether the answer "
         "is the same as without speculation.",
     )
     sweep.add_argument(

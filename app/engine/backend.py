@@ -115,7 +115,7 @@ class Backend(Protocol):
         ...
 
     def reset(self) -> None:
-        """Forget the caches of earlier turns on this side (the next call prefills everything)."""
+        """Forget the caches of earlier turns on this side (the next call prefills its prompt)."""
         ...
 
     def warm_up(self) -> None:

@@ -247,9 +247,11 @@ class Engine(TimedArms):
         self.chooser.use(splits[0])
         for runner in models:
             runner.reset()
+        head = self.template_head()
+        self._target_kv.keep_head(head)
         draft = self._drafters.get(DRAFT_MODEL)
         if isinstance(draft, ModelDrafter):
-            draft.keep_head(self.template_head())
+            draft.keep_head(head)
         self._adopt_acceptance()
 
     def template_head(self) -> list[int]:
@@ -332,12 +334,11 @@ class Engine(TimedArms):
         return parts
 
     def start_arm(self) -> Callable[[], ArmConditions]:
-        """Before one arm of a comparison (on empty caches, which it leaves empty): time a plain
-        pass (the median of ``ARM_PROBE_PASSES``) and start measuring the load of other
-        processes. Call what it returns when the arm is over: what the machine did meanwhile."""
+        """Before one arm of a comparison (on caches ``reset`` left, which it leaves as they were):
+        time a plain pass (the median of ``ARM_PROBE_PASSES``) and start measuring the load of
+        other processes. Call what it returns when the arm is over: what the machine did meanwhile."""
         self._give_back_threads()
         times = sorted(timed_pass(self._target_kv, 1) for _ in range(ARM_PROBE_PASSES))
-        self._target_kv.reset()
         others = OtherLoad()
 
         def done() -> ArmConditions:
@@ -580,10 +581,16 @@ class Engine(TimedArms):
             ids = tokenizer.encode("\n\n".join(m["content"] for m in messages))
         return [int(i) for i in ids]  # a BatchEncoding's ids or a plain list
 
-    def reset(self) -> None:
-        """Forget the caches of earlier turns: the next call prefills everything (a draft model
-        keeps the chat template's head it read at the warm-up, ``ModelDrafter.keep_head``)."""
-        self._target_kv.reset()
+    def reset(self, whole_prompt: bool = False) -> None:
+        """Forget the caches of earlier turns: the next call prefills what follows the chat
+        template's head, which the target and a draft model read at the warm-up and keep
+        (``CachedModel.keep_head``). ``whole_prompt``: the target forgets the head too and
+        prefills the whole prompt, as Hugging Face's ``generate`` does (``bench`` beside it), or
+        after a pass that failed half-way (the cache's state unknown)."""
+        if whole_prompt:
+            self._target_kv.reset()
+        else:
+            self._target_kv.reset_to_head()
         for drafter in self._drafters.values():
             drafter.reset()
 
@@ -714,13 +721,13 @@ class Engine(TimedArms):
             except StopIteration:
                 return
             except torch.OutOfMemoryError as exc:
-                self.reset()
+                self.reset(whole_prompt=True)
                 raise SpecChatError(
                     f"Out of memory while generating on {self.target.device}: try a shorter "
                     "conversation, a smaller k, or a smaller model."
                 ) from exc
             except BaseException:
-                self.reset()
+                self.reset(whole_prompt=True)
                 raise
             yield step
 

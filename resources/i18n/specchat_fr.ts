@@ -2277,8 +2277,8 @@
         <translation>Essayer des brouillons</translation>
     </message>
     <message>
-        <source>Answers the same conversation again without speculation, then with each drafter at each k, every run from empty caches. The plain run is the reference for speed and for “same answer”.</source>
-        <translation>Répond de nouveau à la même conversation sans spéculation, puis avec chaque brouillon pour chaque k, chaque exécution partant de caches vides. L’exécution simple sert de référence pour la vitesse et pour « même réponse ».</translation>
+        <source>Answers the same conversation again without speculation, then with each drafter at each k, every run from fresh caches. The plain run is the reference for speed and for “same answer”.</source>
+        <translation>Répond de nouveau à la même conversation sans spéculation, puis avec chaque brouillon pour chaque k, chaque exécution partant de caches neufs. L’exécution simple sert de référence pour la vitesse et pour « même réponse ».</translation>
     </message>
     <message>
         <source>Prompt lookup</source>

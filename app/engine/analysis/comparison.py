@@ -7,12 +7,13 @@ The CLI's ``compare`` and the GUI's Compare both call ``run_comparison`` and onl
     print(headline(report.comparison).render())
 
 Cache policy (``CACHE_POLICY``): the engine's kernels are warmed up once, then each arm starts
-from empty KV caches (``engine.reset()``), so neither arm reuses a prompt the other prefilled;
+from fresh KV caches (``engine.reset()``: only the chat template's head, which every
+conversation begins with, is kept), so neither arm reuses a prompt the other prefilled;
 the speculative arm runs first, so whatever one-off cost the warm-up left lands on speculation,
 never in its favour. Before each arm a few plain passes are timed and, during it, the load of
 other processes measured (``Engine.start_arm``): when the machine changed between the arms the
 measured speed-up is reported as not comparable instead of as a result (``measure_speedup``).
-Afterwards the caches are empty: the next turn prefills the whole chat.
+Afterwards the caches hold the chat template's head only: the next turn prefills the rest of the chat.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from app.engine.config import GenerationConfig
 from app.engine.events import ArmConditions, RunResult
 
 ORDER = ("speculative", "baseline")
-CACHE_POLICY = "warmed up, then each arm from empty caches after a timed plain pass; speculative first"
+CACHE_POLICY = (
+    "warmed up, then each arm from fresh caches (the chat template's head kept) after a timed plain pass; "
+    "speculative first"
+)
 
 
 def arm_configs(config: GenerationConfig) -> tuple[GenerationConfig, GenerationConfig]:

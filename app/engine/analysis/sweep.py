@@ -2,7 +2,8 @@
 
 The exercise SpecChat exists to teach — when does speculation pay? — run on the person's own
 models: no speculation, prompt lookup, the loaded draft model, each at a few k (or auto k).
-Every arm starts from empty caches (no arm profits from another's prompt cache); the plain arm
+Every arm starts from fresh caches (the chat template's head only: no arm profits from another's
+prompt cache); the plain arm
 runs first and is the reference for speed and for "same answer". Speed-ups are the
 explanation's: the decode speed-up (what the what-if curves predict, the chart's y) and the
 whole-run one, each labelled.
@@ -119,7 +120,7 @@ def run_sweep(
     on_row: Callable[[int, SweepRow], None] | None = None,
     history_id: str | None = None,
 ) -> Iterator[SweepRow]:
-    """Run each arm from empty caches, the plain arm first; yield one row per finished arm.
+    """Run each arm from fresh caches, the plain arm first; yield one row per finished arm.
     Stops early (without a row for the interrupted arm) when ``cancel`` is set. ``history_id``:
     the conversation's id: the suffix arm sees nothing indexed under it (its prompt only by
     prompt lookup), so no arm recites the answer it reruns."""

@@ -185,7 +185,6 @@ class ModelDrafter:
         # draft the next block while the target verifies this one (``decode``); the engine sets
         # it where a core is free for the drafter's thread
         self.ahead = False
-        self.head: list[int] = []  # what ``reset`` keeps of its cache (``keep_head``)
 
     def propose(
         self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
@@ -250,27 +249,14 @@ class ModelDrafter:
         return len(tokens) - self.runner.common_prefix(tokens)
 
     def keep_head(self, head: list[int]) -> None:
-        """Read ``head`` into an empty cache and keep it across ``reset``: the chat template's part
-        of every conversation (Qwen2.5's default system prompt and the user's header: 24 tokens),
-        read once when the engine warms up instead of at every new conversation's catch-up (the
-        first question after a load or a ``reset`` then feeds only what follows it: 12 of the 36
-        tokens of "What is the capital of France?" on Qwen2.5). A draft's cache never changes the
-        answer; with SpecChat's kernels its positions are even those a full catch-up computes (a
-        row's bits do not depend on the rows beside it), so its drafts are the same too."""
-        self.runner.reset()
-        if head:
-            self.runner.forward(list(head), keep=1)
-        self.head = list(head)
+        """Read ``head`` (the chat template's part of every conversation) into the cache and keep it
+        across ``reset`` (``CachedModel.keep_head``): a new conversation's catch-up feeds only what
+        follows it. A draft's cache never changes the answer; its drafts are the same too."""
+        self.runner.keep_head(head)
 
     def reset(self) -> None:
-        """Forget every turn: back to the kept head (``keep_head``) where the cache still begins
-        with it and can roll back to it, else empty."""
-        n = len(self.head)
-        if n and self.runner.tokens[:n] == self.head:
-            self.runner.truncate(n)  # empties the cache where it cannot roll back
-            if len(self.runner.tokens) == n:
-                return
-        self.runner.reset()
+        """Forget every turn: back to the kept head (``keep_head``)."""
+        self.runner.reset_to_head()
 
 
 class MixedDrafter:

@@ -81,7 +81,7 @@ class SweepDialog(QDialog):
         intro = QLabel(
             self.tr(
                 "Answers the same conversation again without speculation, then with each drafter at "
-                "each k, every run from empty caches. The plain run is the reference for speed and "
+                "each k, every run from fresh caches. The plain run is the reference for speed and "
                 "for “same answer”."
             )
         )
