@@ -3,10 +3,9 @@
 The exercise SpecChat exists to teach — when does speculation pay? — run on the person's own
 models: no speculation, prompt lookup, the loaded draft model, each at a few k (or auto k).
 Every arm starts from fresh caches (the chat template's head only: no arm profits from another's
-prompt cache); the plain arm
-runs first and is the reference for speed and for "same answer". Speed-ups are the
-explanation's: the decode speed-up (what the what-if curves predict, the chart's y) and the
-whole-run one, each labelled.
+prompt cache); the plain arm runs first and is the reference for speed and for "same answer".
+Speed-ups are the explanation's: the decode speed-up (what the what-if curves predict, the
+chart's y) and the whole-run one, each labelled.
 
     for row in run_sweep(engine, conversation, config, arms):
         print(row.arm.label, row.decode_speedup, row.identical)

@@ -116,9 +116,10 @@ __attribute__((target("avx2,fma"))) static void quantize_rows(const uint16_t *x,
  * `natural`: the inputs in their own order instead (the AMX tile's rows, q4k_cols_amx).
  *
  * quantize_256: one 256 of x scaled by id, rounded and clamped, into out (laid out, or in its
- * natural order) and the sums of each `per` into bs. Eight inputs at a time: each rounded to the nearest integer (ties
- * to even) and clamped to ±127 as one input at a time would be (the same floats, the same integers),
- * packed in their order, then moved to the form's layout a word at a time: q4k's is an 8 x 8
+ * natural order) and the sums of each `per` into bs. Eight inputs at a time: each rounded to the
+ * nearest integer (ties to even) and clamped to ±127 as one input at a time would be (the same
+ * floats, the same integers; a NaN input, garbage either way, now -128 rather than 0), packed in
+ * their order, then moved to the form's layout a word at a time: q4k's is an 8 x 8
  * transpose of 4-byte words (natural word 8b + c, inputs 4c..4c+3 of block b, goes to word 8c + b),
  * q6k's, per half, a 2 x 4 transpose of 8-byte words within each run of 4 sub-blocks (natural word
  * 8g + 2s + u goes to 8g + 4u + s). The inputs one at a time, the amax's and the rounding's
@@ -138,7 +139,8 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void quantize_2
             _mm256_store_si256((__m256i *)(iv + j + 8 * t), n[t]);
         }
         const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
-        _mm256_store_si256((__m256i *)(packed + j), _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); /* the packs interleave 128-bit lanes */
+        _mm256_store_si256((__m256i *)(packed + j), _mm256_permutevar8x32_epi32(b, in_order));
     }
     for (int b = 0; b < QKK / per; b++) {
         int sum = 0;
