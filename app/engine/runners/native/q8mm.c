@@ -619,6 +619,85 @@ __attribute__((target(WIDE_TARGET))) static void q4k_cols_wide(const Job *j, con
     if (n < n1) q4k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
 }
 
+/* q6k under AVX-512 for calls of Q6K_WIDE_ROWS rows or more (a verified block), as q4k's wide tile:
+ * two columns side by side in 512-bit registers, lanes 0-7 column n's and 8-15 column n + 1's, each
+ * half computed by the VNNI tile's operations in its order (the same integers from maddubs and
+ * dpwssd, the same offset, the same float multiply-add, then each half's hsum8): the same bits.
+ * Each row's activations are read once for both columns (a broadcast load). Against the one-column
+ * tile (tools/native_ab.py, the real 1.5B's shapes, 1 and 2 threads): 3 rows 1.01-1.19x the time, 4
+ * rows 0.96-1.04x, 5 rows 0.88-0.93x, 8 rows 0.79-0.88x, 16 and 64 rows (a prompt: Q6_K has no AMX
+ * path here) 0.77-0.83x; hence Q6K_WIDE_ROWS. */
+#ifndef Q6K_WIDE_ROWS
+#define Q6K_WIDE_ROWS 5
+#endif
+
+__attribute__((target(WIDE_TARGET), always_inline)) static inline __m512i join_si(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+__attribute__((target(WIDE_TARGET), always_inline)) static inline void q6k_tile_wide(
+    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
+    const int64_t S = j->K / QKK;
+    const __m128i fours = _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc[MR];
+    const uint8_t *w0 = part->w + n * Q6K_ROW_BYTES(j->K), *w1 = w0 + Q6K_ROW_BYTES(j->K);
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < S; s++) {
+        const uint8_t *b0 = w0 + s * Q6K_SB_BYTES, *b1 = w1 + s * Q6K_SB_BYTES;
+        PREFETCH_LINES(b0, 4);
+        PREFETCH_LINES(b1, 4);
+        float d0, d1;
+        memcpy(&d0, b0 + 208, 4), memcpy(&d1, b1 + 208, 4);
+        const __m128i sc0 = _mm_loadu_si128((const __m128i *)(b0 + 192)), sc1 = _mm_loadu_si128((const __m128i *)(b1 + 192));
+        __m512i isum[MR];
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) isum[r] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m256i c0[4], c1[4];
+            q6_chunks(b0 + 96 * h, c0);
+            q6_chunks(b1 + 96 * h, c1);
+            _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++) {
+                const __m128i at = _mm_add_epi8(fours, _mm_set1_epi8((char)(4 * (2 * h + g))));
+                const __m512i scale = join_si(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc0, at)),
+                                              _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc1, at)));
+                const __m512i we = join_si(c0[2 * g], c1[2 * g]), wo = join_si(c0[2 * g + 1], c1[2 * g + 1]);
+                _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+                    const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + h * 128 + g * 64;
+                    const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
+                    const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 32)));
+                    const __m512i p = _mm512_add_epi16(_mm512_maddubs_epi16(we, xe), _mm512_maddubs_epi16(wo, xo));
+                    isum[r] = _mm512_dpwssd_epi32(isum[r], p, scale);
+                    __asm__("" : "+v"(isum[r]));
+                }
+            }
+        }
+        const __m512i natural = join_si(_mm256_cvtepi8_epi16(sc0), _mm256_cvtepi8_epi16(sc1));
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+            const int64_t at = (m0 + r) * S + s;
+            const __m512i sums = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(j->bs + at * 16)));
+            const __m512i offset = _mm512_madd_epi16(natural, sums);
+            isum[r] = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(offset, 5));
+            const __m512 dd = join_ps(_mm256_set1_ps(d0 * j->dx[at]), _mm256_set1_ps(d1 * j->dx[at]));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), dd, acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
+        uint16_t *row = y + (m0 + r) * j->ldy + n;
+        row[0] = f32_to_bf16(hsum8(_mm512_castps512_ps256(acc[r])));
+        row[1] = f32_to_bf16(hsum8(high_ps(acc[r])));
+    }
+}
+
+__attribute__((target(WIDE_TARGET))) static void q6k_cols_wide(const Job *j, const Part *part, uint16_t *y, int64_t n0,
+                                                               int64_t n1) {
+    int64_t n = n0;
+    for (; n + 2 <= n1; n += 2) {
+        int64_t m = 0;
+        for (; m + MR <= j->M; m += MR) q6k_tile_wide(j, part, y, n, m, MR);
+        TILE_REST(q6k, wide, MR, j, part, y, n, m, j->M - m);
+    }
+    if (n < n1) q6k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
+}
+
 
 /* ------------------------------------------------------------------ q4k on AMX, for wide calls
  *
@@ -1009,7 +1088,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     float *xs = dx + M * G, *bf = xs + M * G; /* bf: q4k's float(bs) · dk */
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
-    if (form == FORM_Q6K) fn = path ? q6k_cols_vnni : q6k_cols_avx2;
+    if (form == FORM_Q6K) fn = !path ? q6k_cols_avx2 : M >= Q6K_WIDE_ROWS ? q6k_cols_wide : q6k_cols_vnni;
     else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : !path ? q4k_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4k_cols_wide : q4k_cols_vnni;
     else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
     else fn = path ? q8_cols_vnni : q8_cols_avx2;
