@@ -608,16 +608,21 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_
     }
 }
 
-__attribute__((target(WIDE_TARGET))) static void q4k_cols_wide(const Job *j, const Part *part, uint16_t *y, int64_t n0,
-                                                               int64_t n1) {
-    int64_t n = n0;
-    for (; n + 2 <= n1; n += 2) {
-        int64_t m = 0;
-        for (; m + MR <= j->M; m += MR) q4k_tile_wide(j, part, y, n, m, MR);
-        TILE_REST(q4k, wide, MR, j, part, y, n, m, j->M - m);
+/* A form's wide calls: column pairs in the wide tile, an odd last column in the one-column tile
+ * (the same bits). */
+#define DEFINE_WIDE_COLS(KIND)                                                                                        \
+    __attribute__((target(WIDE_TARGET))) static void KIND##_cols_wide(const Job *j, const Part *part, uint16_t *y, \
+                                                                       int64_t n0, int64_t n1) {                  \
+        int64_t n = n0;                                                                                              \
+        for (; n + 2 <= n1; n += 2) {                                                                                \
+            int64_t m = 0;                                                                                           \
+            for (; m + MR <= j->M; m += MR) KIND##_tile_wide(j, part, y, n, m, MR);                                  \
+            TILE_REST(KIND, wide, MR, j, part, y, n, m, j->M - m);                                                   \
+        }                                                                                                            \
+        if (n < n1) KIND##_cols_vnni(j, part, y, n, n1);                                                             \
     }
-    if (n < n1) q4k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
-}
+
+DEFINE_WIDE_COLS(q4k)
 
 /* q6k under AVX-512 for calls of Q6K_WIDE_ROWS rows or more (a verified block), as q4k's wide tile:
  * two columns side by side in 512-bit registers, lanes 0-7 column n's and 8-15 column n + 1's, each
@@ -687,16 +692,7 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline void q6k_tile_
     }
 }
 
-__attribute__((target(WIDE_TARGET))) static void q6k_cols_wide(const Job *j, const Part *part, uint16_t *y, int64_t n0,
-                                                               int64_t n1) {
-    int64_t n = n0;
-    for (; n + 2 <= n1; n += 2) {
-        int64_t m = 0;
-        for (; m + MR <= j->M; m += MR) q6k_tile_wide(j, part, y, n, m, MR);
-        TILE_REST(q6k, wide, MR, j, part, y, n, m, j->M - m);
-    }
-    if (n < n1) q6k_cols_vnni(j, part, y, n, n1); /* an odd last column: the one-column tile, the same bits */
-}
+DEFINE_WIDE_COLS(q6k)
 
 
 /* ------------------------------------------------------------------ q4k on AMX, for wide calls
