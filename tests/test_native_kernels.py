@@ -433,6 +433,43 @@ def test_a_worker_that_computes_nothing_is_caught(form, idle_worker_build, monke
     assert most == 2 and not same
 
 
+def _attention_split_against_one_thread() -> tuple[bool, int]:
+    """A layer's attention above the kernels' thread_work (2 rows, 8 heads after 1,500 positions)
+    on 2 threads, again until a worker took heads (up to 30 s: a worker the scheduler wakes late
+    finds them taken): whether every call had the bits of one thread, and the most threads used."""
+    gen = torch.Generator().manual_seed(41)
+    heads, kv_heads, dim, rows, start = 8, 2, 64, 2, 1500
+    qkv = torch.randn(rows, (heads + 2 * kv_heads) * dim, generator=gen).to(torch.bfloat16)
+    cos, sin = (torch.randn(rows, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    keys, values = (torch.randn(1, kv_heads, start + rows, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    assert rows * heads * 2 * (start + rows) * dim >= calls.thread_work()
+    want = calls.attend_layer(qkv, cos, sin, keys.clone(), values.clone(), start, (heads, kv_heads), 0.125)
+    same, used, deadline = True, 1, time.monotonic() + 30
+    while used < 2 and time.monotonic() < deadline:
+        got = calls.attend_layer(qkv, cos, sin, keys.clone(), values.clone(), start, (heads, kv_heads), 0.125, 2)
+        same = same and torch.equal(got.view(torch.int16), want.view(torch.int16))
+        used = max(used, calls.threads_used())
+    return same, used
+
+
+@needs_kernels
+def test_a_layers_attention_splits_its_heads_between_threads_with_the_bits_of_one():
+    """Above the kernels' thread_work a layer's attention splits its heads among the pool's threads
+    (a long context's attention is most of a pass's work outside the linears): each head computed
+    alone, in its order, with its own scratch, so the rows are one thread's bits."""
+    assert _attention_split_against_one_thread() == (True, 2)
+
+
+@needs_kernels
+@pytest.mark.skipif(native.compiler() is None, reason="no C compiler")
+def test_a_worker_that_attends_to_nothing_is_caught(idle_worker_build, monkeypatch):
+    """The attention's split check fails on a build whose workers take heads and compute none."""
+    mutant = native._load(idle_worker_build)
+    monkeypatch.setattr(native, "_loaded", lambda: (mutant, ""))
+    same, used = _attention_split_against_one_thread()
+    assert used == 2 and not same
+
+
 @needs_kernels
 def test_a_child_after_fork_makes_its_own_threads():
     """A child forked after the pool was made has none of its workers: its calls neither hang
@@ -698,7 +735,8 @@ def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp, 
     one at a time as the lean pass calls them (torch's ``F.silu(gate).mul_(up)``): the residual
     stream, the cache's new keys and values and the gate | up rows bit for bit, for 1 and 3 rows,
     a form for q | k | v and another for o and down (a Q4_K_M file mixes them), q | k | v in one
-    call or as q | k then a v of another form (two calls), and on 2 threads."""
+    call or as q | k then a v of another form (two calls), and on 2 threads, also after a context
+    long enough that the attention's heads split between them (``attend_layer`` alone: one thread)."""
     gen = torch.Generator().manual_seed(31)
     make = MAKE[form]
     width, heads, kv_heads, dim, start = (256, 4, 2, 64, 5) if form in SUPER_BLOCK_FORMS else (128, 4, 2, 32, 5)
@@ -724,16 +762,17 @@ def test_a_decoder_layer_is_the_lean_passs_calls_one_at_a_time(form, bias, mlp, 
     assert block.mlp is mlp
     threaded = torch.get_num_threads()
     try:
-        for rows, threads in ((1, 1), (3, 1), (3, 2)):
+        # (3 rows, 4 heads, 2 · 1,003 positions · dim) is above the kernels' THREAD_WORK: the heads split
+        for rows, threads, at, room in ((1, 1, start, 16), (3, 1, start, 16), (3, 2, start, 16), (3, 2, 1000, 1024)):
             torch.set_num_threads(threads)
             h = (torch.randn(rows, width, generator=gen) * 2).to(torch.bfloat16)
             cos, sin = (torch.randn(rows, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
-            keys, values = (torch.randn(1, kv_heads, 16, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+            keys, values = (torch.randn(1, kv_heads, room, dim, generator=gen).to(torch.bfloat16) for _ in range(2))
             mine = [h.clone(), keys.clone(), values.clone()]
-            gate_up = block(mine[0], cos, sin, mine[1], mine[2], start, threads)
+            gate_up = block(mine[0], cos, sin, mine[1], mine[2], at, threads)
             x = calls.rms_norm(h, in_w, 1e-5)
             qkv = torch.cat([layer.rows_fn()(x) for layer in qkv_layers], dim=1)  # each layer's own call
-            attended = calls.attend_layer(qkv, cos, sin, keys, values, start, (heads, kv_heads), 0.125)
+            attended = calls.attend_layer(qkv, cos, sin, keys, values, at, (heads, kv_heads), 0.125)
             h.add_(o_layer.rows_fn()(attended))
             want = fused_gu[0](calls.rms_norm(h, post_w, 1e-6))
             if mlp:  # the lean pass's own calls after gate | up

@@ -298,11 +298,13 @@ def attend_layer(
     start: int,
     heads: tuple[int, int],
     scale: float,
+    threads: int = 1,
 ) -> torch.Tensor:
     """A decoder layer's attention for T new rows in one call: q | k | v rows qkv [T, (H + 2·Hkv)·D]
     bf16, the rotary's cos and sin [T, D] bf16, the cache's key and value buffers [1, Hkv, capacity, D]
     (rows contiguous, room for start + T positions; the new keys and values are written at
-    positions start..start + T − 1), ``heads`` (H, Hkv).  → the attention rows [T, H·D] bf16"""
+    positions start..start + T − 1), ``heads`` (H, Hkv); the heads split among ``threads`` of the
+    kernels' pool above its ``thread_work`` (the same bits).  → the attention rows [T, H·D] bf16"""
     module = _module()
     rows, dim = shape = _tensor("attend_layer's cos", cos, BF16, 2).shape
     q_heads, kv_heads = heads
@@ -321,7 +323,7 @@ def attend_layer(
     out = torch.empty((rows, q_heads * dim), dtype=BF16)
     module.attend_layer(qkv.data_ptr(), rows, q_heads, kv_heads, dim, cos.data_ptr(), sin.data_ptr(),
                         key_buffer.data_ptr(), value_buffer.data_ptr(), ks, vs, start, float(scale),
-                        out.data_ptr())  # fmt: skip
+                        out.data_ptr(), max(1, int(threads)))  # fmt: skip
     return out
 
 

@@ -214,6 +214,7 @@ struct Job {
     int64_t ldy; /* y's row stride (N, or wider: a call writing some columns of a wider row) */
     ColsFn fn;   /* the form's and the path's column loop */
     int64_t group; /* columns a chunk of the thread split is a multiple of (16 for AMX's tiles, else 1) */
+    const void *ctx; /* what a job other than a linear works on (attention's heads: Attention) */
 };
 
 /* Each output's float arithmetic is the one stated beside its test (tests/test_native_kernels.py,
@@ -1234,9 +1235,10 @@ __attribute__((target("avx2,fma"))) static inline __m256 bf16x8(const uint16_t *
 __attribute__((target("avx2,fma"))) static void attend_rows(const uint16_t *q, int64_t H, int64_t T, int64_t D,
                                                             const uint16_t *k, const uint16_t *v, int64_t Hkv,
                                                             int64_t L, int64_t ks, int64_t vs, float scale,
-                                                            uint16_t *out, int64_t oh, int64_t ot, float *p) {
+                                                            uint16_t *out, int64_t oh, int64_t ot, float *p,
+                                                            int64_t h0, int64_t h1) {
     const int64_t group = H / Hkv, chunks = D / 8;
-    for (int64_t h = 0; h < H; h++) {
+    for (int64_t h = h0; h < h1; h++) {
         const uint16_t *kh = k + (h / group) * ks, *vh = v + (h / group) * vs;
         for (int64_t i = 0; i < T; i++) {
             const int64_t n = L - T + i + 1, padded = (n + 7) / 8 * 8;
@@ -1292,13 +1294,13 @@ static PyObject *attend(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_BEGIN_ALLOW_THREADS;
     attend_rows((const uint16_t *)(uintptr_t)a[0], H, T, D, (const uint16_t *)(uintptr_t)a[4],
                 (const uint16_t *)(uintptr_t)a[5], Hkv, L, a[8], a[9], (float)scale, (uint16_t *)(uintptr_t)a[11], T * D,
-                D, p);
+                D, p, 0, H);
     Py_END_ALLOW_THREADS;
     free(p);
     Py_RETURN_NONE;
 }
 
-/* attend_layer(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, scale, out): a decoder layer's
+/* attend_layer(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, scale, out, threads): a decoder layer's
  * attention for T new rows in one call: q and k rotated, the rotated k and the v of row t written at
  * position start + t of the cache's buffers (kbuf, vbuf [Hkv, capacity, D], heads ks / vs elements
  * apart), then each row's attention over its own prefix (attend_rows), out [T, H·D] (the o
@@ -1316,13 +1318,32 @@ static void rope_row(const uint16_t *x, const uint16_t *cos, const uint16_t *sin
     }
 }
 
+/* The heads of a layer's attention split among the kernels' pool (run) as a linear's columns are:
+ * each head computed by attend_rows alone, in its order, with its chunk's own scratch, so the bits
+ * do not depend on the split. Below THREAD_WORK (rows x heads x 2 · context · D) one thread does
+ * them all: a short context's attention is a few microseconds. */
+typedef struct {
+    const uint16_t *q, *k, *v;
+    int64_t H, T, D, Hkv, L, ks, vs;
+    float scale;
+    uint16_t *out;
+    float *p; /* L + 8 floats a head */
+} Attention;
+
+static void attend_cols(const Job *j, const Part *part, uint16_t *y, int64_t h0, int64_t h1) {
+    (void)part, (void)y;
+    const Attention *a = (const Attention *)j->ctx;
+    attend_rows(a->q, a->H, a->T, a->D, a->k, a->v, a->Hkv, a->L, a->ks, a->vs, a->scale, a->out, a->D, a->H * a->D,
+                a->p + h0 * (a->L + 8), h0, h1);
+}
+
 /* attend_layer's work without the GIL: -1 when its scratch memory cannot be had, else 0. */
 static int attend_new_rows(const uint16_t *qkv, int64_t T, int64_t H, int64_t Hkv, int64_t D, const uint16_t *cos,
                            const uint16_t *sin, uint16_t *kbuf, uint16_t *vbuf, int64_t ks, int64_t vs, int64_t start,
-                           float scale, uint16_t *out) {
+                           float scale, uint16_t *out, int threads) {
     const int64_t L = start + T, width = (H + 2 * Hkv) * D;
     uint16_t *q = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(H * T * D));
-    float *p = (float *)malloc(sizeof(float) * (size_t)(L + 8));
+    float *p = (float *)malloc(sizeof(float) * (size_t)(H * (L + 8)));
     if (!q || !p) {
         free(q), free(p);
         return -1;
@@ -1335,15 +1356,19 @@ static int attend_new_rows(const uint16_t *qkv, int64_t T, int64_t H, int64_t Hk
             memcpy(vbuf + h * vs + (start + t) * D, row + (H + Hkv + h) * D, sizeof(uint16_t) * (size_t)D);
         }
     }
-    attend_rows(q, H, T, D, kbuf, vbuf, Hkv, L, ks, vs, scale, out, D, H * D, p);
+    const Attention attention = {q, kbuf, vbuf, H, T, D, Hkv, L, ks, vs, scale, out, p};
+    const Part heads = {NULL, NULL, H};
+    const Job job = {.M = T, .K = 2 * L * D, .parts = &heads, .nparts = 1, .y = out, .N = H, .ldy = H * D,
+                     .fn = attend_cols, .group = 1, .ctx = &attention};
+    run(&job, threads);
     free(q), free(p);
     return 0;
 }
 
 static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    int64_t a[14];
+    int64_t a[15];
     double scale;
-    if (ints_and_float(args, nargs, 14, 12, "attend_layer", a, &scale) < 0) return NULL;
+    if (ints_and_float(args, nargs, 15, 12, "attend_layer", a, &scale) < 0) return NULL;
     const int64_t T = a[1], H = a[2], Hkv = a[3], D = a[4], ks = a[9], vs = a[10], start = a[11];
     if (T <= 0 || H <= 0 || Hkv <= 0 || H % Hkv || D <= 0 || D % 8 || D > ATTEND_MAX_D || start < 0) {
         PyErr_Format(PyExc_ValueError, "attend_layer: bad shape T=%lld H=%lld Hkv=%lld D=%lld start=%lld",
@@ -1355,7 +1380,7 @@ static PyObject *attend_layer(PyObject *self, PyObject *const *args, Py_ssize_t 
     uint16_t *kbuf = (uint16_t *)(uintptr_t)a[7], *vbuf = (uint16_t *)(uintptr_t)a[8], *out = (uint16_t *)(uintptr_t)a[13];
     int failed;
     Py_BEGIN_ALLOW_THREADS;
-    failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, (float)scale, out);
+    failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, ks, vs, start, (float)scale, out, (int)a[14]);
     Py_END_ALLOW_THREADS;
     if (failed) return PyErr_NoMemory();
     Py_RETURN_NONE;
@@ -1540,7 +1565,8 @@ static PyObject *decoder_layer(PyObject *self, PyObject *const *args, Py_ssize_t
             for (int64_t j = 0; j < qkv_n; j++)
                 qkv[t * qkv_n + j] = f32_to_bf16(bf16_to_f32(qkv[t * qkv_n + j]) + bf16_to_f32(bias[j]));
     if (!failed)
-        failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended);
+        failed = attend_new_rows(qkv, T, H, Hkv, D, cos, sin, kbuf, vbuf, a[9], a[10], start, (float)f[2], attended,
+                                 threads);
     if (!failed) failed = linear_rows((int)forms[O], attended, T, HD, parts[O], (int)n[O], W, o, W, threads, path);
     if (!failed) {
         add_rows(h, o, T * W);
