@@ -1089,7 +1089,7 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : !path ? q4k_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4k_cols_wide : q4k_cols_vnni;
     else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
     else fn = path ? q8_cols_vnni : q8_cols_avx2;
-    const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1};
+    const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1, NULL};
     if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, amx, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
     if (form == FORM_Q4K)
