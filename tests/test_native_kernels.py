@@ -151,6 +151,33 @@ def test_a_super_block_rows_padding_adds_nothing_whatever_its_weights(form):
 
 
 @needs_kernels
+@pytest.mark.parametrize("k", [896, 416, 32])
+def test_a_q4k_rows_partial_last_super_block_computes_the_padded_rows_bits(k):
+    """A Q4_K row over K inputs not a multiple of 256 stores its last super-block's nibbles only for
+    the blocks of 32 it has (896: 3 · 152 + 24 + 4 · 16 bytes, not 4 · 152), and computes, on every
+    path, row count (one-column tile, wide tile, AMX) and thread count, the bits of the same weights
+    padded to a whole super-block over x padded with zeros."""
+    gen = torch.Generator().manual_seed(k)
+    n, kp, tail = 64, calls.super_blocks_k(k), k % 256 // 32
+    layer = Q4KLinear.from_float(torch.randn(n, k, generator=gen) * 0.05)
+    assert layer.rows.shape == (n, k // 256 * 152 + 24 + 16 * tail) == (n, calls.q4k_row_bytes(k))
+    q, sc, m, d, dmin = q4k_parts(layer.rows, k)
+    assert torch.equal(Q4KLinear.from_quantized(q, sc, m, d, dmin, k=k).rows, layer.rows)  # parts ↔ rows
+    q[:, k:] = torch.randint(0, 16, (n, kp - k), generator=gen, dtype=torch.uint8)  # padding's nibbles: any
+    padded = Q4KLinear.from_quantized(q, sc, m, d, dmin)
+    assert padded.rows.shape == (n, kp // 256 * 152)
+    avx2, vnni, amx = native.kernels().cpu()
+    x = (torch.randn(20, k, generator=gen) * 3).to(torch.bfloat16)
+    x[3, 5] = 300.0  # an outlier
+    zeros = torch.nn.functional.pad(x, (0, kp - k))
+    for path in [2, 1, 0] if amx else [1, 0] if vnni else [0]:
+        short, whole = _matmul(layer, path), _matmul(padded, path)
+        for rows in (1, 2, 3, 5, 8, 9, 12, 16, 20):  # AMX from AMX_ROWS (12)
+            for threads in (1, 2):
+                assert torch.equal(short(x[:rows], threads), whole(zeros[:rows], threads)), (path, rows, threads)
+
+
+@needs_kernels
 def test_q4k_sums_a_super_blocks_largest_products_without_overflow():
     """Every weight 15 and every sub-scale 63, against rows at +127 and -127 everywhere: a block's
     int16 lanes hold the most they ever hold (8 products pairs of 15 · 127: 30,480) and the sum is

@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.engine.runners import native
-from app.engine.runners.quant import Int4Linear, Int8Linear, Q4KLinear, Q6KLinear
+from app.engine.runners.quant import Int4Linear, Int8Linear, Q4KLinear, Q6KLinear, q4k_parts
 
 Call = Callable[[], None]
 
@@ -50,19 +50,21 @@ def built(source: str, tmp: Path, name: str, defines: tuple[str, ...] = ()) -> A
 
 
 Made = Int4Linear | Int8Linear | Q4KLinear | Q6KLinear
-# each form's shapes: a 0.5B's MLP (K = 896 is no multiple of 256: no K-quants there) and a 1.5B's
-# (Q6_K: its down and a fifth of its head, as a Q4_K_M file holds them)
+# each form's shapes: a 0.5B's MLP and a 1.5B's (Q6_K: its down and a fifth of its head, as a
+# Q4_K_M file holds them); q4k-draft: the 0.5B draft's Q4_K gate | up, q | k | v and head (36,230
+# rows, ``draft_head``), K = 896 no multiple of 256
 SHAPES = {
     "int4": ((4864, 896), (896, 4864)),
     "int8": ((4864, 896), (896, 4864)),
     "q4k": ((8960, 1536), (1536, 8960)),
+    "q4k-draft": ((9728, 896), (1152, 896), (36230, 896)),
     "q6k": ((1536, 8960), (32768, 1536)),
 }
 
 
 def layer(form: str, n: int, k: int) -> Made:
     weight = torch.randn(n, k, generator=torch.Generator().manual_seed(n + k)) * 0.05
-    kinds = {"int4": Int4Linear, "int8": Int8Linear, "q4k": Q4KLinear, "q6k": Q6KLinear}
+    kinds = {"int4": Int4Linear, "int8": Int8Linear, "q4k": Q4KLinear, "q4k-draft": Q4KLinear, "q6k": Q6KLinear}
     return kinds[form].from_float(weight)
 
 
@@ -80,12 +82,14 @@ def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
     return lambda: module.q8_mm(x.data_ptr(), m, k, made.q.data_ptr(), scales.data_ptr(), 0, *tail())
 
 
-def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int) -> Call:
+def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int, whole: bool = False) -> Call:
     """A call with this tree's argument order (what ``calls.Matmul`` passes). A K-quant layer's rows
     are in this tree's layout: the times of another layout's kernel over the same bytes are what
     they would be over its own (the same loads and instructions), not its results. x's and y's
     addresses are read at each call, so the call holds them: addresses taken once outlived a y the
-    caller had let go, and the kernel wrote into freed memory (glibc: "corrupted double-linked list")."""
+    caller had let go, and the kernel wrote into freed memory (glibc: "corrupted double-linked list").
+    ``whole``: a build before Q4_K's partial last super-block, which reads a row over K = 896 as
+    whole super-blocks (the same weights padded)."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     path = native.path()
 
@@ -94,7 +98,10 @@ def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
 
     if isinstance(made, Q4KLinear | Q6KLinear):
         call = module.q4k_mm if isinstance(made, Q4KLinear) else module.q6k_mm
-        return lambda: call(*head(), made.rows.data_ptr(), n)
+        rows = made.rows
+        if isinstance(made, Q4KLinear) and k % 256 and whole:
+            rows = Q4KLinear.from_quantized(*q4k_parts(made.rows, k)).rows
+        return lambda: call(*head(), rows.data_ptr(), n)
     if isinstance(made, Int4Linear):
         return lambda: module.q4_mm(*head(), made.packed.data_ptr(), n)
     scales = made.scale.float().contiguous()
@@ -121,6 +128,7 @@ def against(args: argparse.Namespace, tmp: Path) -> None:
     before = built(source, tmp, "before")
     # the seam (x, M, K, y, threads, path, then the parts) is where the generic call says so
     before_call = new_call if "expects 6 arguments" in source else old_call
+    whole = "Q4K_TAIL" not in source
     after = native.kernels()
     print(f"before: q8mm.c at {args.against}; after: this tree; median µs of {args.repeat} calls, interleaved")
     print(f"{'form':5} {'N x K':>11} {'rows':>4} {'thr':>3} {'before':>8} {'after':>8} {'after/before':>12}")
@@ -132,7 +140,10 @@ def against(args: argparse.Namespace, tmp: Path) -> None:
                 y = torch.empty((m, n), dtype=torch.bfloat16)
                 for threads in (1, 2):
                     named = {
-                        "before": before_call(before, made, x, y, threads),
+                        "before": (
+                            new_call(before, made, x, y, threads, whole) if before_call is new_call
+                            else old_call(before, made, x, y, threads)
+                        ),
                         "after": new_call(after, made, x, y, threads),
                     }
                     got = {name: statistics.median(t) for name, t in interleaved(named, args.repeat).items()}

@@ -62,8 +62,9 @@ if TYPE_CHECKING:
 # it (``int4_layout`` in the manifest), not as nibbles to pack again at every load; 3: Q4_K kept
 # as Q4_K (``q4k``) where SpecChat's kernels run; 4: Q6_K kept as Q6_K (``q6k``) there, the
 # embedding too (a tied head computes with its rows); 5: Q4_K's nibbles in the order its kernel
-# reads them (``quant.q4k_interleaved``); 6: Q6_K's too (``quant.q6k_paired``)
-FORMAT = 6
+# reads them (``quant.q4k_interleaved``); 6: Q6_K's too (``quant.q6k_paired``); 7: a Q4_K row over
+# inputs not a multiple of 256 (a draft's 896) without its last super-block's padding
+FORMAT = 7
 MANIFEST = "forms.json"
 SHARD_BYTES = 64 << 20  # a shard is read whole on load: its bytes and its tensors are the transient
 COMPUTE = torch.bfloat16
@@ -256,7 +257,7 @@ def _write_matrix(
     if isinstance(form, Int4Form) and n % INT4_N_MULTIPLE:
         form = form_of(raw, qtype, k, "int8")
     if isinstance(form, Q4KForm):  # the file's Q4_K as SpecChat's kernel reads it
-        shards.add(f"{name}.q4k", _rows(q4k_rows(form.q, form.sc, form.m, form.d, form.dmin), order))
+        shards.add(f"{name}.q4k", _rows(q4k_rows(form.q, form.sc, form.m, form.d, form.dmin, form.k or None), order))
         return {"form": "int4", "q4k": True, "type": qtype.name, "shape": [n, k], "conv1d": transposed,
                 "embedding": embedding}  # fmt: skip
     if isinstance(form, Q6KForm):  # the file's Q6_K as SpecChat's kernel reads it: 6-bit integers

@@ -268,8 +268,10 @@ class Q4KLinear(SuperBlockLinear):
         k: int | None = None,
     ) -> Q4KLinear:
         """q uint8 [N, K'] in 0..15; sc, m uint8 [N, K' / 32] in 0..63; d, dmin fp32 [N, K' / 256],
-        K' = ``calls.super_blocks_k(k)``: a layer over k inputs (default K'), its rows' padding past k."""
-        return cls(q4k_rows(q, sc, m, d, dmin), _inputs(q, k), bias)
+        K' = ``calls.super_blocks_k(k)``: a layer over k inputs (default K'), the parts' padding past k
+        not kept (``q4k_rows``)."""
+        inputs = _inputs(q, k)
+        return cls(q4k_rows(q, sc, m, d, dmin, inputs), inputs, bias)
 
     @classmethod
     def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Q4KLinear:
@@ -335,11 +337,16 @@ def q4k_weight(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tens
     return (q.reshape(n, -1, GROUP).float() * step[..., None] - low[..., None]).reshape(n, k)
 
 
-def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor) -> torch.Tensor:
+def q4k_rows(
+    q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor, dmin: torch.Tensor, inputs: int | None = None
+) -> torch.Tensor:
     """SpecChat's Q4_K rows: per super-block of 256 inputs, d and dmin (fp32 bytes), sc [8] and
     m [8] (uint8), then its 128 bytes of nibbles (``pack_native``'s block pairs of its weights
-    in the kernel's order, ``q4k_interleaved``).
-    → uint8 [N, K / 256 · 152]"""
+    in the kernel's order, ``q4k_interleaved``: four chunks of 32 bytes, byte 4b + t of each
+    holding weights of block b). ``inputs``: the layer's (fewer than q's K, a multiple of 32): the
+    last super-block then keeps of each chunk only the bytes of the T = inputs mod 256 / 32 blocks
+    it has (its first 4T: the kernel reads the rest as zeros, and x is zero there), its d, dmin,
+    sc and m whole. → uint8 [N, ``calls.q4k_row_bytes(inputs or K)``]"""
     n, k = q.shape
     if k % calls.QK_K or sc.shape != (n, k // GROUP) or m.shape != sc.shape or d.shape != (n, k // calls.QK_K):
         raise ValueError(
@@ -355,15 +362,37 @@ def q4k_rows(q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor
     nibbles = pack_native(q4k_interleaved(q)).reshape(n, s, calls.QK_K // 2)
     small = [t.to(torch.uint8).reshape(n, s, 8) for t in (sc, m)]
     parts = (as_bytes(d), as_bytes(dmin), *small, nibbles)
-    return torch.cat(parts, 2).reshape(n, s * calls.Q4K_SUPER_BLOCK_BYTES).contiguous()
+    rows = torch.cat(parts, 2)
+    if inputs is None or inputs == k:
+        return rows.reshape(n, s * calls.Q4K_SUPER_BLOCK_BYTES).contiguous()
+    if inputs <= 0 or inputs % GROUP or calls.super_blocks_k(inputs) != k:
+        raise ValueError(f"Q4_K parts over {k} inputs do not pad {inputs} inputs to whole super-blocks")
+    tail = calls.q4k_tail(inputs)
+    last = rows[:, -1]
+    kept = last[:, 24:].reshape(n, 4, 32)[:, :, : 4 * tail].reshape(n, -1)
+    whole = rows[:, :-1].reshape(n, -1)
+    return torch.cat((whole, last[:, :24], kept), 1).contiguous()
+
+
+def _q4k_whole(rows: torch.Tensor, k: int) -> torch.Tensor:
+    """Rows over k inputs (``q4k_rows``) with a tail made a whole super-block (its missing nibbles
+    0). → uint8 [N, ⌈k / 256⌉, 152]"""
+    n, tail = rows.shape[0], calls.q4k_tail(k)
+    whole = rows[:, : k // calls.QK_K * calls.Q4K_SUPER_BLOCK_BYTES].reshape(n, -1, calls.Q4K_SUPER_BLOCK_BYTES)
+    if not tail:
+        return whole
+    last = rows[:, whole.shape[1] * calls.Q4K_SUPER_BLOCK_BYTES :]
+    chunks = torch.zeros((n, 4, 32), dtype=torch.uint8)
+    chunks[:, :, : 4 * tail] = last[:, 24:].reshape(n, 4, 4 * tail)
+    return torch.cat((whole, torch.cat((last[:, :24], chunks.reshape(n, -1)), 1)[:, None]), 1)
 
 
 def q4k_parts(rows: torch.Tensor, k: int) -> Q4KParts:
     """``q4k_rows``' inverse: (q [N, K], sc [N, K / 32], m [N, K / 32], d [N, K / 256], dmin) over
-    the rows' K = ``calls.super_blocks_k(k)`` (a layer over k inputs: padding past them)."""
+    the rows' K = ``calls.super_blocks_k(k)`` (a layer over k inputs: past them q is 0)."""
+    blocks = _q4k_whole(rows, k)
     k = calls.super_blocks_k(k)
     n, s = rows.shape[0], k // calls.QK_K
-    blocks = rows.reshape(n, s, calls.Q4K_SUPER_BLOCK_BYTES)
     d = blocks[..., 0:4].contiguous().view(torch.float32).reshape(n, s)
     dmin = blocks[..., 4:8].contiguous().view(torch.float32).reshape(n, s)
     sc, m = blocks[..., 8:16].reshape(n, -1), blocks[..., 16:24].reshape(n, -1)

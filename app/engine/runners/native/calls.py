@@ -91,9 +91,17 @@ def super_blocks_k(k: int) -> int:
     return -(-k // QK_K) * QK_K
 
 
+def q4k_tail(k: int) -> int:
+    """Blocks of 32 in the last, partial super-block of a Q4_K row over k inputs (0: none)."""
+    return k % QK_K // QK
+
+
 def q4k_row_bytes(k: int) -> int:
-    """Bytes of one Q4_K weight row over k inputs: ⌈k / 256⌉ super-blocks of 152 bytes."""
-    return super_blocks_k(k) // QK_K * Q4K_SUPER_BLOCK_BYTES
+    """Bytes of one Q4_K weight row over k inputs (q8mm.c's Q4K_ROW_BYTES): ⌊k / 256⌋ super-blocks
+    of 152 bytes, then a partial one's 24 bytes of d, dmin, sc and m and 16 bytes a block of 32 it
+    has (``quant.q4k_rows``)."""
+    tail = q4k_tail(k)
+    return k // QK_K * Q4K_SUPER_BLOCK_BYTES + (24 + 16 * tail if tail else 0)
 
 
 def q6k_row_bytes(k: int) -> int:
@@ -184,8 +192,7 @@ def _super_block_size(name: str, k: int) -> None:
 
 def q4k_mm(rows: Sequence[torch.Tensor], k: int, path: int | None = None) -> Matmul:
     """Q4_K weights side by side, each SpecChat's rows (``quant.q4k_rows``: uint8
-    [N, ⌈K / 256⌉ · 152]) over the same k inputs, k a multiple of 32 (the rows run over
-    ``super_blocks_k(k)``); ``path`` as in ``q4_mm``."""
+    [N, ``q4k_row_bytes(k)``]) over the same k inputs, k a multiple of 32; ``path`` as in ``q4_mm``."""
     module = _module()
     _super_block_size("Q4_K", k)
     return _byte_rows(module.q4k_mm, "Q4_K", rows, k, q4k_row_bytes(k), path)

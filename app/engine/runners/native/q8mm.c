@@ -49,11 +49,18 @@
 #define QK 32
 /* an int4 row: its K / 2 bytes of nibbles, then d [G] and mn [G] in fp32 (G = K / 32): one stream */
 #define Q4_ROW_BYTES(K) ((K) / 2 + 8 * ((K) / QK))
-/* a q4k super-block: d, dmin (fp32), sc [8], m [8] (uint8), then its 128 bytes of nibbles (block
- * pairs as int4's); a row is K / 256 of them, one stream */
+/* a q4k super-block: d, dmin (fp32), sc [8], m [8] (uint8), then its 128 bytes of nibbles (four
+ * chunks of 32, block pairs as int4's); a row over K inputs (a multiple of 32) is K / 256 of them,
+ * then, where 256 does not divide K, its tail: a last super-block of the T = K mod 256 / 32 blocks
+ * of 32 left, d, dmin, sc [8], m [8] as a whole one's, and of each of its four chunks only the first
+ * 4T bytes (lanes 0..T-1: the blocks of 32 it has; the nibbles of blocks T..7 would meet x's zero
+ * padding, so they are not stored). One stream: a 0.5B draft's K = 896 read as 3.5 super-blocks
+ * instead of 4 (its rows 0.875x the bytes). */
 #define QKK 256
 #define Q4K_SB_BYTES 152
-#define Q4K_ROW_BYTES(K) ((K) / QKK * Q4K_SB_BYTES)
+#define Q4K_TAIL(K) ((K) % QKK / QK)
+#define Q4K_TAIL_BYTES(T) ((T) ? 24 + 16 * (T) : 0)
+#define Q4K_ROW_BYTES(K) ((K) / QKK * Q4K_SB_BYTES + Q4K_TAIL_BYTES(Q4K_TAIL(K)))
 /* a q6k super-block: per half of 128 weights 96 bytes of their 6-bit q (q6_chunks), then the 16
  * sub-scales (int8) and d (fp32); a row is K / 256 of them, one stream */
 #define Q6K_SB_BYTES 212
@@ -215,6 +222,7 @@ struct Job {
     ColsFn fn;   /* the form's and the path's column loop */
     int64_t group; /* columns a chunk of the thread split is a multiple of (16 for AMX's tiles, else 1) */
     const void *ctx; /* what a job other than a linear works on (attention's heads: Attention) */
+    int64_t inputs;  /* x's inputs, K before KQ's padding (q4k: its rows' length, Q4K_ROW_BYTES) */
 };
 
 /* Each output's float arithmetic is the one stated beside its test (tests/test_native_kernels.py,
@@ -397,41 +405,70 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 q4k_lane
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b))), _mm256_set1_ps(f));
 }
 
-#define DEFINE_Q4K(SUFFIX, TARGET)                                                                                 \
-    __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
-        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
-        const int64_t S = j->K / QKK;                                                                              \
-        const __m256i low = _mm256_set1_epi8(0x0f);                                                                \
-        __m256 acc[MR], z[MR];                                                                                     \
-        const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->K);                                                     \
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm256_setzero_ps(); \
-        for (int64_t s = 0; s < S; s++) {                                                                          \
-            const uint8_t *b = wc + s * Q4K_SB_BYTES;                                                              \
-            PREFETCH_SB(b);                                                                                        \
-            float d, dmin;                                                                                         \
-            memcpy(&d, b, 4), memcpy(&dmin, b + 4, 4);                                                             \
-            const uint8_t *qs = b + 24;                                                                            \
-            __m256i sum[MR];                                                                                       \
-            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm256_setzero_si256();                \
-            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                  \
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + p * 32));                            \
-                const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low); \
-                _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                           \
-                    const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;                                  \
-                    Q4K_SUM_##SUFFIX(sum[r], we, _mm256_loadu_si256((const __m256i *)x), wo,                       \
-                                     _mm256_loadu_si256((const __m256i *)(x + 32)));                               \
-                }                                                                                                  \
-            }                                                                                                      \
-            const __m256 scd = q4k_lanes(b + 8, d), mnd = q4k_lanes(b + 16, dmin); /* the rows' in common */      \
+/* chunk p (32 bytes) of a super-block's nibbles at qs; of a tail's (Q4K_ROW_BYTES), its 4T bytes in
+ * lanes 0..T-1 and zeros above (mask: those lanes), the products of the blocks it lacks 0 as x's */
+#define Q4K_CHUNK(qs, p, mask) _mm256_loadu_si256((const __m256i *)((qs) + (p) * 32))
+#define Q4K_TAIL_AT(qs, p) ((qs) + (p) * 4 * Q4K_TAIL(j->inputs))
+#define Q4K_TAIL_CHUNK_avx2(qs, p, mask) _mm256_maskload_epi32((const int *)Q4K_TAIL_AT(qs, p), (mask))
+#define Q4K_TAIL_CHUNK_vnni(qs, p, mask) _mm256_maskz_loadu_epi32((mask), Q4K_TAIL_AT(qs, p))
+/* lanes 0..T-1 of 8 int32 (T: the tail's blocks of 32), for Q4K_TAIL_CHUNK_avx2 / _vnni */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256i q4k_tail_mask_avx2(int64_t T) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)T), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define q4k_tail_mask_vnni(T) ((__mmask8)((1u << (T)) - 1))
+
+/* super-block s of the one-column tile (b: its bytes; CHUNK: how its nibbles are read) */
+#define Q4K_STEP(SUFFIX, b, s, CHUNK, mask)                                                                        \
+    do {                                                                                                           \
+        PREFETCH_SB(b);                                                                                            \
+        float d, dmin;                                                                                             \
+        memcpy(&d, (b), 4), memcpy(&dmin, (b) + 4, 4);                                                             \
+        const uint8_t *qs = (b) + 24;                                                                              \
+        __m256i sum[MR];                                                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm256_setzero_si256();                    \
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                      \
+            const __m256i raw = CHUNK(qs, p, mask);                                                                \
+            const __m256i we = _mm256_and_si256(raw, low), wo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);  \
             _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                               \
-                const int64_t at = (m0 + r) * S + s;                                                               \
-                const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(Q4K_INTS_##SUFFIX(sum[r])), scd);           \
-                acc[r] = _mm256_fmadd_ps(scaled, _mm256_broadcast_ss(j->dx + at), acc[r]);                         \
-                z[r] = _mm256_fmadd_ps(mnd, _mm256_loadu_ps(j->bf + at * 8), z[r]);                                \
+                const int8_t *x = j->xq + (m0 + r) * j->K + (s) * QKK + p * 64;                                    \
+                Q4K_SUM_##SUFFIX(sum[r], we, _mm256_loadu_si256((const __m256i *)x), wo,                           \
+                                 _mm256_loadu_si256((const __m256i *)(x + 32)));                                   \
             }                                                                                                      \
         }                                                                                                          \
+        const __m256 scd = q4k_lanes((b) + 8, d), mnd = q4k_lanes((b) + 16, dmin); /* the rows' in common */      \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                   \
+            const int64_t at = (m0 + r) * S + (s);                                                                 \
+            const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(Q4K_INTS_##SUFFIX(sum[r])), scd);               \
+            acc[r] = _mm256_fmadd_ps(scaled, _mm256_broadcast_ss(j->dx + at), acc[r]);                             \
+            z[r] = _mm256_fmadd_ps(mnd, _mm256_loadu_ps(j->bf + at * 8), z[r]);                                    \
+        }                                                                                                          \
+    } while (0)
+
+/* The tile over rows with a tail (q4kt) and without (q4k): with the tail's step beside the whole
+ * super-blocks' in one function, those took 1.04-1.10x the time (8960 x 1536, one row, in cache:
+ * tools/native_ab.py), so a row over whole super-blocks runs a tile without it. */
+#define DEFINE_Q4K(SUFFIX, TARGET)                                                                                 \
+    __attribute__((target(TARGET), always_inline)) static inline void q4k_any_##SUFFIX(                           \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS, const int TAIL) {     \
+        const int64_t S = j->K / QKK, whole = j->inputs / QKK; /* super-blocks: x's (a tail's too), whole ones */ \
+        const __m256i low = _mm256_set1_epi8(0x0f);                                                                \
+        __m256 acc[MR], z[MR];                                                                                     \
+        const uint8_t *wc = part->w + n * Q4K_ROW_BYTES(j->inputs);                                                \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm256_setzero_ps(), z[r] = _mm256_setzero_ps(); \
+        for (int64_t s = 0; s < (TAIL ? whole : S); s++) Q4K_STEP(SUFFIX, wc + s * Q4K_SB_BYTES, s, Q4K_CHUNK, 0); \
+        if (TAIL)                                                                                                  \
+            Q4K_STEP(SUFFIX, wc + whole * Q4K_SB_BYTES, whole, Q4K_TAIL_CHUNK_##SUFFIX,                            \
+                     q4k_tail_mask_##SUFFIX(Q4K_TAIL(j->inputs)));                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++)                                                     \
             y[(m0 + r) * j->ldy + n] = f32_to_bf16(hsum8(acc[r]) - hsum8(z[r]));                                  \
+    }                                                                                                              \
+    __attribute__((target(TARGET), always_inline)) static inline void q4k_tile_##SUFFIX(                          \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
+        q4k_any_##SUFFIX(j, part, y, n, m0, ROWS, 0);                                                              \
+    }                                                                                                              \
+    __attribute__((target(TARGET), always_inline)) static inline void q4kt_tile_##SUFFIX(                         \
+        const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {                     \
+        q4k_any_##SUFFIX(j, part, y, n, m0, ROWS, 1);                                                              \
     }
 
 DEFINE_Q4K(avx2, "avx2,fma")
@@ -540,6 +577,8 @@ DEFINE_COLS(q8, avx2, "avx2,fma", 4)
 DEFINE_COLS(q8, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q4k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q4k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
+DEFINE_COLS(q4kt, avx2, "avx2,fma", 4)
+DEFINE_COLS(q4kt, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 DEFINE_COLS(q6k, avx2, "avx2,fma", 4)
 DEFINE_COLS(q6k, vnni, "avx2,fma,avx512f,avx512vl,avx512vnni", 8)
 
@@ -565,48 +604,62 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline __m256 high_ps
     return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-__attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_wide(
-    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
-    const int64_t S = j->K / QKK;
+/* super-block s of the wide tile (b0, b1: the two columns' bytes; CHUNK as in Q4K_STEP) */
+#define Q4K_WIDE_STEP(b0, b1, s, CHUNK, mask)                                                                     \
+    do {                                                                                                          \
+        PREFETCH_SB(b0);                                                                                          \
+        PREFETCH_SB(b1);                                                                                          \
+        float d0, dmin0, d1, dmin1;                                                                               \
+        memcpy(&d0, (b0), 4), memcpy(&dmin0, (b0) + 4, 4), memcpy(&d1, (b1), 4), memcpy(&dmin1, (b1) + 4, 4);     \
+        __m512i sum[MR];                                                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm512_setzero_si512();                   \
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                                     \
+            const __m512i raw = _mm512_inserti64x4(_mm512_castsi256_si512(CHUNK((b0) + 24, p, mask)),             \
+                                                   CHUNK((b1) + 24, p, mask), 1);                                 \
+            const __m512i we = _mm512_and_si512(raw, low), wo = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low); \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                              \
+                const int8_t *x = j->xq + (m0 + r) * j->K + (s) * QKK + p * 64;                                   \
+                const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));                \
+                const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 32)));         \
+                sum[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r], we, xe), wo, xo);                        \
+            }                                                                                                     \
+        }                                                                                                         \
+        const __m512 scd = join_ps(q4k_lanes((b0) + 8, d0), q4k_lanes((b1) + 8, d1));                             \
+        const __m512 mnd = join_ps(q4k_lanes((b0) + 16, dmin0), q4k_lanes((b1) + 16, dmin1));                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {                                                  \
+            const int64_t at = (m0 + r) * S + (s);                                                                \
+            const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), scd);                                 \
+            acc[r] = _mm512_fmadd_ps(scaled, _mm512_set1_ps(j->dx[at]), acc[r]);                                  \
+            const __m256 bf = _mm256_loadu_ps(j->bf + at * 8);                                                    \
+            z[r] = _mm512_fmadd_ps(mnd, join_ps(bf, bf), z[r]);                                                   \
+        }                                                                                                         \
+    } while (0)
+
+__attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_any_wide(
+    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS, const int TAIL) {
+    const int64_t S = j->K / QKK, whole = j->inputs / QKK, rb = Q4K_ROW_BYTES(j->inputs);
     const __m512i low = _mm512_set1_epi8(0x0f);
     __m512 acc[MR], z[MR];
-    const uint8_t *w0 = part->w + n * Q4K_ROW_BYTES(j->K), *w1 = w0 + Q4K_ROW_BYTES(j->K);
+    const uint8_t *w0 = part->w + n * rb, *w1 = w0 + rb;
     _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) acc[r] = _mm512_setzero_ps(), z[r] = _mm512_setzero_ps();
-    for (int64_t s = 0; s < S; s++) {
-        const uint8_t *b0 = w0 + s * Q4K_SB_BYTES, *b1 = w1 + s * Q4K_SB_BYTES;
-        PREFETCH_SB(b0);
-        PREFETCH_SB(b1);
-        float d0, dmin0, d1, dmin1;
-        memcpy(&d0, b0, 4), memcpy(&dmin0, b0 + 4, 4), memcpy(&d1, b1, 4), memcpy(&dmin1, b1 + 4, 4);
-        __m512i sum[MR];
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) sum[r] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
-            const __m512i raw = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 24 + p * 32))),
-                _mm256_loadu_si256((const __m256i *)(b1 + 24 + p * 32)), 1);
-            const __m512i we = _mm512_and_si512(raw, low), wo = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
-            _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
-                const int8_t *x = j->xq + (m0 + r) * j->K + s * QKK + p * 64;
-                const __m512i xe = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
-                const __m512i xo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 32)));
-                sum[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r], we, xe), wo, xo);
-            }
-        }
-        const __m512 scd = join_ps(q4k_lanes(b0 + 8, d0), q4k_lanes(b1 + 8, d1));
-        const __m512 mnd = join_ps(q4k_lanes(b0 + 16, dmin0), q4k_lanes(b1 + 16, dmin1));
-        _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
-            const int64_t at = (m0 + r) * S + s;
-            const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), scd);
-            acc[r] = _mm512_fmadd_ps(scaled, _mm512_set1_ps(j->dx[at]), acc[r]);
-            const __m256 bf = _mm256_loadu_ps(j->bf + at * 8);
-            z[r] = _mm512_fmadd_ps(mnd, join_ps(bf, bf), z[r]);
-        }
-    }
+    for (int64_t s = 0; s < (TAIL ? whole : S); s++)
+        Q4K_WIDE_STEP(w0 + s * Q4K_SB_BYTES, w1 + s * Q4K_SB_BYTES, s, Q4K_CHUNK, 0);
+    if (TAIL)
+        Q4K_WIDE_STEP(w0 + whole * Q4K_SB_BYTES, w1 + whole * Q4K_SB_BYTES, whole, Q4K_TAIL_CHUNK_vnni,
+                      q4k_tail_mask_vnni(Q4K_TAIL(j->inputs)));
     _Pragma("GCC unroll 8") for (int r = 0; r < ROWS; r++) {
         uint16_t *row = y + (m0 + r) * j->ldy + n;
         row[0] = f32_to_bf16(hsum8(_mm512_castps512_ps256(acc[r])) - hsum8(_mm512_castps512_ps256(z[r])));
         row[1] = f32_to_bf16(hsum8(high_ps(acc[r])) - hsum8(high_ps(z[r])));
     }
+}
+__attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_wide(
+    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
+    q4k_any_wide(j, part, y, n, m0, ROWS, 0);
+}
+__attribute__((target(WIDE_TARGET), always_inline)) static inline void q4kt_tile_wide(
+    const Job *j, const Part *part, uint16_t *y, int64_t n, int64_t m0, const int ROWS) {
+    q4k_any_wide(j, part, y, n, m0, ROWS, 1);
 }
 
 /* A form's wide calls: column pairs in the wide tile, an odd last column in the one-column tile
@@ -624,6 +677,7 @@ __attribute__((target(WIDE_TARGET), always_inline)) static inline void q4k_tile_
     }
 
 DEFINE_WIDE_COLS(q4k)
+DEFINE_WIDE_COLS(q4kt)
 
 /* q6k under AVX-512 for calls of Q6K_WIDE_ROWS rows or more (a verified block), as q4k's wide tile:
  * two columns side by side in 512-bit registers, lanes 0-7 column n's and 8-15 column n + 1's, each
@@ -786,18 +840,31 @@ __attribute__((target(AMX_TARGET), always_inline)) static inline void transpose1
 /* columns 16g..16g+15 of the part, rows [r0, r0 + M), M <= AMX_SPAN; room: 16 floats x 8 lanes x 2 a row */
 __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, const Part *part, uint16_t *y, int64_t g,
                                                               int64_t r0, int64_t M, float *room) {
-    const int64_t S = j->K / QKK, Mp = (M + 15) / 16 * 16, rb = Q4K_ROW_BYTES(j->K);
+    const int64_t S = j->K / QKK, Mp = (M + 15) / 16 * 16, rb = Q4K_ROW_BYTES(j->inputs);
+    const int64_t whole = j->inputs / QKK, T = Q4K_TAIL(j->inputs);
     __attribute__((aligned(64))) uint8_t bt[8 * 512];  /* the 8 blocks' B tiles: row k, column c: 4 weights */
+    __attribute__((aligned(64))) uint8_t tail[16][Q4K_SB_BYTES]; /* the columns' tails as whole super-blocks */
     __attribute__((aligned(64))) int32_t cbuf[8 * 256]; /* the 8 blocks' sums: [block][row][column] */
     const __m512i low = _mm512_set1_epi8(0x0f), byte = _mm512_set1_epi32(0xff);
     float(*acc)[8][16] = (float(*)[8][16])room, (*z)[8][16] = (float(*)[8][16])(room + Mp * 128);
     for (int64_t m = 0; m < M; m++)
         for (int b = 0; b < 8; b++) _mm512_store_ps(acc[m][b], _mm512_setzero_ps()), _mm512_store_ps(z[m][b], _mm512_setzero_ps());
     const uint8_t *wc = part->w + g * 16 * rb;
+    if (T) { /* the nibbles of the blocks a tail lacks 0 (x's are too), its chunks 32 bytes apart */
+        memset(tail, 0, sizeof tail);
+        for (int c = 0; c < 16; c++) {
+            const uint8_t *src = wc + c * rb + whole * Q4K_SB_BYTES;
+            memcpy(tail[c], src, 24);
+            for (int p = 0; p < 4; p++) memcpy(tail[c] + 24 + 32 * p, src + 24 + 4 * T * p, (size_t)(4 * T));
+        }
+    }
     for (int64_t s = 0; s < S; s++) {
         __m512i h[16], r[16];
+        /* column c's super-block s at base + c · stride */
+        const uint8_t *base = s < whole ? wc + s * Q4K_SB_BYTES : tail[0];
+        const int64_t stride = s < whole ? rb : Q4K_SB_BYTES;
         _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) {
-            const uint8_t *sb = wc + c * rb + s * Q4K_SB_BYTES;
+            const uint8_t *sb = base + c * stride;
             PREFETCH_SB(sb);
             h[c] = _mm512_loadu_si512(sb);      /* d, dmin, sc [8], m [8], then nibbles */
             r[c] = _mm512_loadu_si512(sb + 24); /* runs 0, 1 */
@@ -805,7 +872,7 @@ __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, cons
         transpose16(h);
         transpose16(r);
         AMX_B_ROWS(bt, r, 0);
-        _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) r[c] = _mm512_loadu_si512(wc + c * rb + s * Q4K_SB_BYTES + 88);
+        _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) r[c] = _mm512_loadu_si512(base + c * stride + 88);
         transpose16(r);
         AMX_B_ROWS(bt, r, 4);
         const __m512 d = _mm512_castsi512_ps(h[0]), dmin = _mm512_castsi512_ps(h[1]);
@@ -1086,10 +1153,12 @@ static int linear_rows(int form, const uint16_t *x, int64_t M, int64_t K, const 
     int16_t *bs = (int16_t *)xs;
     ColsFn fn;
     if (form == FORM_Q6K) fn = !path ? q6k_cols_avx2 : M >= Q6K_WIDE_ROWS ? q6k_cols_wide : q6k_cols_vnni;
+    else if (form == FORM_Q4K && Q4K_TAIL(x_k)) /* rows with a tail: their own tiles (q4k_any_) */
+        fn = amx ? q4k_cols_amx : !path ? q4kt_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4kt_cols_wide : q4kt_cols_vnni;
     else if (form == FORM_Q4K) fn = amx ? q4k_cols_amx : !path ? q4k_cols_avx2 : M >= Q4K_WIDE_ROWS ? q4k_cols_wide : q4k_cols_vnni;
     else if (form == FORM_Q4) fn = path ? q4_cols_vnni : q4_cols_avx2;
     else fn = path ? q8_cols_vnni : q8_cols_avx2;
-    const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1, NULL};
+    const Job job = {xq, dx, xs, bs, bf, M, K, parts, nparts, y, total, ldy, fn, amx ? 16 : 1, NULL, x_k};
     if (super) quantize_rows_k(x, M, x_k, form == FORM_Q6K ? 16 : QK, amx, xq, dx, bs);
     else quantize_rows(x, M, K, xq, dx, xs);
     if (form == FORM_Q4K)
