@@ -850,14 +850,13 @@ __attribute__((target(AMX_TARGET))) static void q4k_group_amx(const Job *j, cons
     for (int64_t m = 0; m < M; m++)
         for (int b = 0; b < 8; b++) _mm512_store_ps(acc[m][b], _mm512_setzero_ps()), _mm512_store_ps(z[m][b], _mm512_setzero_ps());
     const uint8_t *wc = part->w + g * 16 * rb;
-    if (T) { /* the nibbles of the blocks a tail lacks 0 (x's are too), its chunks 32 bytes apart */
-        memset(tail, 0, sizeof tail);
+    if (T) /* the nibbles of the blocks a tail lacks 0 (x's are too), its chunks 32 bytes apart */
         for (int c = 0; c < 16; c++) {
             const uint8_t *src = wc + c * rb + whole * Q4K_SB_BYTES;
             memcpy(tail[c], src, 24);
-            for (int p = 0; p < 4; p++) memcpy(tail[c] + 24 + 32 * p, src + 24 + 4 * T * p, (size_t)(4 * T));
+            for (int p = 0; p < 4; p++)
+                _mm256_storeu_si256((__m256i *)(tail[c] + 24 + 32 * p), Q4K_TAIL_CHUNK_vnni(src + 24, p, q4k_tail_mask_vnni(T)));
         }
-    }
     for (int64_t s = 0; s < S; s++) {
         __m512i h[16], r[16];
         /* column c's super-block s at base + c · stride */
