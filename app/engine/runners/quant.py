@@ -208,8 +208,9 @@ Q6KParts = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # q, sc, d
 
 class SuperBlockLinear(WeightOnlyLinear):
     """A llama.cpp K-quant as the file holds it, under SpecChat's kernel only: one buffer, each
-    output row's super-blocks of 256 inputs (uint8 [N, K / 256 · bytes]), so that a row is one
-    stream from memory and any rows can be taken (``of_rows``: a draft's head over some tokens)."""
+    output row's super-blocks of 256 inputs (uint8 [N, bytes a row]: ``calls.q4k_row_bytes``,
+    ``q6k_row_bytes``), so that a row is one stream from memory and any rows can be taken
+    (``of_rows``: a draft's head over some tokens)."""
 
     rows: torch.Tensor
 

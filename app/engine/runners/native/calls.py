@@ -87,7 +87,8 @@ def q4_row_bytes(k: int) -> int:
 
 def super_blocks_k(k: int) -> int:
     """The inputs a Q4_K / Q6_K row runs over: k rounded up to a whole super-block (q8mm.c's KQ;
-    the kernel quantizes x's inputs past k to zero, so the padding adds nothing)."""
+    the kernel quantizes x's inputs past k to zero, so the padding adds nothing; a Q4_K row does
+    not store its padding's nibbles, ``q4k_row_bytes``)."""
     return -(-k // QK_K) * QK_K
 
 
