@@ -5,6 +5,7 @@ process: microseconds per call (median) at each form, shape, row count and threa
     python tools/native_ab.py --against REV --repeat 31    # against q8mm.c at a git revision
     python tools/native_ab.py --split                      # 1 against 2 threads, the threshold lifted
     python tools/native_ab.py --forms q4k q6k --rows 1 2 3 # the K-quants at a 1.5B's shapes
+    python tools/native_ab.py --forms q4k-draft --rows 1 16 # Q4_K at a 0.5B draft's (K = 896: a tail)
 
 The other build is compiled from ``git show REV:app/engine/runners/native/q8mm.c`` into a temporary
 folder and loaded as a second module; its calls are made with the argument order of that
