@@ -4,6 +4,7 @@ bf16 logits tie often, so the target's token, the draft's and acceptance must al
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from app.engine.config import GenerationConfig
@@ -50,3 +51,21 @@ def test_a_bf16_row_gets_the_lowest_id_among_its_ties_as_its_fp32_copy_does():
     assert greedy_token(rows).tolist() == lowest
     assert greedy_token(rows).tolist() == greedy_token(rows.float()).tolist()
     assert lowest[2] == 9
+
+
+def test_a_greedy_readout_without_p_reads_what_one_with_p_reads():
+    """Greedy, the decoding loop makes no [m+1, V] softmax (``_verify_step`` passes p = None):
+    ``_readout`` then reads the rows themselves (``calls.row_stats`` where SpecChat's kernels run,
+    else torch). The tokens, margins and top logits are the very values the readout over p gives,
+    ties included, and the probabilities the same to float32's rounding."""
+    gen = torch.Generator().manual_seed(5)
+    logits = (torch.randn(4, VOCAB + 3, generator=gen) * 4).to(torch.bfloat16)
+    logits[1, list(TIED)] = logits[1].max() + 1
+    drafts = [int(logits[0].float().argmax()), 300, 12]
+    with_p = _readout(logits, logits.float().softmax(dim=-1), drafts)
+    without = _readout(logits, None, drafts)
+    assert without.top1 == with_p.top1 and without.top1[1] == 7
+    assert without.margin == with_p.margin and without.margin[1] == 0.0
+    assert without.top_logit == with_p.top_logit
+    for got, want in ((without.p_at_draft[:3], with_p.p_at_draft[:3]), (without.p_at_top1, with_p.p_at_top1)):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-12)

@@ -1052,3 +1052,60 @@ def test_without_the_kernels_the_silu_check_says_no_instead_of_raising(monkeypat
         assert calls.silu_mul_is_torchs() is False
     finally:
         calls.silu_mul_is_torchs.cache_clear()
+
+
+def _ties_and_tails(gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Rows of logits as a decoding step reads them: a vocabulary no multiple of 8 (the kernel's
+    tail), the highest value tied within a row (bf16 ties often), in the tail, at id 0, once."""
+    rows = (torch.randn(6, 1003, generator=gen) * 4).to(dtype)
+    rows[0, [17, 400, 999]] = rows[0].max() + 1  # tied three times: the lowest id, top2 = top1
+    rows[1, 1001] = rows[1].max() + 1  # the highest in the tail (V % 8 = 3)
+    rows[2, 0] = rows[2].max() + 1  # at id 0
+    rows[3, [5, 6]] = torch.tensor([9.0, 8.5]).to(dtype) + rows[3].max()  # the top two apart, side by side
+    rows[4, :] = -1.0e4  # a row all equal (a draft head's left-out logits)
+    return rows
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_row_stats_gives_argmax_topk_and_the_softmax_of_each_row(dtype):
+    """``row_stats``: per row the greedy token by torch.argmax's rule (the lowest id among ties,
+    ``greedy_token``), the top two values as torch.topk(row, 2) gives them, and Σ exp(v − top1) so
+    that exp(v − top1) / Σ is torch's softmax (to float32's rounding of a sum over the row)."""
+    gen = torch.Generator().manual_seed(43)
+    for rows in (_ties_and_tails(gen, dtype), (torch.randn(3, 151936, generator=gen) * 3).to(dtype)):
+        stats = calls.row_stats(rows)
+        assert stats is not None
+        wide = rows.float()
+        top = torch.topk(wide, 2, dim=-1).values
+        assert stats.ids == wide.argmax(dim=-1).tolist()
+        assert stats.top1 == top[:, 0].tolist() and stats.top2 == top[:, 1].tolist()
+        p = torch.exp(wide - torch.tensor(stats.top1)[:, None]) / torch.tensor(stats.sums)[:, None]
+        torch.testing.assert_close(p, wide.softmax(dim=-1), rtol=1e-5, atol=1e-9)
+        only = calls.row_stats(rows, sums=False)
+        assert only is not None and only.ids == stats.ids and only.top1 == []
+
+
+@needs_kernels
+def test_row_stats_leaves_a_row_with_a_nan_to_torch():
+    """A NaN anywhere in the rows: None, and ``greedy_token`` answers by torch's argmax (the
+    first NaN), not by the kernel's comparisons, which a NaN falsifies."""
+    from app.engine.decoding.sampling import greedy_token
+
+    rows = torch.zeros(2, 21)
+    rows[1, 13] = float("nan")
+    rows[1, 15] = float("nan")
+    assert calls.row_stats(rows) is None and calls.row_stats(rows, sums=False) is None
+    assert greedy_token(rows).tolist() == [0, 13] == rows.argmax(dim=-1).tolist()
+
+
+@needs_kernels
+def test_row_stats_checks_what_it_reads():
+    with pytest.raises(ValueError, match="bf16 or fp32"):
+        calls.row_stats(torch.zeros(2, 8, dtype=torch.float16))
+    with pytest.raises(ValueError, match="contiguous"):
+        calls.row_stats(torch.zeros(8, 2).t())
+    with pytest.raises(ValueError, match="R ≥ 1"):
+        calls.row_stats(torch.zeros(0, 8))
+    with pytest.raises(TypeError):
+        calls.row_stats([1.0, 2.0])  # type: ignore[arg-type]

@@ -107,17 +107,18 @@ class Rule:
     def verify(
         self,
         logits: torch.Tensor,
-        p: torch.Tensor,
+        p: torch.Tensor | None,
         drafts: list[int],
         q: torch.Tensor | None,
         first_position: int,
         argmax: list[int] | None = None,
     ) -> Verdict:
-        """logits: target rows [m+1, V]; p: ``self.probs(logits)``, computed once by the caller;
+        """logits: target rows [m+1, V]; p: ``self.probs(logits)``, computed once by the caller
+        (None: computed here where the rule draws from it; greedy never does);
         q: draft rows [m, V] or None (point mass); argmax: the rows' argmax if the caller
         already has it on the host (greedy then needs no transfer of its own)."""
         if self.config.greedy:
             return _first_mismatch(drafts, argmax) if argmax is not None else accept_greedy(logits, drafts)
         if self.config.sampling == "seed-invariant":
             return accept_seed_invariant(logits, drafts, self.config, first_position)
-        return accept_standard(p, drafts, q, self.generator)
+        return accept_standard(self.probs(logits) if p is None else p, drafts, q, self.generator)

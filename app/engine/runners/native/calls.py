@@ -357,6 +357,42 @@ def _norm_weight(name: str, weight: object, width: int) -> torch.Tensor:
     return w
 
 
+@dataclass(frozen=True, slots=True)
+class RowStats:
+    """``row_stats``' answer per row of logits, on the host."""
+
+    ids: list[int]  # the greedy token: the highest logit, the lowest id among ties
+    top1: list[float]  # the highest logit (empty without ``sums``)
+    top2: list[float]  # the second highest, as ``torch.topk(row, 2)`` gives it (the highest where it occurs twice)
+    sums: list[float]  # Σ exp(logit − top1) over the row: p(logit) = exp(logit − top1) / sum
+
+
+def row_stats(logits: torch.Tensor, sums: bool = True) -> RowStats | None:
+    """What the decoding loop reads from each row of logits [R, V] (bf16 or fp32, contiguous, on
+    the CPU), each row read twice in C, nothing allocated per row: the greedy token and, with
+    ``sums``, the top two logits and the softmax's sum (see ``q8mm.c``'s row_stats). None where a
+    row holds a NaN (torch's argmax decides those)."""
+    module = _module()
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"row_stats' logits must be a tensor; got {type(logits).__name__}")
+    if logits.dtype not in (BF16, torch.float32):
+        raise ValueError(f"row_stats' logits must be bf16 or fp32; got {logits.dtype}")
+    rows, vocab = _tensor("row_stats' logits", logits, logits.dtype, 2).shape
+    if rows == 0 or vocab == 0:
+        raise ValueError(f"row_stats wants logits [R ≥ 1, V ≥ 1]; got {tuple(logits.shape)}")
+    ids = torch.empty(rows, dtype=torch.int64)
+    vals = torch.empty((rows, 3), dtype=torch.float32) if sums else None
+    module.row_stats(logits.data_ptr(), rows, vocab, int(logits.dtype is BF16), int(sums), ids.data_ptr(),
+                     vals.data_ptr() if vals is not None else 0)  # fmt: skip
+    found = ids.tolist()
+    if -1 in found:
+        return None
+    if vals is None:
+        return RowStats(found, [], [], [])
+    top1, top2, total = (list(column) for column in zip(*vals.tolist()))
+    return RowStats(found, top1, top2, total)
+
+
 def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     """bf16 rows gate | up [T, 2·I] → bf16(bf16(silu(gate)) · up) [T, I], I a multiple of 8: the
     lean pass's ``F.silu(gate).mul_(up)`` in one call, where ``silu_mul_is_torchs`` says the bits
