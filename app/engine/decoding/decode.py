@@ -14,7 +14,6 @@ The target's cache always holds every token but the last one emitted.
 from __future__ import annotations
 
 import itertools
-import math
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -117,7 +116,8 @@ def _readout(logits: torch.Tensor, p: torch.Tensor | None, drafts: list[int]) ->
 
 def _native_readout(logits: torch.Tensor, drafts: list[int]) -> _Readout | None:
     """``_readout`` for greedy rows by ``calls.row_stats`` (None: not here, or a row holds a NaN).
-    p(token) = exp(logit − top1) / Σ exp(logit − top1), the row's softmax."""
+    p(token) = exp(logit − top1) / Σ exp(logit − top1), the row's softmax; the margin and the
+    probabilities in fp32, as the readout over p computes them."""
     if not logits.is_cpu or logits.ndim != 2 or logits.dtype not in (torch.bfloat16, torch.float32):
         return None
     if native.kernels() is None:
@@ -126,14 +126,15 @@ def _native_readout(logits: torch.Tensor, drafts: list[int]) -> _Readout | None:
     stats = calls.row_stats(rows)
     if stats is None:
         return None
-    picked = rows[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] if drafts else None
-    at_draft = picked.float().tolist() if picked is not None else []
-    p_at_draft = [math.exp(v - top) / total for v, top, total in zip(at_draft, stats.top1, stats.sums, strict=False)]
+    top1, sums = torch.tensor(stats.top1), torch.tensor(stats.sums)  # fp32 [m+1]
+    m = len(drafts)
+    at_draft = rows[torch.arange(m), torch.tensor(drafts, dtype=torch.long)].float()  # [m]
+    p_at_draft = (torch.exp(at_draft - top1[:m]) / sums[:m]).tolist()
     return _Readout(
         stats.ids,
-        [a - b for a, b in zip(stats.top1, stats.top2, strict=True)],
+        (top1 - torch.tensor(stats.top2)).tolist(),
         [*p_at_draft, 0.0],  # row m: unused (no draft follows it)
-        [1.0 / total for total in stats.sums],
+        (1.0 / sums).tolist(),
         stats.top1,
     )
 
