@@ -1587,14 +1587,15 @@ __attribute__((target("avx2,fma"))) static void row_stats_rows(const void *x, in
         __m256 second = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
         for (int64_t i = 0; i <= whole; i += 8) {
             const __m256 v = i < whole ? logit_lanes(row, bf16, i) : last;
-            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(v, h, _CMP_EQ_OQ));
+            const __m256 is_high = _mm256_cmp_ps(v, h, _CMP_EQ_OQ);
+            const int eq = _mm256_movemask_ps(is_high);
             if (eq) {
                 if (first < 0) first = i + __builtin_ctz((unsigned)eq);
                 count += __builtin_popcount((unsigned)eq);
                 if (!sums) break;
             }
             if (sums) {
-                second = _mm256_max_ps(second, _mm256_blendv_ps(v, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(v, h, _CMP_EQ_OQ)));
+                second = _mm256_max_ps(second, _mm256_blendv_ps(v, _mm256_set1_ps(-INFINITY), is_high));
                 sum = _mm256_add_ps(sum, exp_lanes(_mm256_sub_ps(v, h)));
             }
         }
