@@ -13,6 +13,7 @@ from app.engine.config import DRAFT_MODEL
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.cost import (
     ANSWER_WEIGHT,
+    CATCH_UP_IN_TURN,
     EXPLORE_TRIALS,
     MODEL_KEY,
     AcceptanceModel,
@@ -410,6 +411,47 @@ def test_a_draft_model_skips_an_answer_whose_prompt_it_would_have_to_prefill_for
     assert chooser.worth_catching_up(10, 64, plan, 4)  # a few tokens behind: an ordinary step
 
 
+def test_a_catch_up_is_timed_without_the_draft_steps_that_followed_it():
+    """A draft model's first ask of an answer feeds the prompt in its first pass, then drafts: the
+    passes after the first are draft steps (0.015 s each here), not its catch-up."""
+    costs = CostModel()
+    costs.observe_draft_catch_up(52, 0.13)  # no draft step measured yet: all of it
+    assert costs.draft_catch_up_cost() == pytest.approx(0.13 / 52)
+    costs = CostModel()
+    for _ in range(3):
+        costs.observe_draft(1, 0.015)
+    costs.observe_draft_catch_up(52, 0.13 + 4 * 0.015, passes=5)
+    assert costs.draft_catch_up_cost() == pytest.approx(0.13 / 52)
+    costs.observe_draft_catch_up(52, 4 * 0.015, passes=5)  # nothing left for the catch-up: not a measurement
+    assert len(costs.draft_catch_up) == 1
+
+
+def test_a_draft_model_behind_pays_for_feeding_what_it_missed_on_the_steps_clock():
+    """A mixed drafter's model behind lookup's kept drafts feeds them before its first draft:
+    ``behind`` tokens x the measured catch-up's seconds a token, on the step's clock beside a
+    free block at hand (which costs nothing of the kind). Within ``CATCH_UP_IN_TURN`` tokens a
+    draft step's own feed, already in its measured cost."""
+    chooser = KChooser()
+    for n in range(1, 7):
+        chooser.costs.observe_verify(n, stock_cpu(n))
+    chooser.costs.observe_draft(1, 0.1)
+    for _ in range(4 * EXPLORE_TRIALS):
+        chooser.acceptance.observe(MODEL_KEY, 4, 4)
+    in_step = chooser.choose(MODEL_KEY, 4, drafts_ready=False)
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False, behind=20) == in_step  # no catch-up measured yet
+    chooser.costs.observe_draft_catch_up(40, 40 * 0.05)  # 0.05 a token
+    assert chooser.catch_up_cost(CATCH_UP_IN_TURN) == 0.0 and chooser.catch_up_cost(10) == pytest.approx(0.5)
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False, behind=CATCH_UP_IN_TURN) == in_step
+    behind = chooser.choose(MODEL_KEY, 4, drafts_ready=False, behind=10)
+    alpha = chooser.acceptance.alpha(MODEL_KEY)
+    rate = expected_tokens(alpha, behind.k) / (0.5 + behind.k * 0.1 + stock_cpu(behind.k + 1))
+    assert behind.predicted_speedup == pytest.approx(rate * stock_cpu(1))
+    assert behind.predicted_speedup < in_step.predicted_speedup
+    assert chooser.choose(MODEL_KEY, 4, drafts_ready=False, behind=100).k == 0  # 5 s of feeding: a plain step
+    lookup = chooser.choose(lookup_key(3), 4, drafts_ready=True, behind=40)  # drafts at hand feed nothing
+    assert lookup == chooser.choose(lookup_key(3), 4, drafts_ready=True)
+
+
 def test_a_probe_does_not_pay_a_catch_up_that_costs_more_than_a_small_share_of_the_answer():
     chooser = KChooser()
     for n in range(1, 7):
@@ -454,7 +496,7 @@ def test_the_engine_does_not_prefill_a_draft_model_that_cannot_repay_it(load_tin
     engine = Engine(target, target)
     costs = FrozenCosts(draft_step=0.1)
     costs.draft_catch_up.append(1.0)  # a prompt token costs the draft model a whole target step
-    costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
+    costs.observe_draft_catch_up = lambda tokens, seconds, passes=1: None  # type: ignore[method-assign]
     engine.chooser = KChooser(costs=costs)
     prompt = "The quick brown fox jumps over the lazy dog. " * 4
     skipped = engine.generate(prompt, AUTO, options=MODEL_ALONE)

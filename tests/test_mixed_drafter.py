@@ -190,3 +190,32 @@ def test_a_warmed_up_draft_model_keeps_the_templates_head_and_catches_up_on_what
         assert fed[0] == (True, len(ids) - len(head))
         assert warm.token_ids == plain.token_ids
         assert any(s.accepted for s in warm.steps)  # the model drafted on the head it kept
+
+
+def test_the_model_is_weighed_with_the_feed_of_what_lookup_drafted_before_it(tiny_models, monkeypatch):
+    """After lookup's accepted block the model must first feed those tokens: each step weighs its
+    block with them (``KChooser.choose``'s ``behind``: what it has not seen of the conversation);
+    before its first ask of the answer, nothing (its catch-up on the prompt was weighed once, for
+    the answer, by ``decode._drafter_for_answer``)."""
+    from app.engine.decoding.cost import CATCH_UP_IN_TURN, KChooser
+
+    monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
+    engine = _engine(tiny_models, "llama")
+    mixed = engine._drafters[DRAFT_AND_LOOKUP]
+    assert isinstance(mixed, MixedDrafter)
+    seen: list[tuple[int, bool]] = []  # (behind, the model asked before in this answer)
+    choose = KChooser.choose
+
+    def spy(self, key, k_max, drafts_ready, prefill=False, probe=True, behind=0):  # type: ignore[no-untyped-def]
+        if not drafts_ready:
+            seen.append((behind, mixed.asked("model")))
+        return choose(self, key, k_max, drafts_ready, prefill, probe, behind)
+
+    monkeypatch.setattr(KChooser, "choose", spy)
+    plain = engine.generate(PROMPT, GenerationConfig(**{**AUTO.to_dict(), "speculative": False}), options=UNRECORDED)
+    result = engine.generate(PROMPT, AUTO, options=UNRECORDED)
+    assert result.token_ids == plain.token_ids
+    assert all(behind == 0 for behind, asked in seen if not asked)
+    free, model = _kinds(result)
+    assert free and model, (free, model)  # lookup's blocks and the model's both verified
+    assert max(behind for behind, asked in seen if asked) > CATCH_UP_IN_TURN, seen  # weighed with a feed to pay

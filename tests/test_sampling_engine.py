@@ -326,7 +326,7 @@ def held_chooser(draft_step: float, alpha: float = 0.6) -> KChooser:
     chooser.costs.observe_draft(1, draft_step * 0.01)
     chooser.costs.observe_verify = lambda tokens, seconds: None  # type: ignore[method-assign]
     chooser.costs.observe_draft = lambda passes, seconds: None  # type: ignore[method-assign]
-    chooser.costs.observe_draft_catch_up = lambda tokens, seconds: None  # type: ignore[method-assign]
+    chooser.costs.observe_draft_catch_up = lambda tokens, seconds, passes=1: None  # type: ignore[method-assign]
     chooser.observe_step = lambda key, proposed, accepted: None  # type: ignore[method-assign]
     return chooser
 

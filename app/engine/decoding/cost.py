@@ -84,6 +84,10 @@ PRIORS: dict[str, tuple[float, float]] = {
 }
 DEFAULT_PRIOR = (0.5, 2.0)
 CATCH_UP_FREE = 16  # a draft model this far behind catches up within an ordinary step
+# A draft model asked again after plain steps or lookup's blocks first feeds what it missed:
+# past this many tokens that pass is a catch-up, not a draft step (not timed as one, and its
+# feed weighed as a catch-up: ``KChooser.catch_up_cost``)
+CATCH_UP_IN_TURN = 4
 # A probe of a draft model (one draft against the odds, to re-measure) that must first catch up
 # on the prompt costs that catch-up, not one draft: it is made only while the catch-up is at most
 # this share of the answer's plain decoding time (a 45-token prompt's catch-up was 11 % of a
@@ -267,18 +271,21 @@ def best_k(
     k_max: int,
     min_gain: float = MIN_GAIN,
     ahead: bool = False,
+    catch_up: float = 0.0,
 ) -> Choice:
     """The k in 0..k_max with the most expected tokens per second.
 
     ``draft_cost``: seconds per draft (0 when the drafts are already made); ``verify_cost(n)``:
     seconds of a target pass over ``n`` tokens. ``ahead``: the drafter drafts the next block
-    while the target verifies this one (``step_cost``).
+    while the target verifies this one (``step_cost``). ``catch_up``: seconds any drafting step
+    pays first (a draft model feeding the tokens it missed).
     """
     plain = verify_cost(1)
     plain_rate = 1.0 / plain
     best, best_rate = 0, 0.0
     for k in range(1, k_max + 1):
-        rate = expected_tokens(alpha, k) / step_cost(alpha, k, draft_cost, verify_cost(k + 1), ahead)
+        cost = catch_up + step_cost(alpha, k, draft_cost, verify_cost(k + 1), ahead)
+        rate = expected_tokens(alpha, k) / cost
         if rate > best_rate:
             best, best_rate = k, rate
     gain = best_rate / plain_rate if best else 1.0
@@ -382,10 +389,13 @@ class CostModel:
         if passes >= 1 and seconds > 0.0:
             self.draft.append(seconds / passes)
 
-    def observe_draft_catch_up(self, tokens: int, seconds: float) -> None:
-        """A draft model's first pass of an answer: it feeds the prompt it has not seen."""
-        if tokens > CATCH_UP_FREE and seconds > 0.0:
-            self.draft_catch_up.append(seconds / tokens)
+    def observe_draft_catch_up(self, tokens: int, seconds: float, passes: int = 1) -> None:
+        """A draft model's ask that first fed ``tokens`` it had not seen (the prompt, or what it
+        missed), in ``seconds`` with its ``passes``: the passes after the first are draft steps,
+        not the catch-up, and are taken off at the measured draft step's cost."""
+        drafting = (passes - 1) * (self.draft_cost() or 0.0)
+        if tokens > CATCH_UP_FREE and seconds > drafting:
+            self.draft_catch_up.append((seconds - drafting) / tokens)
 
     def draft_cost(self) -> float | None:
         return statistics.median(self.draft) if self.draft else None
@@ -649,7 +659,7 @@ class KChooser:
         return lambda n: curve[n - 1]
 
     def choose(
-        self, key: str, k_max: int, drafts_ready: bool, prefill: bool = False, probe: bool = True
+        self, key: str, k_max: int, drafts_ready: bool, prefill: bool = False, probe: bool = True, behind: int = 0
     ) -> Choice:
         """``drafts_ready``: the drafts already exist (prompt lookup), their cost is spent.
         ``prefill``: the drafts ride along with the prompt's pass; each row they add costs what a
@@ -659,15 +669,17 @@ class KChooser:
         along with the 36-token prompt "What is the capital of France?" at 2 threads and were
         accepted 0 times of 7: +0.16 s on a 0.62 s pass, real pair). ``probe``: a step may verify
         one draft against the odds to re-measure what the chooser has stopped seeing (see
-        ``PROBE_AFTER``)."""
+        ``PROBE_AFTER``). ``behind``: tokens a draft model must feed before its first draft
+        (``catch_up_cost``), on the step's clock."""
         alpha = self.acceptance.within_answer(key)
         if k_max <= 0:
             return Choice(0, 1.0, alpha, "gain_below_margin")
         draft = 0.0 if drafts_ready else self._draft_cost()
         verify = self._verify_curve(k_max + 1)
+        catch_up = 0.0 if drafts_ready else self.catch_up_cost(behind)
         if prefill:
-            return best_k(alpha, draft, verify, k_max)
-        choice = best_k(alpha, draft, verify, k_max, ahead=self.ahead and not drafts_ready)
+            return best_k(alpha, draft, verify, k_max, catch_up=catch_up)
+        choice = best_k(alpha, draft, verify, k_max, ahead=self.ahead and not drafts_ready, catch_up=catch_up)
         since = self.since_draft[_kind(key)]  # steps since such drafts were verified
         due = PROBE_AFTER["free" if drafts_ready else "model"]  # drafts at hand cost no pass: probed sooner
         # too little evidence yet (``EXPLORE_TRIALS``): try it to learn, if perfect acceptance
@@ -678,6 +690,19 @@ class KChooser:
         if choice.k == 0 and probe and (untried or since >= due):
             return replace(choice, k=1, reason="probe")
         return choice
+
+    def catch_up_cost(self, behind: int) -> float:
+        """Seconds a draft model ``behind`` tokens behind spends feeding them before it drafts,
+        beyond a draft step: none within ``CATCH_UP_IN_TURN`` tokens (a draft step's own feed,
+        in its measured cost) or before any catch-up was measured; else ``behind`` × the
+        measured seconds a token. Weighed against a free block at hand, a mixed drafter's model
+        behind lookup's accepted tokens had been rated as if it held them: on the real pair's
+        paragraph it outrated 2-draft lookup blocks (1.42x against 1.38x predicted) and its steps
+        then fed the 6 tokens lookup had drafted, 168 ms for 6 tokens against 60 ms for 3."""
+        per_token = self.costs.draft_catch_up_cost()
+        if behind <= CATCH_UP_IN_TURN or per_token is None:
+            return 0.0
+        return behind * per_token
 
     def _judged_too_little(self, key: str) -> bool:
         """Too few drafts of ``key`` judged yet to go by their acceptance (``EXPLORE_TRIALS``)."""

@@ -26,7 +26,15 @@ from transformers import PreTrainedTokenizerBase
 from app.engine.config import GenerationConfig
 from app.engine.decoding.acceptance import Rule
 from app.engine.decoding.answer_text import AnswerText
-from app.engine.decoding.cost import FIRST_MODEL_KEY, MODEL_KEY, AnswerLedger, Choice, KChooser, lookup_key
+from app.engine.decoding.cost import (
+    CATCH_UP_IN_TURN,
+    FIRST_MODEL_KEY,
+    MODEL_KEY,
+    AnswerLedger,
+    Choice,
+    KChooser,
+    lookup_key,
+)
 from app.engine.decoding.drafters import Drafter, MixedDrafter, ModelDrafter, Proposal, model_of
 from app.engine.decoding.sampling import greedy_token
 from app.engine.events import KDecision, RunStats, StepEvent, StopReason, TargetKind, TokenInfo
@@ -35,9 +43,6 @@ from app.engine.runners.kv import CachedModel
 from app.engine.runners.native import calls
 
 NO_PROPOSAL = Proposal([], None, [], passes=0)
-# A draft model asked again after plain steps first feeds what it missed: past this many tokens
-# that pass is a catch-up, not a draft step, and is not timed as one.
-CATCH_UP_IN_TURN = 4
 
 
 def _sync(device: torch.device) -> None:
@@ -260,8 +265,9 @@ def _propose_mixed(
     free_choice = chooser.choose(key, len(free.tokens), drafts_ready=True, prefill=prefill) if key else None
     if branch is not None:
         model_choice = chooser.choose(MODEL_KEY, min(k_cap, len(branch.tokens)), drafts_ready=True)
-    else:
-        model_choice = chooser.choose(_model_key(prefill), k_cap, drafts_ready=False, prefill=prefill)
+    else:  # behind lookup's kept drafts: feeding them is this step's (the prompt's: ``_drafter_for_answer``'s)
+        behind = drafter.unseen(tokens) if drafter.asked("model") else 0
+        model_choice = chooser.choose(_model_key(prefill), k_cap, drafts_ready=False, prefill=prefill, behind=behind)
     free_wins = free_choice is not None and free_choice.predicted_speedup >= model_choice.predicted_speedup
     if free_choice is not None and free_choice.k > 0 and free_wins:
         return free.first(free_choice.k), free_choice, None
@@ -696,9 +702,9 @@ def _learn(chooser: KChooser, drafter: Drafter | None, record: StepRecord, unsee
         if in_turn and proposal.passes and not record.caught_up:
             chooser.costs.observe_draft(proposal.passes, record.draft_s)
     if record.first_ask and proposal.passes:
-        chooser.costs.observe_draft_catch_up(unseen, record.draft_s)
+        chooser.costs.observe_draft_catch_up(unseen, record.draft_s, proposal.passes)
     elif record.caught_up:  # later in the answer (a mixed drafter's model first asked, or missed tokens)
-        chooser.costs.observe_draft_catch_up(proposal.fed, record.draft_s)
+        chooser.costs.observe_draft_catch_up(proposal.fed, record.draft_s, proposal.passes)
     if drafter is not None and (m or proposal.stopped):
         judged = proposed + 1 if proposal.stopped and accepted == m else proposed
         chooser.observe_step(_evidence_key(drafter, proposal, record.index == 0), judged, accepted)

@@ -287,6 +287,11 @@ class MixedDrafter:
         self._asked.add(part)
         return first
 
+    def asked(self, part: str) -> bool:
+        """Whether ``part`` was asked already in this answer (once this answer's first ask cleared
+        the last one's)."""
+        return part in self._asked
+
     def propose_free(
         self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
     ) -> Proposal:
