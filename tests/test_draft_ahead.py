@@ -175,6 +175,11 @@ def test_ahead_is_taken_only_where_it_is_expected_faster_than_in_turn_on_every_t
     assert ahead_is_faster(avx512["in_turn"], CostModel(), alpha=0.9, k_max=5) is None  # not measured: unknown
     # a fixed k is weighed at that k: 5 drafts verified on the AVX2 machine lose either way, in turn least
     assert ahead_is_faster(avx2["in_turn"], avx2["ahead"], alpha=0.9, k_max=5, fixed_k=5) is False
+    # a mixed drafter whose lookup blocks take part of the time: those steps verify on one thread
+    # fewer (78 against 63 ms a plain pass) and gain nothing from the model's thread. The model's
+    # rate ahead is 1.18x in turn's: 20 % of the time in lookup's steps still pays, 40 % does not
+    assert ahead_is_faster(avx512["in_turn"], avx512["ahead"], alpha=0.9, k_max=5, free_share=0.2) is True
+    assert ahead_is_faster(avx512["in_turn"], avx512["ahead"], alpha=0.9, k_max=5, free_share=0.4) is False
 
 
 def test_the_warm_up_times_both_ways_and_an_answer_takes_the_one_measured_faster(tiny_models, monkeypatch):
@@ -232,3 +237,59 @@ def test_the_warm_ups_draft_cost_outvotes_a_busy_moment(monkeypatch):
     for seconds in timings["draft"]:
         costs.observe_draft(1, seconds)
     assert costs.draft_cost() == pytest.approx(0.0168)  # the slow three: above the median
+
+
+def test_a_mixed_drafters_lookup_share_weighs_against_drafting_ahead(tiny_models, monkeypatch):
+    """Lookup's blocks gain nothing from the draft model's own thread and verify on one thread
+    fewer: each mixed answer moves ``Engine.free_share`` halfway to the share of its decoding time
+    they took, and the next answer drafts ahead only if the model's gain there outweighs that
+    share's loss (the AVX-512 EPYC's costs: ahead's rate 1.18x in turn's, a plain pass 78 against
+    63 ms; with 60 % of the time in lookup's steps, in turn)."""
+    import torch
+
+    from app.engine.decoding.cost import MODEL_KEY
+
+    monkeypatch.delenv(DRAFT_AHEAD_ENV, raising=False)
+    auto = GenerationConfig(max_new_tokens=40, k=4)
+    repeating = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(a, b):"
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        engine = Engine.load(
+            str(tiny_models["llama"]), str(tiny_models["llama-draft"]), LoadOptions(device="cpu", threads=2)
+        )
+        engine.warm_up()
+        assert engine.free_share == 0.0
+        result = engine.generate(repeating, auto, options=AnswerOptions(record=False))
+        decoding = [s for s in result.steps if s.index > 0]
+        free = [s for s in decoding if (s.accepted or s.rejected) and not (s.draft_passes or s.drafted_ahead)]
+        assert free  # lookup's blocks verified
+        share = sum(s.draft_s + s.verify_s for s in free) / sum(s.draft_s + s.verify_s for s in decoding)
+        assert engine.free_share == pytest.approx(0.5 * share)
+
+        def costs(plain: float, draft: float) -> CostModel:
+            model = CostModel()
+            for n in range(1, 7):
+                model.observe_verify(n, plain * (1 + 0.15 * (n - 1)))
+            model.observe_draft(1, draft)
+            return model
+
+        def measured(free_share: float) -> None:
+            engine.chooser.ways[Split(2)] = costs(0.063, 0.026)
+            engine.chooser.ways[Split(2, ahead=True)] = costs(0.078, 0.030)
+            engine.chooser.acceptance.evidence[MODEL_KEY] = (36.0, 40.0, engine.chooser.acceptance.step)
+            engine.free_share = free_share
+
+        def split_with(free_share: float) -> Split | None:
+            measured(free_share)
+            engine.generate(PROMPT, auto, options=AnswerOptions(record=False))
+            return engine.split
+
+        assert split_with(0.0) == Split(2, ahead=True)
+        assert split_with(0.6) == Split(2)
+        plain = engine.generate(PROMPT, GenerationConfig(max_new_tokens=40, speculative=False))
+        fixed = GenerationConfig(max_new_tokens=40, k=4, auto_k=False)  # the model drafts alone: no share weighed
+        measured(0.6)
+        assert engine.generate(PROMPT, fixed).token_ids == plain.token_ids and engine.split == Split(2, ahead=True)
+    finally:
+        torch.set_num_threads(before)

@@ -100,6 +100,8 @@ def _messages(conversation: object) -> list[dict[str, str]]:
 
 ARM_PROBE_PASSES = 5  # plain passes timed before each arm of a comparison (start_arm)
 DRAFT_AHEAD_ENV = "SPECCHAT_DRAFT_AHEAD"  # "0": a draft model drafts in turn, "1": ahead (``draft_threads``)
+# each mixed answer moves ``Engine.free_share`` this far toward its own share: the last few answers weigh
+FREE_SHARE_WEIGHT = 0.5
 LOAD_DEFAULTS = LoadOptions()
 WARM_UP_TIMINGS = "warm-up"  # the warm-up's timings in the measured store (models.measured)
 DRAFT_ACCEPTANCE = "draft-acceptance"  # a draft model's acceptance evidence, kept per pair of models
@@ -154,6 +156,9 @@ class Engine(TimedArms):
         # and the budget to give back when it capped the target's threads
         self.split: Split | None = None
         self._budget: int | None = None
+        # the share of a mixed drafter's decoding time its free part's blocks took, over the last
+        # few answers (``FREE_SHARE_WEIGHT``): steps that drafting ahead only slows (``_split_for``)
+        self.free_share = 0.0
         self.draft_form: WeightsForm | None = None
         if draft is not None:
             self.draft_form = draft.form or WeightsForm(forms.FORM_OF.get(draft.dtype, draft.dtype))
@@ -393,6 +398,7 @@ class Engine(TimedArms):
             self.chooser.acceptance.alpha(MODEL_KEY),
             config.k,
             None if config.auto_k else config.k,
+            free_share=self.free_share if isinstance(drafter, MixedDrafter) and config.auto_k else 0.0,
         )
         return ahead if faster else Split(budget)
 
@@ -675,10 +681,15 @@ class Engine(TimedArms):
         target = Target(self._target_kv, self.target.tokenizer, self._eos_ids, self.target.context_length, self.chooser)
         steps = decode(target, drafter, prompt, config, cancel, answer_so_far, on_drafter=used)
         governor = self.thread_governor if not split.ahead else None  # a plain pass beside drafting is not one alone
+        decoding, free = 0.0, 0.0  # a mixed drafter's decoding seconds, those of its free blocks' steps
         try:
             for step in self._guarded(steps):
                 if governor is not None and step.index > 0 and step.k == 0 and not step.rejected:
                     governor.observe(torch.get_num_threads(), step.verify_s)  # a plain pass
+                if step.index > 0:
+                    decoding += step.draft_s + step.verify_s
+                    if (step.accepted or step.rejected) and not (step.draft_passes or step.drafted_ahead):
+                        free += step.draft_s + step.verify_s
                 record(step)
                 yield step  # the consumer stopping here (GeneratorExit) leaves the caches consistent
                 if self._answers != answer:
@@ -690,6 +701,8 @@ class Engine(TimedArms):
         finally:
             if self._answers == answer:  # a later answer owns the threads now
                 self._give_back_threads()
+            if isinstance(drafter, MixedDrafter) and config.auto_k and decoding > 0.0:
+                self.free_share += FREE_SHARE_WEIGHT * (free / decoding - self.free_share)
             if model_of(self._answer_drafter) is not None:
                 self._keep_acceptance()
 
