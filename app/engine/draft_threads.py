@@ -17,7 +17,8 @@ it made it 0.95x, and plain steps on both threads were faster. So both ways are 
 warm-up (``time_sizes`` and ``time_ahead``: target passes per block size, draft steps; kept per
 machine with the other timings), each way keeps its own measured costs as it decodes, and each
 answer takes the way ``cost.ahead_is_faster`` expects to be faster at the acceptance the chooser
-has learnt. ``SPECCHAT_DRAFT_AHEAD`` = "0" always drafts in turn, "1" always ahead (even on one
+has learnt (and, for the draft model beside lookup, at the share of the last answers' time that
+lookup's blocks took: ``Engine.free_share``). ``SPECCHAT_DRAFT_AHEAD`` = "0" always drafts in turn, "1" always ahead (even on one
 thread, the tests).
 """
 
