@@ -18,8 +18,8 @@ warm-up (``time_sizes`` and ``time_ahead``: target passes per block size, draft 
 machine with the other timings), each way keeps its own measured costs as it decodes, and each
 answer takes the way ``cost.ahead_is_faster`` expects to be faster at the acceptance the chooser
 has learnt (and, for the draft model beside lookup, at the share of the last answers' time that
-lookup's blocks took: ``Engine.free_share``). ``SPECCHAT_DRAFT_AHEAD`` = "0" always drafts in turn, "1" always ahead (even on one
-thread, the tests).
+lookup's blocks took: ``Engine.free_share``). ``SPECCHAT_DRAFT_AHEAD`` = "0" always drafts in
+turn, "1" always ahead (even on one thread, the tests).
 """
 
 from __future__ import annotations
