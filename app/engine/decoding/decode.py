@@ -265,8 +265,8 @@ def _propose_mixed(
     free_choice = chooser.choose(key, len(free.tokens), drafts_ready=True, prefill=prefill) if key else None
     if branch is not None:
         model_choice = chooser.choose(MODEL_KEY, min(k_cap, len(branch.tokens)), drafts_ready=True)
-    else:  # behind lookup's kept drafts: feeding them is this step's (the prompt's: ``_drafter_for_answer``'s)
-        behind = drafter.unseen(tokens) if drafter.asked("model") else 0
+    else:  # behind lookup's kept drafts: feeding them is this step's cost
+        behind = drafter.behind(tokens)
         model_choice = chooser.choose(_model_key(prefill), k_cap, drafts_ready=False, prefill=prefill, behind=behind)
     free_wins = free_choice is not None and free_choice.predicted_speedup >= model_choice.predicted_speedup
     if free_choice is not None and free_choice.k > 0 and free_wins:

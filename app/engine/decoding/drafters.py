@@ -248,6 +248,12 @@ class ModelDrafter:
         """Tokens of ``tokens`` its cache does not hold yet (what catching up would feed)."""
         return len(tokens) - self.runner.common_prefix(tokens)
 
+    def behind(self, tokens: list[int]) -> int:
+        """``unseen`` after its first ask of a turn, comparing only the positions since its
+        previous ask (as ``propose`` does: the sequence only grew), not the whole conversation
+        on every step."""
+        return len(tokens) - self.runner.common_prefix(tokens, self._seen)
+
     def keep_head(self, head: list[int]) -> None:
         """Read ``head`` (the chat template's part of every conversation) into the cache and keep it
         across ``reset`` (``CachedModel.keep_head``): a new conversation's catch-up feeds only what
@@ -291,6 +297,11 @@ class MixedDrafter:
         """Whether ``part`` was asked already in this answer (once this answer's first ask cleared
         the last one's)."""
         return part in self._asked
+
+    def behind(self, tokens: list[int]) -> int:
+        """What the model has not seen of ``tokens``, once asked in this answer (0 before: its
+        catch-up on the prompt is weighed for the answer, ``decode._drafter_for_answer``)."""
+        return self.model.behind(tokens) if self.asked("model") else 0
 
     def propose_free(
         self, tokens: list[int], k: int, rule: Rule, confidence_threshold: float, new_turn: bool = True
