@@ -699,10 +699,10 @@ class KChooser:
         behind lookup's accepted tokens had been rated as if it held them: on the real pair's
         paragraph it outrated 2-draft lookup blocks (1.42x against 1.38x predicted) and its steps
         then fed the 6 tokens lookup had drafted, 168 ms for 6 tokens against 60 ms for 3."""
-        per_token = self.costs.draft_catch_up_cost()
-        if behind <= CATCH_UP_IN_TURN or per_token is None:
+        if behind <= CATCH_UP_IN_TURN:  # every ordinary step: no median taken
             return 0.0
-        return behind * per_token
+        per_token = self.costs.draft_catch_up_cost()
+        return 0.0 if per_token is None else behind * per_token
 
     def _judged_too_little(self, key: str) -> bool:
         """Too few drafts of ``key`` judged yet to go by their acceptance (``EXPLORE_TRIALS``)."""
