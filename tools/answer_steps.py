@@ -3,9 +3,11 @@ kept and thrown away, the draft's and the verification's milliseconds, and why t
 From the project's root:
 
     python tools/answer_steps.py --target T [--draft D] --prompt "..." [--threads N] [--rounds R]
+    python tools/answer_steps.py --target T [--draft D] --prompts-file F [--threads N] [--rounds R]
 
-Each round answers the prompt target-only, then speculatively (the engine reset and its history
-cleared before each, as ``bench`` does), and prints a line per answer (wall, the prompt's pass,
+Each round answers the prompt (or each of the file's prompts in turn, in one engine, as ``bench``
+does) target-only and speculatively, the order swapped every other round (the engine reset and its
+history cleared before each, as ``bench`` does), and prints a line per answer (wall, the prompt's pass,
 draft and verification seconds, steps) and a line per speculative step:
 ``i<step> k<asked> acc<kept> rej<thrown away> d<draft ms> v<verify ms> dp<draft-model passes>
 ahead<drafted ahead> <the chooser's reason>``.
@@ -28,19 +30,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="default")
     parser.add_argument("--draft", default="lookup", help="a model source, or lookup")
-    parser.add_argument("--prompt", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt")
+    source.add_argument("--prompts-file", help="one prompt a line (as bench's), answered in turn in one engine")
     parser.add_argument("--threads", default="auto")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     args = parser.parse_args(argv)
     import_engine()
+    from app.cli.inputs import read_prompts_file
     from app.engine.session import Engine
 
     engine = Engine.load(args.target, args.draft, LoadOptions(threads=args.threads))
     engine.warm_up()
-    conversation = [{"role": "user", "content": args.prompt}]
-    for round_ in range(args.rounds):
-        for speculative in (False, True):
+    if args.prompt is not None:
+        prompts = [args.prompt]
+    else:
+        prompts = read_prompts_file(Path(args.prompts_file))
+    for round_, prompt in ((r, p) for r in range(args.rounds) for p in prompts):
+        conversation = [{"role": "user", "content": prompt}]
+        if len(prompts) > 1:
+            print(f"-- {prompt[:60]!r}")
+        for speculative in (True, False) if round_ % 2 else (False, True):
             engine.reset()
             engine.history.clear()
             steps: list = []
