@@ -6,17 +6,22 @@ process: microseconds per call (median) at each form, shape, row count and threa
     python tools/native_ab.py --split                      # 1 against 2 threads, the threshold lifted
     python tools/native_ab.py --forms q4k q6k --rows 1 2 3 # the K-quants at a 1.5B's shapes
     python tools/native_ab.py --forms q4k-draft --rows 1 16 # Q4_K at a 0.5B draft's (K = 896: a tail)
+    python tools/native_ab.py --forms q4k --from-memory 600 # each call's weights read from memory
 
-The other build is compiled from ``git show REV:app/engine/runners/native/q8mm.c`` into a temporary
-folder and loaded as a second module; its calls are made with the argument order of that
-revision (before the seam: ``q4_mm(x, M, K, rows, 0, 0, N, y, threads, vnni)``). ``--split``
-builds this tree's source with ``THREAD_WORK`` 0 (every call split) and times 1 and 2 threads
-over a range of widths: where two threads start to pay is where ``THREAD_WORK`` belongs.
+By default a call's weights are in cache (the same weights call after call); ``--from-memory MB``
+(the K-quants) rotates each call over copies of them filling MB, so each call reads its weights
+from memory, as a pass of a model larger than the caches does. The other build is compiled from
+``git show REV:app/engine/runners/native/q8mm.c`` into a temporary folder and loaded as a second
+module; its calls are made with the argument order of that revision (before the seam: ``q4_mm(x, M,
+K, rows, 0, 0, N, y, threads, vnni)``). ``--split`` builds this tree's source with ``THREAD_WORK``
+0 (every call split) and times 1 and 2 threads over a range of widths: where two threads start to
+pay is where ``THREAD_WORK`` belongs.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import subprocess
 import sys
@@ -83,14 +88,17 @@ def old_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
     return lambda: module.q8_mm(x.data_ptr(), m, k, made.q.data_ptr(), scales.data_ptr(), 0, *tail())
 
 
-def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int, whole: bool = False) -> Call:
+def new_call(
+    module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads: int, whole: bool = False, copies: int = 1
+) -> Call:
     """A call with this tree's argument order (what ``calls.Matmul`` passes). A K-quant layer's rows
     are in this tree's layout: the times of another layout's kernel over the same bytes are what
     they would be over its own (the same loads and instructions), not its results. x's and y's
     addresses are read at each call, so the call holds them: addresses taken once outlived a y the
     caller had let go, and the kernel wrote into freed memory (glibc: "corrupted double-linked list").
     ``whole``: a build before Q4_K's partial last super-block, which reads a row over K = 896 as
-    whole super-blocks (the same weights padded)."""
+    whole super-blocks (the same weights padded). ``copies``: a K-quant's rows copied that many
+    times, the calls taking them in turn (``--from-memory``)."""
     m, k, n = x.shape[0], made.in_features, made.out_features
     path = native.path()
 
@@ -102,7 +110,8 @@ def new_call(module: Any, made: Made, x: torch.Tensor, y: torch.Tensor, threads:
         rows = made.rows
         if isinstance(made, Q4KLinear) and k % 256 and whole:
             rows = Q4KLinear.from_quantized(*q4k_parts(made.rows, k)).rows
-        return lambda: call(*head(), rows.data_ptr(), n)
+        turn = itertools.cycle([rows] + [rows.clone() for _ in range(copies - 1)])
+        return lambda: call(*head(), next(turn).data_ptr(), n)
     if isinstance(made, Int4Linear):
         return lambda: module.q4_mm(*head(), made.packed.data_ptr(), n)
     scales = made.scale.float().contiguous()
@@ -139,13 +148,16 @@ def against(args: argparse.Namespace, tmp: Path) -> None:
             for m in args.rows:
                 x = torch.randn(m, k).to(torch.bfloat16)
                 y = torch.empty((m, n), dtype=torch.bfloat16)
+                copies = 1
+                if args.from_memory and isinstance(made, Q4KLinear | Q6KLinear):
+                    copies = max(2, args.from_memory * 2**20 // made.rows.numel())
                 for threads in (1, 2):
                     named = {
                         "before": (
-                            new_call(before, made, x, y, threads, whole) if before_call is new_call
+                            new_call(before, made, x, y, threads, whole, copies) if before_call is new_call
                             else old_call(before, made, x, y, threads)
                         ),
-                        "after": new_call(after, made, x, y, threads),
+                        "after": new_call(after, made, x, y, threads, copies=copies),
                     }
                     got = {name: statistics.median(t) for name, t in interleaved(named, args.repeat).items()}
                     ratio = got["after"] / got["before"]
@@ -183,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", action="store_true", help="1 against 2 threads, every call split")
     parser.add_argument("--forms", nargs="+", choices=sorted(SHAPES), default=["int4", "int8"])
     parser.add_argument("--rows", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--from-memory", type=int, default=0, metavar="MB",
+                        help="K-quants: each call's weights from copies filling MB (read from memory)")
     args = parser.parse_args(argv)
     if native.kernels() is None:
         print(f"no kernels: {native.why_not()}", file=sys.stderr)
