@@ -335,6 +335,14 @@ def test_bench_json_compares_ours_with_hugging_face_on_every_prompt(models, caps
     speedups = [p["whole_run_speedup"] for p in data["prompts"]]
     assert summary["whole_run_speedups"] == speedups and summary["worst_whole_run_speedup"] == min(speedups)
     assert data["prompts"][summary["worst_prompt_index"]]["whole_run_speedup"] == min(speedups)
+    # the lowest single round beside the medians; 2 rounds a prompt are too few to say a round's noise
+    rounds = [r["whole_run_speedup"] for r in data["runs"]]
+    assert summary["worst_round_speedup"] == min(rounds)
+    assert data["runs"][rounds.index(min(rounds))]["prompt_index"] == summary["worst_round_prompt_index"]
+    for p in data["prompts"]:
+        its_rounds = [r["whole_run_speedup"] for r in data["runs"] if r["prompt_index"] == p["prompt_index"]]
+        assert p["worst_round_speedup"] == min(its_rounds)
+    assert summary["round_noise"] is None
     assert summary["auto_k"] is False and summary["mean_k"] == pytest.approx(3.0, abs=1.0)
     assert 0.0 <= summary["outside_forward_share"] < 1.0 and summary["cost_curve_ms"]
     # the time split per answer: the parts add up to the whole call, drafting only where it drafted
