@@ -108,7 +108,9 @@ def test_a_draft_model_that_cannot_pay_sits_the_answer_out_and_the_answer_says_w
     plan = result.steps[0].model_sat_out
     assert plan is not None and plan.k == 0 and plan.draft_cost > 100
     note = sat_out_note(result)
-    assert note.startswith("The draft model sat this answer out: on this machine a draft step costs ")
+    assert note.startswith(
+        "The draft model sat this answer out: by this machine's recent steps a draft step would cost "
+    )
     assert "no acceptance would repay it" in note
     assert sat_out_note(RunResult.from_dict(result.to_dict())) == note
     monkeypatch.undo()
@@ -128,7 +130,7 @@ def test_the_sat_out_sentence_names_the_break_even_acceptance_or_the_catch_up():
 
     dear = KDecision(0, "gain_below_margin", 0.25, best_k=1, best_gain=0.95, draft_cost=0.2, pass_cost=1.1)
     note = sat_out_note(run(dear))  # 1 + a = 0.2 + 1.1: a = 0.3 breaks even
-    assert f"a draft step costs {format_ratio(0.2)} of a plain target pass" in note
+    assert f"a draft step would cost {format_ratio(0.2)} of a plain target pass" in note
     assert f"a pass checking 2 tokens {format_ratio(1.1)} plain passes" in note  # one draft: never "1 drafts"
     assert f"would need {format_percent(0.3)} of its drafts accepted to break even, and {format_percent(0.25)}" in note
     catch_up = KDecision(0, "catch_up_not_repaid", 0.6, best_k=2, best_gain=1.2, draft_cost=0.1, pass_cost=1.1)

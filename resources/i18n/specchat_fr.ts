@@ -915,12 +915,12 @@
         <translation>Le modèle brouillon n'a pas servi pour cette réponse : il aurait d'abord dû lire toute l'invite, ce que cette réponse n'aurait pas remboursé. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
-        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n'a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'aucun taux d'acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
+        <source>The draft model sat this answer out: by this machine's recent steps a draft step would cost {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup drafted alone.</source>
+        <translation>Le modèle brouillon n'a pas servi pour cette réponse : d'après les dernières étapes sur cette machine, une étape de brouillon coûterait {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'aucun taux d'acceptation ne le rembourserait. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
-        <source>The draft model sat this answer out: on this machine a draft step costs {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.</source>
-        <translation>Le modèle brouillon n'a pas servi pour cette réponse : sur cette machine, une étape de brouillon coûte {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
+        <source>The draft model sat this answer out: by this machine's recent steps a draft step would cost {c} of a plain target pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.</source>
+        <translation>Le modèle brouillon n'a pas servi pour cette réponse : d'après les dernières étapes sur cette machine, une étape de brouillon coûterait {c} d'une passe simple du modèle cible et une passe qui vérifie {n} jetons {v} passes simples, si bien qu'il lui faudrait {needed} de brouillons acceptés pour rentrer dans ses frais, et {alpha} sont attendus. La recherche a proposé seule les brouillons.</translation>
     </message>
     <message>
         <source>held back most by the cost of drafting</source>

@@ -827,15 +827,15 @@ MODEL_SAT_OUT = {
     ),
     "unrepaid": QT_TRANSLATE_NOOP(
         "Explanation",
-        "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
-        "pass and a pass checking {n} tokens {v} plain passes, so no acceptance would repay it. Lookup "
-        "drafted alone.",
+        "The draft model sat this answer out: by this machine's recent steps a draft step would cost {c} "
+        "of a plain target pass and a pass checking {n} tokens {v} plain passes, so no acceptance would "
+        "repay it. Lookup drafted alone.",
     ),
     "below_break_even": QT_TRANSLATE_NOOP(
         "Explanation",
-        "The draft model sat this answer out: on this machine a draft step costs {c} of a plain target "
-        "pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} of its drafts "
-        "accepted to break even, and {alpha} are expected. Lookup drafted alone.",
+        "The draft model sat this answer out: by this machine's recent steps a draft step would cost {c} "
+        "of a plain target pass and a pass checking {n} tokens {v} plain passes, so it would need {needed} "
+        "of its drafts accepted to break even, and {alpha} are expected. Lookup drafted alone.",
     ),
 }
 
