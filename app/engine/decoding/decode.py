@@ -445,7 +445,7 @@ def _steps(
     choice: Choice | None  # each step's: the chooser's decision, or the ledger's
     if chooser is not None:
         chooser.ahead = ahead_drafter is not None  # its step costs (``cost.step_cost``)
-        chooser.acceptance.new_answer()  # this answer's own evidence weighs apart from here
+        chooser.acceptance.new_answer()  # this answer's own evidence of free drafts weighs apart from here
     try:
         for index in itertools.count():
             if cancel is not None and cancel.is_set():
