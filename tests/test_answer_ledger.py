@@ -15,16 +15,7 @@ import virtual_clock as virtual_clock_
 
 from app.engine import Engine, GenerationConfig
 from app.engine.analysis.explanation import drafting_notes, explain
-from app.engine.decoding.cost import (
-    ANSWER_WEIGHT,
-    FALL_BACK_AFTER,
-    MODEL_KEY,
-    REST_STEPS,
-    AcceptanceModel,
-    AnswerLedger,
-    Choice,
-    KChooser,
-)
+from app.engine.decoding.cost import FALL_BACK_AFTER, REST_STEPS, AnswerLedger, Choice, KChooser
 from app.engine.decoding.drafters import Proposal
 from app.engine.events import RunResult
 
@@ -104,23 +95,6 @@ def test_a_ledger_of_paying_passes_or_without_a_plain_cost_keeps_drafting():
     assert unmeasured.falls_back(None) is None
 
 
-def test_after_a_fall_back_a_draft_models_own_evidence_in_the_answer_weighs():
-    """A draft model's acceptance is the engine-wide estimate until the answer's drafting measured
-    slower than plain steps; from then on, as a free drafter's, it weighs what its drafts did in
-    this answer (``ANSWER_WEIGHT`` trials of the estimate beside them), until the next answer."""
-    acceptance = AcceptanceModel()
-    acceptance.adopt(MODEL_KEY, 15.0, 16.0)  # the pair drafts well elsewhere
-    for proposed, accepted in ((3, 0), (3, 1), (3, 1)):  # this answer: 2 of 5 judged
-        acceptance.observe(MODEL_KEY, proposed, accepted)
-    engine_wide = acceptance.alpha(MODEL_KEY)
-    assert acceptance.within_answer(MODEL_KEY) == engine_wide
-    acceptance.weigh_model_in_answer()
-    assert acceptance.within_answer(MODEL_KEY) == pytest.approx((2 + ANSWER_WEIGHT * engine_wide) / (5 + ANSWER_WEIGHT))
-    assert acceptance.within_answer(MODEL_KEY) < engine_wide - 0.2
-    acceptance.new_answer()
-    assert acceptance.within_answer(MODEL_KEY) == acceptance.alpha(MODEL_KEY)
-
-
 @pytest.fixture
 def losing_engine(load_tiny) -> tuple[Engine, list[int]]:
     target = replace(load_tiny("llama"), eos_token_ids=())  # a long answer: no end of sequence
@@ -150,7 +124,6 @@ def test_an_answer_whose_drafting_measures_slower_ends_on_plain_steps(losing_eng
     assert first is not None and first.realized == pytest.approx(1 / steep_pass(3)) and first.alpha == 0.0
     restored = RunResult.from_dict(result.to_dict())
     assert [s.decision for s in restored.steps] == [s.decision for s in result.steps]
-    assert engine.chooser.acceptance.model_in_answer  # the fall back made the answer's own evidence weigh
 
 
 def test_the_fall_back_is_said_under_the_answer_and_in_the_why_sentence(losing_engine, virtual_clock):

@@ -104,12 +104,11 @@ DECAY_PER_STEP = 0.99  # evidence older by s steps weighs DECAY_PER_STEP ** s: d
 # evidence of a free drafter's key against the engine-wide estimate counted as ANSWER_WEIGHT
 # trials (``AcceptanceModel.within_answer``), so a few misses in an answer that copies little stop
 # its lookup drafts within a few steps, where the evidence of answers that copied kept them going
-# until the answer's ledger caught them (``AnswerLedger``). Not a draft model's, until the answer's
-# ledger has found its drafting slower than plain steps (``AcceptanceModel.weigh_model_in_answer``):
-# its drafts are judged only when verified, and an answer's first words are its likeliest to miss,
-# so stopping there would leave its later, mostly accepted drafts unseen (tried, 2026-12-06: the
-# kept estimate sank and ``bench --peer``'s type hints fell from 1.50x to 0.98-1.11x); a set-aside
-# lookup draft is judged for free by the target's next token, so this answer's evidence keeps coming.
+# until the answer's ledger caught them (``AnswerLedger``). Not a draft model's: its drafts are
+# judged only when verified, and an answer's first words are its likeliest to miss, so stopping
+# there would leave its later, mostly accepted drafts unseen (tried, 2026-12-06: the kept estimate
+# sank and ``bench --peer``'s type hints fell from 1.50x to 0.98-1.11x); a set-aside lookup draft
+# is judged for free by the target's next token, so this answer's evidence keeps coming.
 ANSWER_WEIGHT = 2.0
 
 
@@ -523,9 +522,6 @@ class AcceptanceModel:
     evidence: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # key -> (hits, trials, step)
     judged: Counter[str] = field(default_factory=Counter)  # key -> drafts judged ever (not decayed)
     answer: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> this answer's (hits, trials)
-    # this answer's drafting measured slower than plain steps (``AnswerLedger``): from then on its
-    # own evidence of a draft model weighs too (``within_answer``)
-    model_in_answer: bool = False
 
     def tick(self) -> None:
         self.step += 1
@@ -541,40 +537,31 @@ class AcceptanceModel:
         return (hits + prior * weight) / (trials + weight)
 
     def within_answer(self, key: str) -> float:
-        """``key``'s acceptance for this answer's next step: this answer's own evidence with
-        ``alpha`` counted as ``ANSWER_WEIGHT`` trials; of a draft model (``MODEL_KEYS``), ``alpha``
-        alone until the answer's drafting has measured slower than plain steps
-        (``weigh_model_in_answer``; see ``ANSWER_WEIGHT`` for why not before)."""
+        """``key``'s acceptance for this answer's next step: of a free drafter (not ``MODEL_KEYS``),
+        this answer's own evidence with ``alpha`` counted as ``ANSWER_WEIGHT`` trials; of a draft
+        model, ``alpha``."""
         alpha = self.alpha(key)
-        if key in MODEL_KEYS and not self.model_in_answer:
+        if key in MODEL_KEYS:
             return alpha
         hits, trials = self.answer.get(key, (0, 0))
         return (hits + ANSWER_WEIGHT * alpha) / (trials + ANSWER_WEIGHT)
 
-    def weigh_model_in_answer(self) -> None:
-        """This answer's drafting measured slower than plain steps (``AnswerLedger``): when it
-        drafts again, a draft model's acceptance weighs what its drafts did in this answer, as a
-        free drafter's does. On the real pair's summary (1 thread) the model kept 4 of its first 11
-        drafts, the answer rested on plain steps, then the model was asked again at the engine-wide
-        0.75 for 4 drafts after catching up on the 8 plain tokens: 1 kept, 117 ms of drafting."""
-        self.model_in_answer = True
-
     def new_answer(self) -> None:
         """An answer starts: the last one's own evidence no longer weighs apart (it stays in ``alpha``)."""
         self.answer.clear()
-        self.model_in_answer = False
 
     def observe(self, key: str, proposed: int, accepted: int) -> None:
-        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest and
-        to this answer's."""
+        """One verified block's evidence (``acceptance_evidence``), added to the decayed rest and,
+        of a free drafter's key, to this answer's."""
         if proposed <= 0:
             return
         hits, trials = self._decayed(key)
         successes, tried = acceptance_evidence(proposed, accepted)
         self.evidence[key] = (hits + successes, trials + tried, self.step)
         self.judged[key] += tried
-        in_answer = self.answer.get(key, (0, 0))
-        self.answer[key] = (in_answer[0] + successes, in_answer[1] + tried)
+        if key not in MODEL_KEYS:
+            in_answer = self.answer.get(key, (0, 0))
+            self.answer[key] = (in_answer[0] + successes, in_answer[1] + tried)
 
     def kept(self, key: str) -> tuple[float, float]:
         """``key``'s evidence now (hits, trials, decayed): what an engine keeps for the next one."""

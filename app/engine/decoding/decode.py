@@ -462,8 +462,6 @@ def _steps(
             fallen_back = None
             if ledger is not None and chooser is not None:  # a plain pass's cost, asked only when it is weighed
                 fallen_back = ledger.falls_back(chooser.costs.verify_cost(1) if ledger.judging else None)
-                if fallen_back is not None:  # when it drafts again, a draft model's evidence here weighs too
-                    chooser.acceptance.weigh_model_in_answer()
             if fallen_back is not None:  # drafting measured slower in this answer: a plain step
                 proposal, choice, shadow = NO_PROPOSAL, fallen_back, None
             elif isinstance(drafter, MixedDrafter) and chooser is not None and config.auto_k and k_cap > 0:
