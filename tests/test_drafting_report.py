@@ -51,6 +51,27 @@ def test_the_explanation_names_the_cost_the_overlap_and_the_break_even_acceptanc
     assert data["drafted_ahead_share"] == pytest.approx(0.5) and data["break_even_alpha"] == e.break_even_alpha
 
 
+def test_a_draft_models_pass_is_weighed_apart_from_the_free_drafts_beside_it():
+    """With lookup's blocks beside the model's (the default drafter with a draft model), c is the
+    drafting time per draft verified, lookup's free drafts included, and a draft model's pass is the
+    model's own steps' drafting time per pass. On the real pair at 2 threads `bench` had printed c,
+    0.19, as "a draft step cost", while a draft model's pass cost 0.32 of a plain pass alone."""
+    model = [_step(0, verify_s=0.5)] + [
+        replace(_step(i, accepted=n, rejected=2 - n, draft_s=0.02, verify_s=0.15, k=2), draft_passes=2)
+        for i, n in enumerate((2, 1, 0, 2), 1)
+    ]
+    lookup = [_step(i, accepted=3, verify_s=0.17, k=3) for i in range(5, 9)]  # 12 drafts, no pass
+    run = replace(_run(model + lookup), drafter="draft model: d + lookup")
+    e = explain(run, _baseline())
+    assert e.draft_pass_ratio == pytest.approx(0.1)  # 0.01 s a pass, of a 0.1 s plain pass
+    assert e.draft_cost_ratio == pytest.approx(0.08 / 20 / 0.1)  # 0.08 s of drafting for 8 + 12 drafts
+    assert "a draft model's pass: 0.10×" in e.summary and "Drafting cost 0.04×" in e.summary
+    assert e.to_dict()["draft_pass_ratio"] == e.draft_pass_ratio
+    assert _drafting(run, _baseline())["draft_pass_ratio"] == e.draft_pass_ratio
+    ahead = replace(run, steps=tuple(replace(s, drafted_ahead=bool(s.draft_passes)) for s in run.steps))
+    assert explain(ahead, _baseline()).draft_pass_ratio is None  # waits for drafts made ahead: no pass's cost
+
+
 def test_bench_reports_the_figures_of_the_why_panel():
     run, baseline = _model_run((True, True, True, True)), _baseline()
     e, row = explain(run, baseline), _drafting(run, baseline)

@@ -3,6 +3,7 @@ acceptance a form keeps, measured without the noise of a speculative run.
 
     python tools/draft_bits.py --target T --draft D                  # the draft's forms: int4, int8
     python tools/draft_bits.py --target T --draft D --simulate       # and simulated bit widths
+    python tools/draft_bits.py --target T --draft D --forms int4 --second  # and the second choice
 
 The target answers each prompt (``resources/bench_prompts.txt``, lines 1-8 by default) greedily,
 target-only; then each form of the draft reads prompt + answer in one pass (teacher-forced) and
@@ -86,6 +87,21 @@ def agreement(logits_of, answers: list[tuple[list[int], list[int]]]) -> float:
     return hits / total
 
 
+def second_choice(logits_of, answers: list[tuple[list[int], list[int]]]) -> tuple[int, int]:
+    """(positions where the top token is not the target's, those where the second one is): what a
+    verification of two candidates per position (a tree of the draft's top two) would keep beyond
+    the one chain of top-1 drafts."""
+    missed = rescued = 0
+    for prompt, answer in answers:
+        logits = logits_of(prompt + answer)
+        top = logits[len(prompt) - 1 : len(prompt) + len(answer) - 1].topk(2, dim=-1).indices.tolist()
+        for (first, second), token in zip(top, answer, strict=True):
+            if first != token:
+                missed += 1
+                rescued += second == token
+    return missed, rescued
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", required=True)
@@ -97,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forms", nargs="+", default=["int4", "int8"], help="the draft's weights forms")
     parser.add_argument("--simulate", action="store_true", help="also the simulated widths (module docstring)")
     parser.add_argument("--no-search", action="store_true", help="simulate round-to-nearest ranges only")
+    parser.add_argument("--second", action="store_true", help="also where the second choice is right")
     args = parser.parse_args(argv)
     import_engine()
     from app.cli.inputs import read_prompts_file
@@ -125,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
 
         label = draft.form.label() if draft.form is not None else form
         print(f"{form:6s} {agreement(logits_of, answers):.3f}  {label}", flush=True)
+        if args.second:
+            missed, rescued = second_choice(logits_of, answers)
+            print(f"       second choice right where the first is not: {rescued} of {missed}", flush=True)
         del draft, cached
     if args.simulate:
         simulate(args.draft, answers, not args.no_search)

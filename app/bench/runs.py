@@ -334,6 +334,7 @@ def _drafting(run: RunResult, baseline: RunResult | None) -> dict[str, Any]:
     e = explain(run, baseline)
     return {
         "draft_cost_ratio": e.draft_cost_ratio,
+        "draft_pass_ratio": e.draft_pass_ratio,
         "drafted_ahead_share": e.drafted_ahead_share,
         "break_even_alpha": e.break_even_alpha,
         "alpha": e.alpha,
@@ -431,6 +432,7 @@ def _summary(
         "method": METHOD,
         "note": None if with_hf else HF_SKIPPED,
         "draft_cost_ratio": _median_of(runs, "draft_cost_ratio"),
+        "draft_pass_ratio": _median_of(runs, "draft_pass_ratio"),
         "drafted_ahead_share": _median_of(runs, "drafted_ahead_share"),
         "break_even_alpha": _median_of(runs, "break_even_alpha"),
         "alpha": _median_of(runs, "alpha"),
@@ -499,10 +501,13 @@ def format_report(report: dict[str, Any]) -> str:
             parts = ", ".join(f"{part} {s[key][part]:.0f}" for part in SPLIT_PARTS)
             lines.append(f"ms per answer, {label} (mean): {parts}")
     if s.get("draft_cost_ratio") is not None:
+        model_pass = s.get("draft_pass_ratio")
         lines.append(
-            f"a draft step cost {s['draft_cost_ratio']:.2f} of a plain pass on the answer's clock (median of rounds), "
-            f"{cell(s['drafted_ahead_share'], '.0%')} of the drafting passes drafted ahead; break-even acceptance "
-            f"at that cost {cell(s['break_even_alpha'], '.0%')} (this run's acceptance α: {cell(s['alpha'], '.0%')})"
+            f"drafting cost c {s['draft_cost_ratio']:.2f} of a plain pass a draft verified, on the answer's clock "
+            "(median of rounds; lookup's drafts cost none)"
+            + (f", a draft model's pass {model_pass:.2f}" if model_pass is not None else "")
+            + f"; {cell(s['drafted_ahead_share'], '.0%')} of the drafting passes drafted ahead; break-even "
+            f"acceptance at c {cell(s['break_even_alpha'], '.0%')} (this run's acceptance α: {cell(s['alpha'], '.0%')})"
         )
     if s.get("rounds_without_drafts"):
         lines.append(f"{s['rounds_without_drafts']} of {s['runs']} rounds: {s['no_drafts_note']}")

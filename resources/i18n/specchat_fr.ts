@@ -696,6 +696,10 @@
         <translation>Coût de génération d’un jeton brouillon, c (× une passe simple)</translation>
     </message>
     <message>
+        <source>Cost of a draft model's pass (× a plain pass; lookup's drafts cost none)</source>
+        <translation>Coût d’une passe du modèle brouillon (× une passe simple ; les brouillons de la recherche ne coûtent rien)</translation>
+    </message>
+    <message>
         <source>Cost of a pass over {0} tokens, v({1}) (× a plain pass)</source>
         <translation>Coût d’une passe sur {0} jetons, v({1}) (× une passe simple)</translation>
     </message>
@@ -891,12 +895,12 @@
         <translation>Dans cette réponse, les brouillons se sont révélés plus lents que les étapes simples : ses {drafted} premières passes avec brouillons ont tourné à {realized} de leur vitesse (acceptation {alpha}), donc {count} de ses {total} passes ont été des étapes simples.</translation>
     </message>
     <message>
-        <source>A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass break even at an acceptance of {alpha}.</source>
-        <translation>Une étape de brouillon a coûté {c} d'une passe simple de la cible sur l'horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe sont à l'équilibre pour une acceptation de {alpha}.</translation>
+        <source>Drafting cost {c} of a plain target pass a draft verified, on the answer's clock (a draft model's pass: {pass_cost}; {ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass break even at an acceptance of {alpha}.</source>
+        <translation>Les brouillons ont coûté {c} d'une passe simple de la cible par brouillon vérifié, sur l'horloge de la réponse (une passe du modèle brouillon : {pass_cost} ; {ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe sont à l'équilibre pour une acceptation de {alpha}.</translation>
     </message>
     <message>
-        <source>A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass cannot break even, whatever the acceptance.</source>
-        <translation>Une étape de brouillon a coûté {c} d'une passe simple de la cible sur l'horloge de la réponse ({ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe ne peuvent pas être à l'équilibre, quelle que soit l'acceptation.</translation>
+        <source>Drafting cost {c} of a plain target pass a draft verified, on the answer's clock (a draft model's pass: {pass_cost}; {ahead} of the drafting passes drafted while the target verified the block before); at that cost {k} drafts a pass cannot break even, whatever the acceptance.</source>
+        <translation>Les brouillons ont coûté {c} d'une passe simple de la cible par brouillon vérifié, sur l'horloge de la réponse (une passe du modèle brouillon : {pass_cost} ; {ahead} des passes de brouillon faites pendant que la cible vérifiait le bloc précédent) ; à ce coût, {k} brouillons par passe ne peuvent pas être à l'équilibre, quelle que soit l'acceptation.</translation>
     </message>
     <message>
         <source>No drafts used: plain steps only, because auto k predicted no gain from drafting (the best: {gain} with {k} drafts, at an assumed acceptance of {alpha}, a draft step costing {c} of a plain pass).</source>

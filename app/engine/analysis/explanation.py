@@ -185,6 +185,8 @@ class Explanation:
     drafted_ahead_share: float | None = None
     # the answer's drafting measured slower than plain steps, so it took plain steps for a while (``cost.AnswerLedger``)
     fell_back: FellBack | None = None
+    # a draft model's pass ÷ a plain pass (``draft_pass_cost``); c is per draft verified, lookup's free ones included
+    draft_pass_ratio: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -192,6 +194,7 @@ class Explanation:
             "drafts_accepted_share": self.drafts_accepted_share,
             "tokens_per_pass": self.tokens_per_pass,
             "draft_cost_ratio": self.draft_cost_ratio,
+            "draft_pass_ratio": self.draft_pass_ratio,
             "verify_cost_ratio": self.verify_cost_ratio,
             "k_used": self.k_used,
             "predicted_decode_speedup": self.predicted_decode_speedup,
@@ -464,6 +467,20 @@ def draft_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | No
     return _ratio(max(0.0, sum(s.draft_s for s in decode if _drafts(s) > 0)) / drafted, plain_s)
 
 
+def draft_pass_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | None:
+    """A draft model's pass ÷ a plain pass: the median, over the decode passes that verified drafts
+    a draft model made in turn, of their drafting seconds ÷ their draft passes (a step's first pass
+    feeds what the model has not seen yet: the target's last token, or more; the median leaves out
+    the few passes that caught up on a prompt). Unlike c (``draft_cost``), a free drafter's drafts
+    (lookup, the suffix index) do not enter it: with the draft model and lookup together, c is the
+    cost of a draft verified, lower than a draft model's pass wherever lookup's blocks were
+    taken. None when no draft model drafted in turn, or no plain pass was measured."""
+    per_pass = [s.draft_s / s.draft_passes for s in decode if s.draft_passes > 0 and not s.drafted_ahead and _drafts(s)]
+    if not per_pass or plain_s is None:
+        return None
+    return _ratio(statistics.median(per_pass), plain_s)
+
+
 def _k_used(decode: Sequence[StepEvent]) -> int:
     """The number of drafts most drafting decode passes verified (ties: the larger)."""
     counts = Counter(_drafts(s) for s in decode if _drafts(s) > 0)
@@ -604,6 +621,7 @@ def explain(
         break_even_alpha=break_even_alpha(k, c, v[k]) if k > 0 and c is not None and k in v else None,
         drafted_ahead_share=drafted_ahead_share(decode),
         fell_back=fell_back(decode),
+        draft_pass_ratio=draft_pass_cost(decode, plain_s),
     )
     return replace(result, summary=summary_sentence(result))
 
@@ -791,15 +809,15 @@ def _identity(text: str) -> str:
 
 DRAFT_COST = QT_TRANSLATE_NOOP(
     "Explanation",
-    "A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes "
-    "drafted while the target verified the block before); at that cost {k} drafts a pass break even at "
-    "an acceptance of {alpha}.",
+    "Drafting cost {c} of a plain target pass a draft verified, on the answer's clock (a draft model's "
+    "pass: {pass_cost}; {ahead} of the drafting passes drafted while the target verified the block "
+    "before); at that cost {k} drafts a pass break even at an acceptance of {alpha}.",
 )
 DRAFT_COST_UNREPAID = QT_TRANSLATE_NOOP(
     "Explanation",
-    "A draft step cost {c} of a plain target pass on the answer's clock ({ahead} of the drafting passes "
-    "drafted while the target verified the block before); at that cost {k} drafts a pass cannot break "
-    "even, whatever the acceptance.",
+    "Drafting cost {c} of a plain target pass a draft verified, on the answer's clock (a draft model's "
+    "pass: {pass_cost}; {ahead} of the drafting passes drafted while the target verified the block "
+    "before); at that cost {k} drafts a pass cannot break even, whatever the acceptance.",
 )
 NO_DRAFTS_USED = {
     "gain_below_margin": QT_TRANSLATE_NOOP(
@@ -934,6 +952,7 @@ def summary_sentence(e: Explanation, translate: Callable[[str], str] = _identity
         template = DRAFT_COST if e.break_even_alpha is not None else DRAFT_COST_UNREPAID
         cost = translate(template).format(
             c=format_ratio(e.draft_cost_ratio),
+            pass_cost=format_ratio(e.draft_pass_ratio) if e.draft_pass_ratio is not None else "—",
             ahead=format_percent(e.drafted_ahead_share),
             k=e.k_used,
             alpha=format_percent(e.break_even_alpha or 0.0),

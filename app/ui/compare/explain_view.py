@@ -127,6 +127,11 @@ class ExplainDialog(QDialog):
                 _ratio(e.draft_cost_ratio),
             ),
             (
+                "draft_pass",
+                self.tr("Cost of a draft model's pass (× a plain pass; lookup's drafts cost none)"),
+                _ratio(e.draft_pass_ratio),
+            ),
+            (
                 "verify_cost",
                 self.tr("Cost of a pass over {0} tokens, v({1}) (× a plain pass)").format(k + 1, k),
                 _ratio(e.verify_cost_ratio),
