@@ -61,11 +61,13 @@ def test_a_draft_models_pass_is_weighed_apart_from_the_free_drafts_beside_it():
         for i, n in enumerate((2, 1, 0, 2), 1)
     ]
     lookup = [_step(i, accepted=3, verify_s=0.17, k=3) for i in range(5, 9)]  # 12 drafts, no pass
-    run = replace(_run(model + lookup), drafter="draft model: d + lookup")
+    # the model asked again after lookup's blocks: its first pass fed the 12 tokens it missed
+    caught_up = replace(_step(9, accepted=2, draft_s=0.1, verify_s=0.15, k=2), draft_passes=2, draft_caught_up=True)
+    run = replace(_run(model + lookup + [caught_up]), drafter="draft model: d + lookup")
     e = explain(run, _baseline())
-    assert e.draft_pass_ratio == pytest.approx(0.1)  # 0.01 s a pass, of a 0.1 s plain pass
-    assert e.draft_cost_ratio == pytest.approx(0.08 / 20 / 0.1)  # 0.08 s of drafting for 8 + 12 drafts
-    assert "a draft model's pass: 0.10×" in e.summary and "Drafting cost 0.04×" in e.summary
+    assert e.draft_pass_ratio == pytest.approx(0.1)  # 0.01 s a pass, of a 0.1 s plain pass; the catch-up apart
+    assert e.draft_cost_ratio == pytest.approx(0.18 / 22 / 0.1)  # 0.18 s of drafting for 8 + 12 + 2 drafts
+    assert "a draft model's pass: 0.10×" in e.summary and "Drafting cost 0.08×" in e.summary
     assert e.to_dict()["draft_pass_ratio"] == e.draft_pass_ratio
     assert _drafting(run, _baseline())["draft_pass_ratio"] == e.draft_pass_ratio
     ahead = replace(run, steps=tuple(replace(s, drafted_ahead=bool(s.draft_passes)) for s in run.steps))

@@ -12,7 +12,7 @@ from app.engine.backend import AnswerOptions
 from app.engine.config import DRAFT_AND_LOOKUP, DRAFT_MODEL, LoadOptions
 from app.engine.decoding.cost import FIRST_MODEL_KEY, MODEL_KEY
 from app.engine.decoding.drafters import MixedDrafter, ModelDrafter
-from app.engine.events import MIXED_SUFFIX
+from app.engine.events import MIXED_SUFFIX, RunResult
 from app.engine.session import DRAFT_AHEAD_ENV
 
 # an answer that repeats its prompt: lookup has long matches, the model the rest
@@ -94,7 +94,6 @@ def test_a_draft_model_that_cannot_pay_sits_the_answer_out_and_the_answer_says_w
     bench and the window show the sentence it makes (saved and read back with the run)."""
     from app.engine.analysis.explanation import sat_out_note
     from app.engine.decoding.cost import KChooser
-    from app.engine.events import RunResult
 
     monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
     monkeypatch.setattr(KChooser, "_draft_cost", lambda self: 10.0)
@@ -152,10 +151,15 @@ def test_the_models_first_ask_reports_the_whole_catch_up_it_fed(tiny_models, mon
 
     monkeypatch.setattr(ModelDrafter, "propose", spy)
     monkeypatch.setenv(DRAFT_AHEAD_ENV, "0")
-    engine.generate(PROMPT, GenerationConfig(max_new_tokens=16, k=3, auto_k=False), options=UNRECORDED)
+    result = engine.generate(PROMPT, GenerationConfig(max_new_tokens=16, k=3, auto_k=False), options=UNRECORDED)
     (first, length, first_fed), *later = fed
     assert first and first_fed == length  # a fresh engine: the whole prompt
     assert later and all(not new and 1 <= n <= 2 for new, _, n in later)  # a block's leftovers
+    # the step events say which of them caught up (a draft model's pass is timed without it: Why, bench)
+    modelled = [s for s in result.steps if s.draft_passes]
+    assert [s.draft_caught_up for s in modelled] == [True] + [False] * (len(modelled) - 1)
+    restored = RunResult.from_dict(result.to_dict())
+    assert [s.draft_caught_up for s in restored.steps] == [s.draft_caught_up for s in result.steps]
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])

@@ -225,6 +225,10 @@ class StepEvent:
     # the drafts were made while the target verified the previous block (their passes were not
     # on this step's clock: ``draft_s`` is only the wait for them)
     drafted_ahead: bool = False
+    # the draft model's first pass this step fed what it had not seen beyond a block's leftovers (the
+    # prompt, or tokens it missed while lookup drafted or plain steps ran): ``draft_s`` is mostly that
+    # catch-up, not drafting (``decode.StepRecord.caught_up``)
+    draft_caught_up: bool = False
     # on an answer's first event: the plan by which the loaded draft model sat the answer out
     # (auto k: it would not pay, or not repay reading the prompt) while lookup drafted alone
     model_sat_out: KDecision | None = None
@@ -259,6 +263,7 @@ class StepEvent:
             "k": self.k,
             "draft_passes": self.draft_passes,
             "drafted_ahead": self.drafted_ahead,
+            "draft_caught_up": self.draft_caught_up,
             "draft_s": self.draft_s,
             "verify_s": self.verify_s,
             "predicted_speedup": _finite(self.predicted_speedup),
@@ -294,6 +299,7 @@ class StepEvent:
             rejected_unseen=int(data.get("rejected_unseen", 0)),
             unattributed=tuple(tokens[own:]),
             drafted_ahead=bool(data.get("drafted_ahead", False)),
+            draft_caught_up=bool(data.get("draft_caught_up", False)),
             model_sat_out=KDecision.from_dict(data["model_sat_out"]) if data.get("model_sat_out") else None,
         )
 

@@ -470,12 +470,18 @@ def draft_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | No
 def draft_pass_cost(decode: Sequence[StepEvent], plain_s: float | None) -> float | None:
     """A draft model's pass ÷ a plain pass: the median, over the decode passes that verified drafts
     a draft model made in turn, of their drafting seconds ÷ their draft passes (a step's first pass
-    feeds what the model has not seen yet: the target's last token, or more; the median leaves out
-    the few passes that caught up on a prompt). Unlike c (``draft_cost``), a free drafter's drafts
-    (lookup, the suffix index) do not enter it: with the draft model and lookup together, c is the
-    cost of a draft verified, lower than a draft model's pass wherever lookup's blocks were
-    taken. None when no draft model drafted in turn, or no plain pass was measured."""
-    per_pass = [s.draft_s / s.draft_passes for s in decode if s.draft_passes > 0 and not s.drafted_ahead and _drafts(s)]
+    feeds what the model has not seen of the last block: the target's token, or a kept draft and
+    it). Not the steps that caught up first (``StepEvent.draft_caught_up``: the prompt, or what it
+    missed; counted, a short answer's two model steps, one of them its catch-up on the prompt, had
+    put a pass at 0.94 of a plain one on the real pair), nor drafts made ahead (``draft_s`` the wait
+    for them). Unlike c (``draft_cost``), a free drafter's drafts (lookup, the suffix index) do not
+    enter it: beside a draft model's blocks, c is the cost of a draft verified, below the model's
+    pass wherever lookup's blocks were taken. None when no such pass, or no plain pass measured."""
+    per_pass = [
+        s.draft_s / s.draft_passes
+        for s in decode
+        if s.draft_passes > 0 and not s.drafted_ahead and not s.draft_caught_up and _drafts(s)
+    ]
     if not per_pass or plain_s is None:
         return None
     return _ratio(statistics.median(per_pass), plain_s)

@@ -591,6 +591,7 @@ def _event(record: StepRecord, stats: RunStats, tokenizer: PreTrainedTokenizerBa
         predicted_speedup=choice.predicted_speedup if choice is not None else None,
         decision=_decision(choice),
         drafted_ahead=record.drafted_ahead,
+        draft_caught_up=record.caught_up,
     )
 
 
