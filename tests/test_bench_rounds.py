@@ -57,8 +57,9 @@ def test_round_noise_needs_three_rounds_of_a_prompt_and_hugging_faces_run():
     assert figures["round_noise"] is None and figures["worst_round_speedup"] == 1.1
 
 
-def test_the_report_reads_the_worst_round_against_the_noise():
-    summary = {
+def _report_summary() -> dict[str, object]:
+    """A bench summary with what ``format_report`` reads (the worst round read against the noise)."""
+    return {
         "runs": 6,
         "drafter": "lookup",
         "k": 5,
@@ -85,6 +86,9 @@ def test_the_report_reads_the_worst_round_against_the_noise():
         "hf_assisted_tps": None,
         "note": None,
     }
-    text = format_report({"prompts": [], "summary": summary})
+
+
+def test_the_report_reads_the_worst_round_against_the_noise():
+    text = format_report({"prompts": [], "summary": _report_summary()})
     assert "worst single round: #2 at 0.93x; a round's noise here: our target-only / Hugging Face plain" in text
     assert "ran 0.91-1.00x its prompt's median" in text

@@ -11,7 +11,7 @@ import pytest
 from test_cli import models, run_cli, run_json  # noqa: F401 - models is a fixture
 from test_explanation import _baseline, _run, _step
 
-from app.bench.runs import _drafting
+from app.bench.runs import _drafting, format_report
 from app.engine.analysis.explanation import explain, no_drafts_note
 from app.engine.decoding.cost import break_even_alpha, expected_tokens
 from app.engine.events import KDecision
@@ -118,3 +118,15 @@ def test_generate_says_when_auto_k_drafted_nothing(capsys, models, monkeypatch):
     assert data["no_drafts_note"].startswith("No drafts used: plain steps only, because ")
     code, out, _ = run_cli(capsys, "generate", *args, "--prompt", "Hello world!")
     assert code == 0 and data["no_drafts_note"] in out
+
+
+def test_bench_prints_c_and_a_draft_models_pass_each_under_its_own_name():
+    from test_bench_rounds import _report_summary
+
+    summary = {**_report_summary(), "draft_cost_ratio": 0.22, "draft_pass_ratio": 0.38}
+    summary.update(drafted_ahead_share=0.0, break_even_alpha=0.55, alpha=0.82)
+    text = format_report({"prompts": [], "summary": summary})
+    assert "drafting cost c 0.22 of a plain pass a draft verified" in text and "lookup's drafts cost none" in text
+    assert "a draft model's pass 0.38;" in text
+    no_model_pass = {**summary, "draft_pass_ratio": None}  # lookup alone, or every block drafted ahead
+    assert "a draft model's pass" not in format_report({"prompts": [], "summary": no_model_pass})
